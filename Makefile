@@ -1,0 +1,48 @@
+# conteb-pipeline: `make run` (set up + build_conteb on the sample), `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+# Everything stays inside the repository: Dagster's home, library caches, no telemetry.
+export DAGSTER_HOME := $(CURDIR)/.dagster
+export DAGSTER_MODULE_NAME := pipelines.definitions
+export HF_HOME := $(CURDIR)/.cache/huggingface
+export HF_DATASETS_OFFLINE ?= 1
+export HF_HUB_OFFLINE ?= 1
+export MPLCONFIGDIR := $(CURDIR)/.cache/matplotlib
+export DO_NOT_TRACK := 1
+
+.PHONY: run test lint dev bench clean venv
+venv: $(STAMP)
+
+# torch==2.13.0 first: a CPU build on this machine's disk, so the resolver never pulls a
+# multi-gigabyte CUDA build for a `torch` requirement further down.
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) (set PYTHON=...)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/dagster job execute -j build_conteb
+	@$(BIN)/conteb status
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+dev: $(STAMP)
+	$(BIN)/dagster dev -w workspace.yaml
+
+bench: $(STAMP)
+	$(BIN)/python bench/curation_overhead.py
+
+clean:
+	rm -rf data/conteb data/stages .cache

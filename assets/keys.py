@@ -1,0 +1,28 @@
+"""Asset keys of a task's stages (one place, so factories and checks agree)."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from conteb.config import TaskConfig
+
+SOURCE_DOCUMENTS = "source_documents"
+SOURCE_QUERIES = "source_queries"
+SOURCE_QUARANTINE = "source_quarantine"
+CHUNKS = "chunks"
+CHUNK_QUARANTINE = "chunk_quarantine"
+PAIRED_QUERIES = "paired_queries"
+PAIRING_QUARANTINE = "pairing_quarantine"
+CONTEB_DATASET = "conteb_dataset"
+
+
+def key(task: TaskConfig, name: str) -> dg.AssetKey:
+    """``AssetKey([task.name, name])``."""
+    return dg.AssetKey([task.name, name])
+
+
+def out(task: TaskConfig, name: str, description: str) -> dg.AssetOut:
+    """An ``AssetOut`` of a stage table stored by the stage IO manager."""
+    return dg.AssetOut(
+        key=key(task, name), description=description, io_manager_key="stage_io_manager", kinds={"python", "parquet"}
+    )

@@ -1,0 +1,44 @@
+"""Stage 0 asset: load a task's source into documents, queries and a quarantine table."""
+
+import dagster as dg
+
+from assets.keys import SOURCE_DOCUMENTS, SOURCE_QUARANTINE, SOURCE_QUERIES, out
+from conteb.config import TaskConfig
+from curation.quarantine import count_reasons
+from curation.sources import SourceError, load_source
+from pipelines.metadata import count_metadata
+from pipelines.resources import ConTEBSettings
+
+
+def build_source_asset(task: TaskConfig) -> dg.AssetsDefinition:
+    """``[task]/source_documents``, ``[task]/source_queries``, ``[task]/source_quarantine``."""
+
+    @dg.multi_asset(
+        name=f"{task.dagster_name}__source",
+        group_name=task.dagster_name,
+        description=f"Load the {task.source.kind} source of task '{task.name}'.",
+        outs={
+            SOURCE_DOCUMENTS: out(task, SOURCE_DOCUMENTS, "Whole documents (doc_id, title, text, source, license)."),
+            SOURCE_QUERIES: out(task, SOURCE_QUERIES, "Queries with answer spans in document coordinates."),
+            SOURCE_QUARANTINE: out(task, SOURCE_QUARANTINE, "Source rows refused, with reasons."),
+        },
+    )
+    def source(context: dg.AssetExecutionContext, settings: ConTEBSettings):
+        context.log.info(f"{task.name}: loading {task.source.kind} source {task.source.path}")
+        try:
+            result = load_source(task.source, settings.config_dir)
+        except SourceError as error:
+            raise dg.Failure(description=f"task '{task.name}': {error}") from error
+        for warning in result.warnings:
+            context.log.warning(warning)
+        quarantine = result.quarantine_table()
+        stats = count_metadata("count", result.stats)
+        context.log.info(
+            f"{task.name}: {len(result.documents)} documents, {len(result.queries)} queries, "
+            f"{quarantine.num_rows} quarantined; {result.stats}"
+        )
+        yield dg.Output(result.documents_table(), SOURCE_DOCUMENTS, metadata=stats)
+        yield dg.Output(result.queries_table(), SOURCE_QUERIES, metadata=stats)
+        yield dg.Output(quarantine, SOURCE_QUARANTINE, metadata=count_metadata("quarantine", count_reasons(quarantine)))
+
+    return source

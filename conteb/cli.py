@@ -1,0 +1,64 @@
+"""The ``conteb`` command line.
+
+``conteb status``: the tasks of the registry and where their datasets landed, with row counts.
+``conteb validate``: load the registry and report problems (exit status 1 on an invalid file).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import pyarrow.parquet as pq
+
+from conteb.config import ConfigError, load_config
+from conteb.storage import dataset_dir, resolve_data_dir
+
+
+@click.group()
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Task registry (default: $CONTEB_CONFIG or ./conteb.yaml).",
+)
+@click.pass_context
+def main(ctx: click.Context, config_path: Path | None) -> None:
+    """conteb-pipeline: curate, train and evaluate context-dependent retrieval."""
+    ctx.obj = config_path
+
+
+def _load(ctx: click.Context):
+    try:
+        return load_config(ctx.obj)
+    except ConfigError as error:
+        click.echo(str(error), err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.pass_context
+def validate(ctx: click.Context) -> None:
+    """Validate the task registry."""
+    config = _load(ctx)
+    click.echo(f"{config.config_path}: {len(config.tasks)} task(s) OK: {', '.join(t.name for t in config.tasks)}")
+
+
+@main.command()
+@click.pass_context
+def status(ctx: click.Context) -> None:
+    """Where each task's ConTEB dataset is, with its row counts."""
+    config = _load(ctx)
+    data_dir = resolve_data_dir(config.config_dir)
+    click.echo(f"registry: {config.config_path}\ndata:     {data_dir}")
+    for task in config.tasks:
+        folder = dataset_dir(data_dir, task.name)
+        counts = []
+        for name in ("documents", "queries"):
+            files = sorted((folder / name).glob("*.parquet"))
+            if files:
+                counts.append(f"{sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} {name}")
+        state = ", ".join(counts) if counts else "not built yet"
+        click.echo(f"  {task.name:<20} {folder}  [{state}]")

@@ -1,0 +1,259 @@
+"""The task registry: ``conteb.yaml`` (or the file named by ``$CONTEB_CONFIG``).
+
+``load_config`` parses and validates the file; any problem raises :class:`ConfigError` with a
+message naming the file, the task and the field, so a bad registry fails when Dagster loads the
+code location rather than halfway through a run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+CONFIG_ENV = "CONTEB_CONFIG"
+DEFAULT_CONFIG_NAME = "conteb.yaml"
+TASK_NAME_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+
+
+class ConfigError(ValueError):
+    """``conteb.yaml`` is unreadable or invalid; the message names file, task and field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LLMConfig(_Strict):
+    """Settings of the LLM client (used by the LLM stages)."""
+
+    model: str = "gpt-4o"
+    base_url: str | None = None  # None: $OPENAI_BASE_URL, else the OpenAI API
+    max_concurrency: int = Field(16, ge=1)
+
+
+class ExecutionConfig(_Strict):
+    """How ``build_conteb`` runs its steps.
+
+    ``auto`` runs in process (no per-step subprocess start-up, ~2 s a step here) unless the
+    registry declares more than ``multiprocess_from_tasks`` tasks, then multiprocess.
+    """
+
+    executor: Literal["auto", "in_process", "multiprocess"] = "auto"
+    max_concurrent: int | None = Field(None, ge=1)
+    multiprocess_from_tasks: int = Field(4, ge=1)
+
+
+class ChunkingConfig(_Strict):
+    """Recursive character chunking (LangChain ``RecursiveCharacterTextSplitter``)."""
+
+    chunk_size: int = Field(1000, ge=1)
+    chunk_overlap: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkingConfig:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
+        return self
+
+
+class SquadJsonSource(_Strict):
+    """SQuAD v1.1/v2.0-format JSON (plain or .gz); COVID-QA and XQuAD use the same schema."""
+
+    kind: Literal["squad_json"]
+    path: Path
+
+
+class TextFolderSource(_Strict):
+    """A folder of plain-text / markdown files, one document each (no queries)."""
+
+    kind: Literal["text_folder"]
+    path: Path
+    patterns: tuple[str, ...] = ("*.txt", "*.md")
+
+
+class HFColumns(_Strict):
+    """Column mapping of an ``hf_dataset`` source. ``query``/``answers`` may be absent."""
+
+    text: str = "context"
+    title: str | None = "title"
+    doc_key: str | None = None  # groups rows into documents; default: title, else text
+    query_id: str | None = "id"
+    query: str | None = "question"
+    answers: str | None = "answers"  # SQuAD form: {"text": [...], "answer_start": [...]}
+
+
+class HFDatasetSource(_Strict):
+    """Any Hugging Face dataset (hub name or local path) loaded with ``datasets``."""
+
+    kind: Literal["hf_dataset"]
+    path: str
+    name: str | None = None
+    split: str = "validation"
+    columns: HFColumns = HFColumns()
+
+
+class SampleSource(_Strict):
+    """The bundled sample corpus (``data/sample/``): title line + body files, queries.jsonl."""
+
+    kind: Literal["sample"]
+    path: Path = Path("data/sample")
+
+
+SourceConfig = Annotated[
+    SquadJsonSource | TextFolderSource | HFDatasetSource | SampleSource,
+    Field(discriminator="kind"),
+]
+
+
+class TaskConfig(_Strict):
+    """One benchmark task: where its documents come from and how each stage treats them."""
+
+    name: str = Field(pattern=TASK_NAME_PATTERN)
+    source: SourceConfig
+    split: str = Field("test", pattern=r"^[A-Za-z0-9_.-]+$")
+    chunking: ChunkingConfig = ChunkingConfig()
+    pairing: Literal["span"] = "span"
+    reformulation: bool = False
+    synthetic_queries: int = Field(0, ge=0)
+    license: str | None = None
+    description: str | None = None
+
+    @field_validator("reformulation")
+    @classmethod
+    def _reformulation_not_yet(cls, value: bool) -> bool:
+        if value:
+            raise ValueError("reformulation needs the LLM stages, which this version does not have")
+        return value
+
+    @field_validator("synthetic_queries")
+    @classmethod
+    def _synthetic_not_yet(cls, value: int) -> int:
+        if value:
+            raise ValueError("synthetic queries need the LLM stages, which this version does not have")
+        return value
+
+    @property
+    def dagster_name(self) -> str:
+        """The task name as a Dagster group / op name (``-`` is not allowed there)."""
+        return self.name.replace("-", "_")
+
+
+class ProjectConfig(_Strict):
+    """The whole registry. ``config_path`` is where it was read from (paths resolve against it)."""
+
+    llm: LLMConfig = LLMConfig()
+    execution: ExecutionConfig = ExecutionConfig()
+    tasks: tuple[TaskConfig, ...] = ()
+    config_path: Path | None = None
+
+    @model_validator(mode="after")
+    def _unique_task_names(self) -> ProjectConfig:
+        seen: dict[str, int] = {}
+        for index, task in enumerate(self.tasks):
+            if task.name in seen:
+                raise ValueError(
+                    f"task '{task.name}' (tasks[{index}]): name: duplicate task name, "
+                    f"already declared at tasks[{seen[task.name]}]"
+                )
+            seen[task.name] = index
+        return self
+
+    @property
+    def config_dir(self) -> Path:
+        return self.config_path.parent if self.config_path else Path.cwd()
+
+    def task(self, name: str) -> TaskConfig:
+        for task in self.tasks:
+            if task.name == name:
+                return task
+        raise KeyError(f"no task named {name!r} in {self.config_path}")
+
+
+def find_config_path(start: Path | None = None) -> Path:
+    """``$CONTEB_CONFIG`` if set, else ``conteb.yaml`` in ``start`` (default: cwd) or the project."""
+    override = os.environ.get(CONFIG_ENV)
+    if override:
+        return Path(override).expanduser().resolve()
+    candidates = [
+        (start or Path.cwd()) / DEFAULT_CONFIG_NAME,
+        Path(__file__).resolve().parents[1] / DEFAULT_CONFIG_NAME,
+    ]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    return candidates[0].resolve()
+
+
+def load_config(path: Path | str | None = None) -> ProjectConfig:
+    """Read, validate and resolve the registry at ``path`` (default: :func:`find_config_path`).
+
+    Source paths are made absolute relative to the config file and must exist (hub dataset names
+    of ``hf_dataset`` sources are the exception).
+    """
+    config_path = Path(path).resolve() if path else find_config_path()
+    try:
+        raw = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{config_path}: no such file (set {CONFIG_ENV} or create it)") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{config_path}: not valid YAML: {error}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{config_path}: the top level must be a mapping with a 'tasks' list")
+    try:
+        config = ProjectConfig.model_validate({**raw, "config_path": config_path})
+    except ValidationError as error:
+        raise ConfigError(_describe_validation_error(config_path, raw, error)) from None
+    return _resolve_paths(config)
+
+
+def _describe_validation_error(config_path: Path, raw: dict[str, Any], error: ValidationError) -> str:
+    lines = [f"{config_path}: invalid task registry"]
+    tasks = raw.get("tasks") if isinstance(raw.get("tasks"), list) else []
+    for item in error.errors():
+        loc = list(item["loc"])
+        where = ""
+        if len(loc) >= 2 and loc[0] == "tasks" and isinstance(loc[1], int):
+            index = loc[1]
+            entry = tasks[index] if index < len(tasks) else None
+            name = entry.get("name", "?") if isinstance(entry, dict) else "?"
+            where = f"task '{name}' (tasks[{index}]): "
+            loc = loc[2:]
+        # Drop the discriminator tag pydantic inserts into union locations.
+        field = ".".join(str(part) for part in loc if part not in ("squad_json", "text_folder", "hf_dataset", "sample"))
+        message = item["msg"].removeprefix("Value error, ")
+        lines.append(f"  {where}{field or '(top level)'}: {message}")
+    return "\n".join(lines)
+
+
+def _resolve_paths(config: ProjectConfig) -> ProjectConfig:
+    base = config.config_dir
+    tasks = []
+    for index, task in enumerate(config.tasks):
+        source = task.source
+        where = f"{config.config_path}: task '{task.name}' (tasks[{index}]): source.path"
+        if isinstance(source, HFDatasetSource):
+            local = (base / source.path).resolve()
+            looks_local = source.path.startswith((".", "/", "~"))
+            if local.exists():
+                source = source.model_copy(update={"path": str(local)})
+            elif looks_local:
+                raise ConfigError(f"{where}: no such dataset folder: {local}")
+        else:
+            resolved = (base / source.path).expanduser().resolve()
+            if not resolved.exists():
+                raise ConfigError(f"{where}: no such file or folder: {resolved}")
+            must_be_dir = isinstance(source, TextFolderSource | SampleSource)
+            if must_be_dir != resolved.is_dir():
+                kind = "a folder" if must_be_dir else "a file"
+                raise ConfigError(f"{where}: {resolved} is not {kind}")
+            source = source.model_copy(update={"path": resolved})
+        tasks.append(task.model_copy(update={"source": source}))
+    return config.model_copy(update={"tasks": tuple(tasks)})

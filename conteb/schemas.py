@@ -1,0 +1,106 @@
+"""The one place where every Parquet table's schema is defined (pyarrow).
+
+Stage tables (``data/stages/<task>/``):
+
+* ``SOURCE_DOCUMENTS`` / ``SOURCE_QUERIES``: what a source loader produced (stage 0). Answers are
+  in *document* character coordinates (Python ``str`` indices).
+* ``CHUNKS``: stage 1, one row per chunk with its span in the document.
+* ``PAIRED_QUERIES``: stage 2, one row per query paired with its gold chunk.
+* ``QUARANTINE``: rows a stage refused, with the reason and where they came from.
+
+Published tables (``data/conteb/<task>/``, the public ConTEB layout): ``CONTEB_DOCUMENTS`` and
+``CONTEB_QUERIES``.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+ANSWER = pa.struct([("text", pa.string()), ("char_start", pa.int64())])
+
+SOURCE_DOCUMENTS = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("title", pa.string()),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("source", pa.string(), nullable=False),  # file path or dataset name
+        pa.field("license", pa.string()),  # null where unknown
+        pa.field("metadata", pa.string()),  # JSON object: loader-specific provenance
+    ]
+)
+
+SOURCE_QUERIES = pa.schema(
+    [
+        pa.field("query_id", pa.string(), nullable=False),
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("query", pa.string(), nullable=False),
+        pa.field("answers", pa.list_(ANSWER), nullable=False),
+        pa.field("source", pa.string(), nullable=False),
+        pa.field("source_row", pa.string(), nullable=False),  # e.g. data[3].paragraphs[0].qas[2]
+    ]
+)
+
+CHUNKS = pa.schema(
+    [
+        pa.field("chunk_id", pa.string(), nullable=False),
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("chunk_index", pa.int32(), nullable=False),
+        pa.field("char_start", pa.int64(), nullable=False),
+        pa.field("char_end", pa.int64(), nullable=False),
+        pa.field("og_chunk", pa.string(), nullable=False),
+        pa.field("title", pa.string()),
+    ]
+)
+
+PAIRED_QUERIES = pa.schema(
+    [
+        pa.field("query_id", pa.string(), nullable=False),
+        pa.field("query", pa.string(), nullable=False),
+        pa.field("chunk_id", pa.string(), nullable=False),
+        pa.field("chunk_ids", pa.list_(pa.string()), nullable=False),
+        pa.field("answer", pa.string()),
+        pa.field("answer_start", pa.int64()),
+        pa.field("answer_end", pa.int64()),
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("pairing", pa.string(), nullable=False),  # span | llm | lexical
+        pa.field("source", pa.string(), nullable=False),
+    ]
+)
+
+QUARANTINE = pa.schema(
+    [
+        pa.field("stage", pa.string(), nullable=False),  # source | chunking | pairing
+        pa.field("reason", pa.string(), nullable=False),  # a QuarantineReason value
+        pa.field("object_kind", pa.string(), nullable=False),  # document | query | answer
+        pa.field("object_id", pa.string(), nullable=False),
+        pa.field("doc_id", pa.string()),
+        pa.field("source", pa.string(), nullable=False),  # file or dataset
+        pa.field("row", pa.string(), nullable=False),  # where in the source, e.g. data[3].paragraphs[0]
+        pa.field("detail", pa.string(), nullable=False),  # human-readable explanation
+    ]
+)
+
+CONTEB_DOCUMENTS = pa.schema(
+    [
+        pa.field("chunk_id", pa.string(), nullable=False),
+        pa.field("chunk", pa.string(), nullable=False),  # text to embed (reformulated if enabled)
+        pa.field("og_chunk", pa.string(), nullable=False),  # original text of the document span
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("chunk_index", pa.int32(), nullable=False),
+        pa.field("char_start", pa.int64(), nullable=False),
+        pa.field("char_end", pa.int64(), nullable=False),
+        pa.field("title", pa.string()),
+    ]
+)
+
+CONTEB_QUERIES = PAIRED_QUERIES
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A zero-row table with ``schema``."""
+    return schema.empty_table()
+
+
+def table_from_rows(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """Build a table of ``schema`` from row dicts (missing nullable keys become null)."""
+    return pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()

@@ -1,0 +1,67 @@
+"""Where things live on disk, and atomic writes.
+
+Layout under the data folder (``data/`` beside ``conteb.yaml``, or ``$CONTEB_DATA_DIR``)::
+
+    conteb/<task>/          the published ConTEB dataset (Hugging Face layout, README card)
+    stages/<task>/          intermediate stage tables (Parquet), one file per asset
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+DATA_DIR_ENV = "CONTEB_DATA_DIR"
+
+
+def resolve_data_dir(config_dir: Path) -> Path:
+    """``$CONTEB_DATA_DIR`` when set, else ``<config_dir>/data``."""
+    override = os.environ.get(DATA_DIR_ENV)
+    return Path(override).expanduser().resolve() if override else (config_dir / "data").resolve()
+
+
+def dataset_dir(data_dir: Path, task: str) -> Path:
+    """Folder of the published ConTEB dataset of ``task``."""
+    return data_dir / "conteb" / task
+
+
+def stage_dir(data_dir: Path, task: str) -> Path:
+    """Folder of the intermediate stage tables of ``task``."""
+    return data_dir / "stages" / task
+
+
+@contextmanager
+def atomic_path(target: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; rename it onto ``target`` only on success.
+
+    A crash inside the block leaves ``target`` as it was (old content or absent), never half-written.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_parquet_atomic(table: pa.Table, target: Path) -> Path:
+    """Write ``table`` to ``target`` (zstd-compressed Parquet) atomically; returns ``target``."""
+    with atomic_path(target) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+    return target
+
+
+def write_text_atomic(text: str, target: Path) -> Path:
+    """Write UTF-8 ``text`` to ``target`` atomically; returns ``target``."""
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return target

@@ -1,0 +1,136 @@
+"""The published ConTEB dataset folder (Hugging Face layout) and its dataset card.
+
+``<out>/documents/<split>-00000-of-00001.parquet`` and ``<out>/queries/...`` plus ``README.md``
+whose YAML ``configs:`` section maps each config to its files, so that
+``datasets.load_dataset(out, "documents", split=split)`` works offline, as the public ConTEB
+evaluator loads it. Every file is written atomically; the card is written last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import yaml
+
+from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES
+from conteb.storage import write_parquet_atomic, write_text_atomic
+
+CONFIGS = ("documents", "queries")
+
+
+def conteb_documents(chunks: pa.Table) -> pa.Table:
+    """``CONTEB_DOCUMENTS`` from a ``CHUNKS`` table; ``chunk`` is ``og_chunk`` (not reformulated)."""
+    return pa.Table.from_pydict(
+        {name: chunks.column("og_chunk" if name == "chunk" else name) for name in CONTEB_DOCUMENTS.names},
+        schema=CONTEB_DOCUMENTS,
+    )
+
+
+def data_file(config: str, split: str) -> str:
+    """Relative path of a config's single Parquet shard, named as ``push_to_hub`` names it."""
+    return f"{config}/{split}-00000-of-00001.parquet"
+
+
+@dataclass
+class DatasetCard:
+    """What the card states: provenance, license, counts and the settings that produced it."""
+
+    task: str
+    split: str
+    source: str
+    source_kind: str
+    license: str | None
+    description: str | None
+    counts: dict[str, int]
+    settings: dict[str, object]
+    quarantine: dict[str, dict[str, int]] = field(default_factory=dict)  # stage -> reason -> count
+
+    def render(self) -> str:
+        front = {
+            "pretty_name": f"ConTEB {self.task}",
+            "license": self.license or "unknown",
+            "task_categories": ["text-retrieval"],
+            "tags": ["conteb", "context-dependent-retrieval"],
+            "configs": [
+                {"config_name": name, "data_files": [{"split": self.split, "path": data_file(name, self.split)}]}
+                for name in CONFIGS
+            ],
+        }
+        counts = "\n".join(f"| {name} | {value:,} |" for name, value in self.counts.items())
+        settings = "\n".join(f"| {name} | `{value}` |" for name, value in self.settings.items())
+        quarantined = [
+            f"| {stage} | {reason} | {count:,} |"
+            for stage, reasons in self.quarantine.items()
+            for reason, count in reasons.items()
+        ]
+        quarantine = (
+            "| stage | reason | rows |\n|---|---|---|\n" + "\n".join(quarantined)
+            if quarantined
+            else "Nothing was quarantined."
+        )
+        return f"""---
+{yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip()}
+---
+
+# ConTEB task `{self.task}`
+
+{self.description or "A context-dependent retrieval task built by conteb-pipeline."}
+
+- **Source**: `{self.source}` (kind `{self.source_kind}`)
+- **License**: {self.license or "unknown (see the source)"}
+- **Split**: `{self.split}`
+
+## Load it
+
+```python
+from datasets import load_dataset
+documents = load_dataset("<this folder>", "documents", split="{self.split}")
+queries = load_dataset("<this folder>", "queries", split="{self.split}")
+```
+
+## Counts
+
+| what | rows |
+|---|---|
+{counts}
+
+## How it was built
+
+Documents were split with LangChain's `RecursiveCharacterTextSplitter`; each chunk keeps its
+character span in its document (`char_start`, `char_end`), and `chunk_id` is
+`{{doc_id}}_{{chunk_index}}`. Each query was paired with the chunk holding its answer span: the
+gold `chunk_id` is the chunk containing the most characters of the answer (earliest on a tie), and
+`chunk_ids` lists every chunk the answer touches. `chunk` is the text to embed; `og_chunk` the
+original text (identical unless the task is reformulated).
+
+| setting | value |
+|---|---|
+{settings}
+
+## Quarantine
+
+Rows refused by a stage, with their reasons (the full table with file, row and detail is in the
+pipeline's `stages/{self.task}/` folder):
+
+{quarantine}
+"""
+
+
+def write_conteb_dataset(out_dir: Path, documents: pa.Table, queries: pa.Table, card: DatasetCard) -> dict[str, Path]:
+    """Write the dataset folder; removes shards of other splits left by earlier runs.
+
+    Returns the written paths by config name (and ``card``).
+    """
+    tables = {"documents": documents.cast(CONTEB_DOCUMENTS), "queries": queries.cast(CONTEB_QUERIES)}
+    written: dict[str, Path] = {}
+    for name, table in tables.items():
+        target = out_dir / data_file(name, card.split)
+        write_parquet_atomic(table, target)
+        for stale in target.parent.glob("*.parquet"):
+            if stale != target:
+                stale.unlink()
+        written[name] = target
+    written["card"] = write_text_atomic(card.render(), out_dir / "README.md")
+    return written

@@ -1,0 +1,58 @@
+"""Source loaders (stage 0): one per ``source.kind`` of ``conteb.yaml``.
+
+Each returns a :class:`SourceResult` whose tables follow ``SOURCE_DOCUMENTS`` /
+``SOURCE_QUERIES`` / ``QUARANTINE``. Add a kind by writing a loader and registering it in
+:func:`load_source` (and its config model in :mod:`conteb.config`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from conteb.config import HFDatasetSource, SampleSource, SquadJsonSource, TextFolderSource
+from curation.sources.hf_dataset import load_hf_dataset
+from curation.sources.model import SourceError, SourceResult
+from curation.sources.sample import load_sample
+from curation.sources.squad import load_squad_json
+from curation.sources.text_folder import load_text_folder
+
+__all__ = ["SourceError", "SourceResult", "load_source"]
+
+
+def load_source(
+    source: SquadJsonSource | TextFolderSource | HFDatasetSource | SampleSource, base_dir: Path | None = None
+) -> SourceResult:
+    """Dispatch on ``source.kind``; paths are already resolved by :func:`conteb.config.load_config`.
+
+    With ``base_dir`` (the config file's folder), ``source`` columns hold file paths relative to
+    it, so published rows carry no machine-specific absolute paths.
+    """
+    match source:
+        case SquadJsonSource():
+            result = load_squad_json(source.path)
+        case TextFolderSource():
+            result = load_text_folder(source.path, source.patterns)
+        case HFDatasetSource():
+            result = load_hf_dataset(source.path, source.name, source.split, source.columns)
+        case SampleSource():
+            result = load_sample(source.path)
+        case _:  # pragma: no cover
+            raise TypeError(f"unknown source config {source!r}")
+    return relabel_sources(result, base_dir) if base_dir else result
+
+
+def relabel_sources(result: SourceResult, base_dir: Path) -> SourceResult:
+    """Rewrite absolute file paths in ``source`` fields as paths relative to ``base_dir``."""
+    cache: dict[str, str] = {}
+
+    def relative(label: str) -> str:
+        if label not in cache:
+            cache[label] = os.path.relpath(label, base_dir) if os.path.isabs(label) and os.path.exists(label) else label
+        return cache[label]
+
+    for item in (*result.documents, *result.queries):
+        item.source = relative(item.source)
+    result.quarantine = [dataclasses.replace(r, source=relative(r.source)) for r in result.quarantine]
+    return result

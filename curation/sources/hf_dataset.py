@@ -1,0 +1,111 @@
+"""``hf_dataset``: any Hugging Face dataset (local folder offline, or the hub when reachable).
+
+Rows are grouped into documents by the ``doc_key`` column (default: the title column, else the
+text itself). Within a document, distinct ``text`` values are its paragraphs in first-seen order,
+joined like SQuAD articles. When a query column is mapped, each row is a question whose
+``answers`` use the SQuAD form ``{"text": [...], "answer_start": [...]}`` (or a list of
+``{"text", "answer_start"}`` objects), with offsets relative to the row's text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conteb.config import HFColumns
+from curation.sources.articles import RawArticle, RawParagraph, RawQuestion, assemble
+from curation.sources.model import SourceError, SourceResult
+
+
+def open_hf_dataset(path: str, name: str | None, split: str) -> Any:
+    """A ``datasets.Dataset``: ``load_from_disk`` for a saved dataset folder, else ``load_dataset``."""
+    import datasets
+
+    folder = Path(path)
+    if folder.is_dir() and ((folder / "dataset_dict.json").exists() or (folder / "state.json").exists()):
+        loaded = datasets.load_from_disk(str(folder))
+        if isinstance(loaded, datasets.DatasetDict):
+            if split not in loaded:
+                raise SourceError(f"{path}: no split {split!r}; available: {sorted(loaded)}")
+            loaded = loaded[split]
+        return loaded
+    try:
+        return datasets.load_dataset(path, name, split=split)
+    except (FileNotFoundError, ValueError) as error:
+        raise SourceError(f"{path}: cannot load split {split!r} (config {name!r}): {error}") from None
+
+
+def load_hf_dataset(path: str, name: str | None, split: str, columns: HFColumns) -> SourceResult:
+    """Load a dataset and assemble its rows into documents and queries."""
+    dataset = open_hf_dataset(path, name, split)
+    source = f"{path}" + (f"[{name}]" if name else "") + f":{split}"
+    result = assemble(rows_to_articles(dataset.to_list(), columns, source), source)
+    result.stats["rows"] = len(dataset)
+    return result
+
+
+def rows_to_articles(rows: list[dict], columns: HFColumns, source: str) -> list[RawArticle]:
+    """Group dataset rows into :class:`RawArticle` objects (see the module docstring)."""
+    available = set(rows[0]) if rows else set()
+    mapped = {
+        "text": columns.text,
+        "title": columns.title,
+        "doc_key": columns.doc_key,
+        "query_id": columns.query_id,
+        "query": columns.query,
+        "answers": columns.answers,
+    }
+    missing = {role: col for role, col in mapped.items() if col and rows and col not in available}
+    if columns.query is None:
+        missing = {role: col for role, col in missing.items() if role not in ("query_id", "answers")}
+    if missing:
+        wanted = ", ".join(f"{role} -> '{col}'" for role, col in missing.items())
+        raise SourceError(
+            f"{source}: columns not in the dataset: {wanted}; available: {sorted(available)} "
+            "(map them under source.columns, or set a role to null)"
+        )
+    key_column = columns.doc_key or columns.title or columns.text
+    articles: dict[str, RawArticle] = {}
+    paragraphs: dict[tuple[str, str], RawParagraph] = {}
+    for index, row in enumerate(rows):
+        text = row[columns.text]
+        if not isinstance(text, str):
+            raise SourceError(f"{source}: row {index}: column '{columns.text}' is not a string")
+        key = str(row[key_column])
+        article = articles.get(key)
+        if article is None:
+            title = row[columns.title] if columns.title else None
+            article = articles[key] = RawArticle(key=key, title=title, row=f"row {index}")
+        paragraph = paragraphs.get((key, text))
+        if paragraph is None:
+            paragraph = paragraphs[(key, text)] = RawParagraph(text, f"row {index}")
+            article.paragraphs.append(paragraph)
+        if columns.query:
+            paragraph.questions.append(_question(row, index, columns, source))
+    return list(articles.values())
+
+
+def _question(row: dict, index: int, columns: HFColumns, source: str) -> RawQuestion:
+    query_id = str(row[columns.query_id]) if columns.query_id else f"row-{index}"
+    answers = _answers(row.get(columns.answers) if columns.answers else None, index, columns, source)
+    return RawQuestion(query_id, str(row[columns.query]), answers, f"row {index}")
+
+
+def _answers(value: Any, index: int, columns: HFColumns, source: str) -> list[tuple[str, int]]:
+    if value is None:
+        return []
+    if isinstance(value, dict) and "text" in value and "answer_start" in value:
+        pairs = list(zip(value["text"], value["answer_start"], strict=False))
+    elif isinstance(value, list) and all(isinstance(item, dict) for item in value):
+        pairs = [(item.get("text"), item.get("answer_start")) for item in value]
+    else:
+        raise SourceError(
+            f"{source}: row {index}: column '{columns.answers}' is not SQuAD-style answers "
+            "({'text': [...], 'answer_start': [...]})"
+        )
+    answers = []
+    for text, start in pairs:
+        if not isinstance(text, str) or not isinstance(start, int):
+            raise SourceError(f"{source}: row {index}: answer {text!r} at {start!r} is not (text, int offset)")
+        answers.append((text, start))
+    return answers

@@ -1,0 +1,82 @@
+"""What every source loader returns: documents, queries, quarantine and counts."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from conteb.schemas import SOURCE_DOCUMENTS, SOURCE_QUERIES, table_from_rows
+from curation.quarantine import QuarantineRecord, quarantine_table
+
+STAGE = "source"
+
+
+class SourceError(ValueError):
+    """A source is unusable as a whole; the message names the file, the row and the reason."""
+
+
+@dataclass
+class SourceDocument:
+    doc_id: str
+    title: str | None
+    text: str
+    source: str
+    license: str | None = None
+    metadata: dict = field(default_factory=dict)
+
+
+@dataclass
+class SourceQuery:
+    """A query with its answers in *document* coordinates: ``[(text, char_start), ...]``."""
+
+    query_id: str
+    doc_id: str
+    query: str
+    answers: list[tuple[str, int]]
+    source: str
+    source_row: str
+
+
+@dataclass
+class SourceResult:
+    documents: list[SourceDocument] = field(default_factory=list)
+    queries: list[SourceQuery] = field(default_factory=list)
+    quarantine: list[QuarantineRecord] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # to be logged, e.g. a non-UTF-8 file
+
+    def count(self, key: str, amount: int = 1) -> None:
+        self.stats[key] = self.stats.get(key, 0) + amount
+
+    def documents_table(self) -> pa.Table:
+        rows = [
+            {
+                "doc_id": d.doc_id,
+                "title": d.title,
+                "text": d.text,
+                "source": d.source,
+                "license": d.license,
+                "metadata": json.dumps(d.metadata, sort_keys=True, ensure_ascii=False),
+            }
+            for d in self.documents
+        ]
+        return table_from_rows(rows, SOURCE_DOCUMENTS)
+
+    def queries_table(self) -> pa.Table:
+        rows = [
+            {
+                "query_id": q.query_id,
+                "doc_id": q.doc_id,
+                "query": q.query,
+                "answers": [{"text": text, "char_start": start} for text, start in q.answers],
+                "source": q.source,
+                "source_row": q.source_row,
+            }
+            for q in self.queries
+        ]
+        return table_from_rows(rows, SOURCE_QUERIES)
+
+    def quarantine_table(self) -> pa.Table:
+        return quarantine_table(self.quarantine)

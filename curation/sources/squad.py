@@ -1,0 +1,98 @@
+"""``squad_json``: SQuAD v1.1 / v2.0-format JSON, plain or gzip-compressed.
+
+Works for SQuAD v1.1 and v2.0 dev, XQuAD and COVID-QA. An article's key is its ``title``;
+COVID-QA articles have none, so their key is the paragraph's ``document_id`` and their title the
+first line of the text (the paper's title). A ``License:`` line near the top of an article's text
+(COVID-QA) fills the document's ``license``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from curation.sources.articles import RawArticle, RawParagraph, RawQuestion, assemble
+from curation.sources.model import SourceError, SourceResult
+
+_LICENSE_LINE = re.compile(r"^License:\s*(\S.*)$", re.MULTILINE)
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON file, gunzipping ``*.gz``; errors name the file and the position."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as handle:
+            return json.load(handle)
+    except UnicodeDecodeError as error:
+        raise SourceError(f"{path}: not UTF-8 at byte {error.start}: {error.reason}") from None
+    except json.JSONDecodeError as error:
+        raise SourceError(f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
+    except (OSError, EOFError) as error:  # e.g. a truncated or non-gzip .gz file
+        raise SourceError(f"{path}: cannot read: {error}") from None
+
+
+def load_squad_json(path: Path) -> SourceResult:
+    """Load a SQuAD-format file into whole-article documents and their answerable queries."""
+    payload = read_json(path)
+    if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
+        raise SourceError(f"{path}: not SQuAD format: expected an object with a 'data' list")
+    articles = [_parse_article(path, index, raw) for index, raw in enumerate(payload["data"])]
+    result = assemble(articles, str(path))
+    result.stats["articles"] = len(articles)
+    return result
+
+
+def _require(path: Path, row: str, raw: dict, key: str, kind: type | tuple[type, ...]) -> Any:
+    value = raw.get(key) if isinstance(raw, dict) else None
+    if not isinstance(value, kind):
+        raise SourceError(f"{path}: {row}: missing or invalid '{key}'")
+    return value
+
+
+def _parse_article(path: Path, index: int, raw: dict) -> RawArticle:
+    row = f"data[{index}]"
+    paragraphs = []
+    for p_index, raw_paragraph in enumerate(_require(path, row, raw, "paragraphs", list)):
+        p_row = f"{row}.paragraphs[{p_index}]"
+        context = _require(path, p_row, raw_paragraph, "context", str)
+        questions = [
+            _parse_question(path, f"{p_row}.qas[{q_index}]", raw_question)
+            for q_index, raw_question in enumerate(raw_paragraph.get("qas", []))
+        ]
+        paragraphs.append(RawParagraph(context, p_row, questions))
+    if not paragraphs:
+        raise SourceError(f"{path}: {row}: article without paragraphs")
+    title = raw.get("title")
+    metadata: dict = {}
+    if isinstance(title, str) and title:
+        key, shown_title = title, title.replace("_", " ")
+    else:
+        source_id = raw["paragraphs"][0].get("document_id")
+        if source_id is None:
+            raise SourceError(f"{path}: {row}: article has neither 'title' nor 'document_id'")
+        key = str(source_id)
+        metadata["document_id"] = source_id
+        shown_title = next((line.strip() for line in paragraphs[0].context.splitlines() if line.strip()), key)[:300]
+    license_match = _LICENSE_LINE.search(paragraphs[0].context[:5000])
+    return RawArticle(
+        key=key,
+        title=shown_title,
+        row=row,
+        paragraphs=paragraphs,
+        license=license_match.group(1).strip() if license_match else None,
+        metadata=metadata,
+    )
+
+
+def _parse_question(path: Path, row: str, raw: dict) -> RawQuestion:
+    query_id = _require(path, row, raw, "id", (str, int))
+    question = _require(path, row, raw, "question", str)
+    answers = []
+    for a_index, answer in enumerate(raw.get("answers") or []):
+        text = _require(path, f"{row}.answers[{a_index}]", answer, "text", str)
+        start = _require(path, f"{row}.answers[{a_index}]", answer, "answer_start", int)
+        answers.append((text, start))
+    return RawQuestion(str(query_id), question, answers, row, bool(raw.get("is_impossible", False)))

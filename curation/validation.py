@@ -1,0 +1,96 @@
+"""Invariants of a published ConTEB task, as pure functions (the Dagster asset checks call them).
+
+Each check returns a :class:`CheckOutcome`: whether it passed, how many rows fail and a few
+examples that name the offending ids.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from conteb.ids import CHUNK_ID_PATTERN
+
+MAX_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    passed: bool
+    failures: int
+    checked: int
+    examples: list[str] = field(default_factory=list)
+
+
+def _outcome(bad: list[str], checked: int) -> CheckOutcome:
+    return CheckOutcome(not bad, len(bad), checked, bad[:MAX_EXAMPLES])
+
+
+def chunk_ids_unique_and_well_formed(documents: pa.Table) -> CheckOutcome:
+    """Every ``chunk_id`` matches ``<doc_id>_<chunk_index>`` for its row, and none repeats."""
+    bad = []
+    rows = zip(*(documents.column(c).to_pylist() for c in ("chunk_id", "doc_id", "chunk_index")), strict=True)
+    for cid, doc_id, index in rows:
+        match = CHUNK_ID_PATTERN.match(cid)
+        if match is None or match["doc_id"] != doc_id or int(match["index"]) != index:
+            bad.append(f"{cid!r}: not '<doc_id>_<chunk_index>' for doc {doc_id!r}, index {index}")
+    duplicates = [cid for cid, n in Counter(documents.column("chunk_id").to_pylist()).items() if n > 1]
+    bad.extend(f"{cid!r}: duplicate chunk id" for cid in duplicates)
+    return _outcome(bad, documents.num_rows)
+
+
+def query_chunk_ids_exist(queries: pa.Table, documents: pa.Table) -> CheckOutcome:
+    """Every query's ``chunk_id`` and each of its ``chunk_ids`` is a chunk of ``documents``."""
+    known = set(documents.column("chunk_id").to_pylist())
+    bad = []
+    for qid, cid, cids in zip(
+        *(queries.column(c).to_pylist() for c in ("query_id", "chunk_id", "chunk_ids")), strict=True
+    ):
+        missing = [c for c in [cid, *cids] if c not in known]
+        if missing:
+            bad.append(f"query {qid!r}: unknown chunk(s) {sorted(set(missing))}")
+        elif cid not in cids:
+            bad.append(f"query {qid!r}: chunk_id {cid!r} not among its chunk_ids")
+    return _outcome(bad, queries.num_rows)
+
+
+def chunks_within_size(documents: pa.Table, chunk_size: int) -> CheckOutcome:
+    """No ``og_chunk`` is longer than ``chunk_size`` characters."""
+    bad = [
+        f"{cid!r}: {len(text)} characters > {chunk_size}"
+        for cid, text in zip(
+            documents.column("chunk_id").to_pylist(), documents.column("og_chunk").to_pylist(), strict=True
+        )
+        if len(text) > chunk_size
+    ]
+    return _outcome(bad, documents.num_rows)
+
+
+def chunks_match_source(documents: pa.Table, source_documents: pa.Table) -> CheckOutcome:
+    """``og_chunk == text[char_start:char_end]`` of its source document, for every chunk."""
+    texts = dict(
+        zip(source_documents.column("doc_id").to_pylist(), source_documents.column("text").to_pylist(), strict=True)
+    )
+    bad = []
+    columns = ("chunk_id", "doc_id", "char_start", "char_end", "og_chunk")
+    for cid, doc_id, start, end, chunk in zip(*(documents.column(c).to_pylist() for c in columns), strict=True):
+        text = texts.get(doc_id)
+        if text is None:
+            bad.append(f"{cid!r}: source document {doc_id!r} missing")
+        elif text[start:end] != chunk:
+            bad.append(f"{cid!r}: differs from text[{start}:{end}] of {doc_id!r}")
+    return _outcome(bad, documents.num_rows)
+
+
+def no_empty_chunks(documents: pa.Table) -> CheckOutcome:
+    """Neither ``chunk`` nor ``og_chunk`` is empty or whitespace only."""
+    bad = [
+        f"{cid!r}: empty text"
+        for cid, chunk, og in zip(
+            *(documents.column(c).to_pylist() for c in ("chunk_id", "chunk", "og_chunk")), strict=True
+        )
+        if not chunk.strip() or not og.strip()
+    ]
+    return _outcome(bad, documents.num_rows)

@@ -1,0 +1,45 @@
+"""The one ``Definitions`` of conteb-pipeline.
+
+Reads the task registry (``$CONTEB_CONFIG`` or ``conteb.yaml``) when the code location loads, and
+builds one asset per (task, stage) with key prefix and group = the task. A bad registry fails
+here, with a message naming the task and the field.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from assets.benchmark import build_dataset_asset, build_dataset_checks
+from assets.chunks import build_chunks_asset
+from assets.pairs import build_pairs_asset
+from assets.sources import build_source_asset
+from conteb.config import ProjectConfig, load_config
+from conteb.storage import resolve_data_dir
+from pipelines.jobs import build_conteb_job
+from pipelines.resources import ConTEBSettings, StageTableIOManager
+
+
+def build_definitions(config: ProjectConfig) -> dg.Definitions:
+    """Assets, checks, job and resources for ``config``."""
+    data_dir = str(resolve_data_dir(config.config_dir))
+    assets, checks = [], []
+    for task in config.tasks:
+        assets += [
+            build_source_asset(task),
+            build_chunks_asset(task),
+            build_pairs_asset(task),
+            build_dataset_asset(task),
+        ]
+        checks.append(build_dataset_checks(task))
+    return dg.Definitions(
+        assets=assets,
+        asset_checks=checks,
+        jobs=[build_conteb_job(config)],
+        resources={
+            "settings": ConTEBSettings(config_path=str(config.config_path), data_dir=data_dir),
+            "stage_io_manager": StageTableIOManager(data_dir=data_dir),
+        },
+    )
+
+
+defs = build_definitions(load_config())

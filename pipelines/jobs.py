@@ -1,0 +1,35 @@
+"""Jobs of the code location, and the executor choice of ``build_conteb``."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from conteb.config import ProjectConfig
+
+
+def choose_executor(config: ProjectConfig) -> dg.ExecutorDefinition:
+    """In-process unless the registry is large (see ``ExecutionConfig``).
+
+    Multiprocess starts a Python process per step (~2 s each here), which dominates small runs;
+    it pays off only when many tasks can run side by side.
+    """
+    execution = config.execution
+    executor = execution.executor
+    if executor == "auto":
+        executor = "multiprocess" if len(config.tasks) >= execution.multiprocess_from_tasks else "in_process"
+    if executor == "in_process":
+        return dg.in_process_executor
+    return dg.multiprocess_executor.configured(
+        {"max_concurrent": execution.max_concurrent or 0}  # 0: one process per CPU
+    )
+
+
+def build_conteb_job(config: ProjectConfig) -> dg.UnresolvedAssetJobDefinition:
+    """``build_conteb``: every curation asset of every task (and their checks)."""
+    groups = [task.dagster_name for task in config.tasks]
+    return dg.define_asset_job(
+        "build_conteb",
+        selection=dg.AssetSelection.groups(*groups) if groups else dg.AssetSelection.all(),
+        executor_def=choose_executor(config),
+        description="Curate every task of conteb.yaml into data/conteb/<task>/ (ConTEB layout).",
+    )

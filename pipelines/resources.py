@@ -1,0 +1,58 @@
+"""Dagster resources: project settings and the Parquet IO manager of stage tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from conteb.config import ProjectConfig, load_config
+from conteb.storage import stage_dir, write_parquet_atomic
+from pipelines.metadata import table_metadata
+
+
+class ConTEBSettings(dg.ConfigurableResource):
+    """Where the task registry and the data folder are (resolved when the code location loads)."""
+
+    config_path: str
+    data_dir: str
+
+    @property
+    def data_path(self) -> Path:
+        return Path(self.data_dir)
+
+    @property
+    def config_dir(self) -> Path:
+        """Folder of the registry: relative paths in it, and in published rows, start here."""
+        return Path(self.config_path).parent
+
+    def load(self) -> ProjectConfig:
+        return load_config(self.config_path)
+
+
+class StageTableIOManager(dg.ConfigurableIOManager):
+    """Stores each stage asset ``[task, name]`` as ``<data_dir>/stages/<task>/<name>.parquet``.
+
+    Writes are atomic (temporary file, then rename). Output metadata: row count, column schema,
+    a Markdown preview and the path.
+    """
+
+    data_dir: str
+
+    def _path(self, key: dg.AssetKey) -> Path:
+        task, *rest = key.path
+        return stage_dir(Path(self.data_dir), task) / f"{'__'.join(rest)}.parquet"
+
+    def handle_output(self, context: dg.OutputContext, obj: pa.Table) -> None:
+        if not isinstance(obj, pa.Table):
+            raise TypeError(f"{context.asset_key.to_user_string()}: expected a pyarrow.Table, got {type(obj).__name__}")
+        path = write_parquet_atomic(obj, self._path(context.asset_key))
+        context.add_output_metadata(table_metadata(obj, path))
+
+    def load_input(self, context: dg.InputContext) -> pa.Table:
+        path = self._path(context.asset_key)
+        if not path.exists():
+            raise FileNotFoundError(f"{path} missing: materialize {context.asset_key.to_user_string()} first")
+        return pq.read_table(path)

@@ -1,0 +1,65 @@
+"""Shared fixtures: project paths, the real corpora in ../shared/data, isolated data folders."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+SAMPLE_DIR = ROOT / "data" / "sample"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """``../shared/data`` (the real corpora); the test is skipped when the folder is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real corpora not available: {SHARED_DATA} is missing (see shared/data/MANIFEST.md)")
+    return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test writes under its own tmp folder, never into the repository's data/."""
+    data_dir = tmp_path / "data-out"
+    monkeypatch.setenv("CONTEB_DATA_DIR", str(data_dir))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.delenv("CONTEB_CONFIG", raising=False)
+    (tmp_path / "dagster-home").mkdir()
+    (tmp_path / "dagster-home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    return data_dir
+
+
+def write_squad(path: Path, articles: list[dict]) -> Path:
+    """Write a SQuAD-format file (``.gz`` when the name says so)."""
+    payload = json.dumps({"version": "1.1", "data": articles})
+    if path.suffix == ".gz":
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            handle.write(payload)
+    else:
+        path.write_text(payload, encoding="utf-8")
+    return path
+
+
+def squad_article(title: str | None, paragraphs: list[tuple[str, list[tuple[str, str, str, int]]]]) -> dict:
+    """Article from ``[(context, [(qid, question, answer, answer_start), ...]), ...]``."""
+    article = {
+        "paragraphs": [
+            {
+                "context": context,
+                "qas": [
+                    {"id": qid, "question": q, "answers": [{"text": a, "answer_start": s}]} for qid, q, a, s in qas
+                ],
+            }
+            for context, qas in paragraphs
+        ]
+    }
+    if title is not None:
+        article["title"] = title
+    return article

@@ -1,0 +1,98 @@
+from pathlib import Path
+
+import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from conteb.schemas import CHUNKS, PAIRED_QUERIES
+from curation.dataset import DatasetCard, conteb_documents, write_conteb_dataset
+
+
+def sample_tables() -> tuple[pa.Table, pa.Table]:
+    chunks = pa.Table.from_pylist(
+        [
+            {
+                "chunk_id": "lyon_0",
+                "doc_id": "lyon",
+                "chunk_index": 0,
+                "char_start": 0,
+                "char_end": 15,
+                "og_chunk": "Lyon is a city.",
+                "title": "Lyon",
+            },
+            {
+                "chunk_id": "lyon_1",
+                "doc_id": "lyon",
+                "chunk_index": 1,
+                "char_start": 17,
+                "char_end": 40,
+                "og_chunk": "It has a metro (1978).",
+                "title": "Lyon",
+            },
+        ],
+        schema=CHUNKS,
+    )
+    queries = pa.Table.from_pylist(
+        [
+            {
+                "query_id": "q1",
+                "query": "When did Lyon's metro open?",
+                "chunk_id": "lyon_1",
+                "chunk_ids": ["lyon_1"],
+                "answer": "1978",
+                "answer_start": 33,
+                "answer_end": 37,
+                "doc_id": "lyon",
+                "pairing": "span",
+                "source": "s",
+            }
+        ],
+        schema=PAIRED_QUERIES,
+    )
+    return conteb_documents(chunks), queries
+
+
+def card(split: str) -> DatasetCard:
+    return DatasetCard(
+        task="demo",
+        split=split,
+        source="data/sample",
+        source_kind="sample",
+        license="cc0-1.0",
+        description=None,
+        counts={"chunks": 2, "queries": 1},
+        settings={"chunk_size": 1000},
+        quarantine={"pairing": {"span_text_mismatch": 3}},
+    )
+
+
+def test_folder_loads_with_datasets_offline(tmp_path: Path) -> None:
+    documents, queries = sample_tables()
+    written = write_conteb_dataset(tmp_path / "demo", documents, queries, card("test"))
+    assert written["documents"] == tmp_path / "demo" / "documents" / "test-00000-of-00001.parquet"
+    loaded_docs = datasets.load_dataset(str(tmp_path / "demo"), "documents", split="test")
+    loaded_queries = datasets.load_dataset(str(tmp_path / "demo"), "queries", split="test")
+    assert loaded_docs["chunk_id"] == ["lyon_0", "lyon_1"]
+    assert loaded_docs["chunk"] == loaded_docs["og_chunk"]
+    assert loaded_queries[0]["chunk_ids"] == ["lyon_1"]
+
+
+def test_card_front_matter_and_provenance(tmp_path: Path) -> None:
+    documents, queries = sample_tables()
+    write_conteb_dataset(tmp_path / "demo", documents, queries, card("test"))
+    text = (tmp_path / "demo" / "README.md").read_text()
+    front = yaml.safe_load(text.split("---")[1])
+    assert front["license"] == "cc0-1.0"
+    assert [c["config_name"] for c in front["configs"]] == ["documents", "queries"]
+    assert "| pairing | span_text_mismatch | 3 |" in text
+    assert "| chunk_size | `1000` |" in text
+
+
+def test_rewriting_with_another_split_removes_stale_shards(tmp_path: Path) -> None:
+    documents, queries = sample_tables()
+    write_conteb_dataset(tmp_path / "demo", documents, queries, card("test"))
+    write_conteb_dataset(tmp_path / "demo", documents, queries, card("validation"))
+    assert sorted(p.name for p in (tmp_path / "demo" / "documents").iterdir()) == ["validation-00000-of-00001.parquet"]
+    assert not list((tmp_path / "demo").rglob("*.tmp"))
+    assert pq.read_table(tmp_path / "demo" / "queries" / "validation-00000-of-00001.parquet").num_rows == 1

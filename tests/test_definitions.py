@@ -1,0 +1,74 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from conteb.config import load_config
+from pipelines.definitions import build_definitions
+from pipelines.jobs import choose_executor
+from tests.conftest import ROOT
+
+STAGES = [
+    "source_documents",
+    "source_queries",
+    "source_quarantine",
+    "chunks",
+    "chunk_quarantine",
+    "paired_queries",
+    "pairing_quarantine",
+    "conteb_dataset",
+]
+
+
+def registry(tmp_path: Path, names: list[str], executor: str = "auto") -> Path:
+    tasks = "".join(f"  - name: {n}\n    source: {{kind: sample, path: {ROOT / 'data' / 'sample'}}}\n" for n in names)
+    path = tmp_path / "conteb.yaml"
+    path.write_text(f"execution: {{executor: {executor}}}\ntasks:\n{tasks}")
+    return path
+
+
+def test_one_asset_per_task_and_stage_grouped_by_task(tmp_path: Path) -> None:
+    defs = build_definitions(load_config(registry(tmp_path, ["sample", "my-task"])))
+    graph = defs.resolve_asset_graph()
+    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    assert keys == {f"{task}/{stage}" for task in ("sample", "my-task") for stage in STAGES}
+    assert graph.get(dg.AssetKey(["my-task", "chunks"])).group_name == "my_task"
+    checks = {key.name for key in graph.asset_check_keys}
+    assert "chunks_match_source" in checks and len(graph.asset_check_keys) == 10
+    job = defs.resolve_job_def("build_conteb")
+    assert len(job.asset_layer.selected_asset_keys) == len(keys)
+
+
+def test_executor_is_chosen_by_registry_size(tmp_path: Path) -> None:
+    small = load_config(registry(tmp_path, ["a"]))
+    assert choose_executor(small) is dg.in_process_executor
+    many = load_config(registry(tmp_path, ["a", "b", "c", "d"]))
+    assert choose_executor(many).name == "multiprocess"
+    forced = load_config(registry(tmp_path, ["a"], executor="multiprocess"))
+    assert choose_executor(forced).name == "multiprocess"
+
+
+def test_the_repository_code_location_loads() -> None:
+    from pipelines.definitions import defs
+
+    assert defs.resolve_job_def("build_conteb") is not None
+
+
+def test_bad_registry_fails_at_load_time_naming_task_and_field(tmp_path: Path) -> None:
+    config = tmp_path / "conteb.yaml"
+    config.write_text("tasks:\n  - name: squad\n    source: {kind: squad_json, path: nowhere.json}\n")
+    env = {"CONTEB_CONFIG": str(config), "PATH": str(Path(sys.executable).parent), "DAGSTER_HOME": str(tmp_path)}
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    run = subprocess.run(
+        [sys.executable, "-c", "import pipelines.definitions"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert run.returncode != 0
+    assert "task 'squad' (tasks[0]): source.path: no such file or folder" in run.stderr
+
+
+@pytest.mark.parametrize("names", [["sample"]])
+def test_workspace_points_at_the_definitions(names: list[str]) -> None:
+    text = (ROOT / "workspace.yaml").read_text()
+    assert "module_name: pipelines.definitions" in text

@@ -1,0 +1,132 @@
+"""End-to-end: materialize the real assets with Dagster and reload the output with `datasets`."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import datasets
+import pyarrow.parquet as pq
+import pytest
+
+from conteb.config import load_config
+from pipelines.definitions import build_definitions
+from tests.conftest import ROOT
+
+
+def run_build(config_path: Path) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance]:
+    defs = build_definitions(load_config(config_path))
+    instance = dg.DagsterInstance.ephemeral()
+    result = defs.resolve_job_def("build_conteb").execute_in_process(instance=instance)
+    return result, instance
+
+
+def check_results(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
+    """``{"<asset>:<check>": passed}`` of the run's asset check evaluations."""
+    return {
+        f"{ev.asset_key.to_user_string()}:{ev.check_name}": ev.passed for ev in result.get_asset_check_evaluations()
+    }
+
+
+def test_build_conteb_on_the_sample(isolated_env: Path) -> None:
+    result, instance = run_build(ROOT / "conteb.yaml")
+    assert result.success
+    checks = check_results(result)
+    assert len(checks) == 5 and all(checks.values()), checks
+
+    folder = isolated_env / "conteb" / "sample"
+    documents = datasets.load_dataset(str(folder), "documents", split="test")
+    queries = datasets.load_dataset(str(folder), "queries", split="test")
+    assert documents.num_rows >= 40
+    assert queries.num_rows == 57
+    chunk_ids = set(documents["chunk_id"])
+    assert all(cid in chunk_ids for cid in queries["chunk_id"])
+    assert documents["chunk"] == documents["og_chunk"]
+
+    materialization = instance.get_latest_materialization_event(dg.AssetKey(["sample", "conteb_dataset"]))
+    metadata = materialization.asset_materialization.metadata
+    assert metadata["dagster/row_count"].value == documents.num_rows
+    assert metadata["dataset_dir"].value == str(folder)
+    assert "chunk_id" in metadata["preview"].value
+    chunks_meta = instance.get_latest_materialization_event(
+        dg.AssetKey(["sample", "chunks"])
+    ).asset_materialization.metadata
+    assert {c.name for c in chunks_meta["dagster/column_schema"].value.columns} >= {"chunk_id", "char_start"}
+
+
+def test_quarantine_reaches_tables_and_metadata(tmp_path: Path, isolated_env: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "documents").mkdir(parents=True)
+    (corpus / "documents" / "alpha.txt").write_text("Alpha\n\nAlpha is first. It was founded in 1900.\n")
+    (corpus / "documents" / "blank.txt").write_text("Blank\n\n   \n")
+    rows = [
+        ("a1", "alpha", "When was Alpha founded?", "1900", 34),
+        ("a2", "alpha", "Wrong offset?", "1900", 3),
+        ("b1", "blank", "Anything?", "x", 0),
+        ("a1", "alpha", "Dup?", "1900", 34),
+    ]
+    keys = ("query_id", "doc_id", "question", "answer", "answer_start")
+    (corpus / "queries.jsonl").write_text("".join(json.dumps(dict(zip(keys, row, strict=True))) + "\n" for row in rows))
+    config = tmp_path / "conteb.yaml"
+    config.write_text("tasks:\n  - name: tiny\n    source: {kind: sample, path: corpus}\n")
+    result, instance = run_build(config)
+    assert result.success
+    stages = isolated_env / "stages" / "tiny"
+    reasons = {
+        stage: sorted(pq.read_table(stages / f"{stage}.parquet").column("reason").to_pylist())
+        for stage in ("source_quarantine", "chunk_quarantine", "pairing_quarantine")
+    }
+    assert reasons == {
+        "source_quarantine": ["duplicate_query_id"],
+        "chunk_quarantine": ["empty_document"],
+        "pairing_quarantine": ["document_quarantined", "span_text_mismatch"],
+    }
+    pairing = pq.read_table(stages / "pairing_quarantine.parquet").to_pylist()
+    mismatch = next(r for r in pairing if r["reason"] == "span_text_mismatch")
+    assert mismatch["row"] == "line 2" and mismatch["source"].endswith("queries.jsonl")
+    event = instance.get_latest_materialization_event(dg.AssetKey(["tiny", "pairing_quarantine"]))
+    assert event.asset_materialization.metadata["quarantine/span_text_mismatch"].value == 1
+    card = (isolated_env / "conteb" / "tiny" / "README.md").read_text()
+    assert "| chunking | empty_document | 1 |" in card
+
+
+def test_dagster_cli_runs_the_job(tmp_path: Path, isolated_env: Path) -> None:
+    """The command users type: `dagster job execute -j build_conteb` with DAGSTER_MODULE_NAME set."""
+    env = {**os.environ, "DAGSTER_MODULE_NAME": "pipelines.definitions"}
+    dagster = Path(sys.executable).parent / "dagster"
+    run = subprocess.run(
+        [str(dagster), "job", "execute", "-j", "build_conteb"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"ConTEB dataset written to {isolated_env / 'conteb' / 'sample'}" in run.stderr
+    assert (isolated_env / "conteb" / "sample" / "README.md").exists()
+
+
+@pytest.mark.slow
+def test_squad_v11_dev_end_to_end(tmp_path: Path, isolated_env: Path, shared_data: Path) -> None:
+    config = tmp_path / "conteb.yaml"
+    config.write_text(
+        "tasks:\n  - name: squad\n    source: {kind: squad_json, path: "
+        f"{shared_data / 'squad-v1.1-dev.json.gz'}}}\n    split: validation\n"
+    )
+    result, _ = run_build(config)
+    assert result.success
+    assert all(check_results(result).values())
+    folder = isolated_env / "conteb" / "squad"
+    documents = datasets.load_dataset(str(folder), "documents", split="validation")
+    queries = datasets.load_dataset(str(folder), "queries", split="validation")
+    assert len(set(documents["doc_id"])) == 48
+    stages = isolated_env / "stages" / "squad"
+    quarantined = sum(
+        pq.read_table(stages / f"{name}.parquet").column("object_kind").to_pylist().count("query")
+        for name in ("source_quarantine", "pairing_quarantine")
+    )
+    assert queries.num_rows + quarantined == 10570  # every answerable question paired or quarantined
+    assert queries.num_rows / 10570 >= 0.99
