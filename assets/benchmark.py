@@ -124,7 +124,7 @@ def build_dataset_checks(task: TaskConfig) -> dg.AssetChecksDefinition:
             dg.AssetCheckSpec(name, asset=asset_key, description=text, blocking=True) for name, text in CHECKS.items()
         ],
     )
-    def dataset_checks(settings: ConTEBSettings):
+    def dataset_checks(context: dg.AssetCheckExecutionContext, settings: ConTEBSettings):
         data_path = settings.data_path
         folder = dataset_dir(data_path, task.name)
         documents = pq.read_table(folder / data_file("documents", task.split))
@@ -139,6 +139,10 @@ def build_dataset_checks(task: TaskConfig) -> dg.AssetChecksDefinition:
             "chunks_match_source": validation.chunks_match_source(documents, sources),
             "no_empty_chunks": validation.no_empty_chunks(documents),
         }
+        failed = {name: outcome for name, outcome in outcomes.items() if not outcome.passed}
+        context.log.info(f"{task.name}: {len(outcomes) - len(failed)}/{len(outcomes)} dataset checks passed")
+        for name, outcome in failed.items():
+            context.log.error(f"{task.name}: check {name} failed on {outcome.failures} rows, e.g. {outcome.examples}")
         for name, outcome in outcomes.items():
             yield dg.AssetCheckResult(
                 check_name=name,

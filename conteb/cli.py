@@ -56,9 +56,9 @@ def status(ctx: click.Context) -> None:
     for task in config.tasks:
         folder = dataset_dir(data_dir, task.name)
         counts = []
-        for name in ("documents", "queries"):
-            files = sorted((folder / name).glob("*.parquet"))
+        for config_name, unit in (("documents", "chunks"), ("queries", "queries")):
+            files = sorted((folder / config_name).glob("*.parquet"))
             if files:
-                counts.append(f"{sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} {name}")
+                counts.append(f"{sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} {unit}")
         state = ", ".join(counts) if counts else "not built yet"
         click.echo(f"  {task.name:<20} {folder}  [{state}]")

@@ -14,6 +14,7 @@ from assets.chunks import build_chunks_asset
 from assets.pairs import build_pairs_asset
 from assets.sources import build_source_asset
 from conteb.config import ProjectConfig, load_config
+from conteb.environment import keep_caches_in
 from conteb.storage import resolve_data_dir
 from pipelines.jobs import build_conteb_job
 from pipelines.resources import ConTEBSettings, StageTableIOManager
@@ -42,4 +43,6 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
     )
 
 
-defs = build_definitions(load_config())
+_config = load_config()
+keep_caches_in(_config.config_dir)
+defs = build_definitions(_config)

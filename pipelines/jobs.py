@@ -31,5 +31,8 @@ def build_conteb_job(config: ProjectConfig) -> dg.UnresolvedAssetJobDefinition:
         "build_conteb",
         selection=dg.AssetSelection.groups(*groups) if groups else dg.AssetSelection.all(),
         executor_def=choose_executor(config),
+        # INFO by default so the CLI shows progress and counts rather than every engine event;
+        # the launchpad can lower it to DEBUG for a run.
+        config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         description="Curate every task of conteb.yaml into data/conteb/<task>/ (ConTEB layout).",
     )

@@ -56,6 +56,27 @@ def test_build_conteb_on_the_sample(isolated_env: Path) -> None:
     assert {c.name for c in chunks_meta["dagster/column_schema"].value.columns} >= {"chunk_id", "char_start"}
 
 
+def test_checks_read_the_published_files_and_fail_on_corruption(isolated_env: Path) -> None:
+    defs = build_definitions(load_config(ROOT / "conteb.yaml"))
+    instance = dg.DagsterInstance.ephemeral()
+    assert defs.resolve_job_def("build_conteb").execute_in_process(instance=instance).success
+    path = isolated_env / "conteb" / "sample" / "documents" / "test-00000-of-00001.parquet"
+    table = pq.read_table(path)
+    texts = table.column("og_chunk").to_pylist()
+    texts[3] = texts[3] + " tampered"
+    pq.write_table(table.set_column(table.schema.get_field_index("og_chunk"), "og_chunk", [texts]), path)
+    checks_job = dg.define_asset_job(
+        "checks_only", selection=dg.AssetSelection.checks_for_assets(dg.AssetKey(["sample", "conteb_dataset"]))
+    )
+    job = dg.Definitions(
+        assets=defs.assets, asset_checks=defs.asset_checks, resources=defs.resources, jobs=[checks_job]
+    ).resolve_job_def("checks_only")
+    result = job.execute_in_process(instance=instance, raise_on_error=False)
+    outcomes = check_results(result)
+    assert outcomes["sample/conteb_dataset:chunks_match_source"] is False
+    assert outcomes["sample/conteb_dataset:no_empty_chunks"] is True
+
+
 def test_quarantine_reaches_tables_and_metadata(tmp_path: Path, isolated_env: Path) -> None:
     corpus = tmp_path / "corpus"
     (corpus / "documents").mkdir(parents=True)

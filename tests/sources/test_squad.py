@@ -16,7 +16,7 @@ def test_article_is_paragraphs_joined_and_offsets_shifted(tmp_path: Path) -> Non
         [
             squad_article(
                 "Napoleon_Bonaparte",
-                [(P1, [("q1", "Who?", "French emperor", 16)]), (P2, [("q2", "When emperor?", "1804", 21)])],
+                [(P1, [("q1", "Who?", "French emperor", 15)]), (P2, [("q2", "When emperor?", "1804", 21)])],
             )
         ],
     )
@@ -26,14 +26,14 @@ def test_article_is_paragraphs_joined_and_offsets_shifted(tmp_path: Path) -> Non
     assert doc.title == "Napoleon Bonaparte"
     assert doc.text == P1 + "\n\n" + P2
     q1, q2 = result.queries
-    assert q1.answers == [("French emperor", 16)]
+    assert q1.answers == [("French emperor", 15)]
     assert q2.answers == [("1804", len(P1) + 2 + 21)]
     assert doc.text[q2.answers[0][1] : q2.answers[0][1] + 4] == "1804"
     assert q2.source_row == "data[0].paragraphs[1].qas[0]"
 
 
 def test_unanswerable_questions_are_counted_not_kept(tmp_path: Path) -> None:
-    article = squad_article("T", [(P1, [("q1", "Who?", "French emperor", 16)])])
+    article = squad_article("T", [(P1, [("q1", "Who?", "French emperor", 15)])])
     article["paragraphs"][0]["qas"].append({"id": "q2", "question": "Why?", "answers": [], "is_impossible": True})
     result = load_squad_json(write_squad(tmp_path / "v2.json", [article]))
     assert [q.query_id for q in result.queries] == ["q1"]
@@ -43,7 +43,7 @@ def test_unanswerable_questions_are_counted_not_kept(tmp_path: Path) -> None:
 
 def test_duplicate_query_id_is_quarantined_with_its_row(tmp_path: Path) -> None:
     path = write_squad(
-        tmp_path / "dup.json", [squad_article("T", [(P1, [("q1", "A?", "French", 16), ("q1", "B?", "emperor", 23)])])]
+        tmp_path / "dup.json", [squad_article("T", [(P1, [("q1", "A?", "French", 15), ("q1", "B?", "emperor", 22)])])]
     )
     result = load_squad_json(path)
     assert [q.query for q in result.queries] == ["A?"]
@@ -107,3 +107,25 @@ def test_real_covidqa_and_xquad_load(shared_data: Path) -> None:
     assert all(doc.license for doc in covid.documents[:10])
     xquad = load_squad_json(shared_data / "xquad-en.json.gz")
     assert (len(xquad.documents), len(xquad.queries)) == (48, 1190)
+
+
+def test_wrong_offset_in_a_squad_file_is_quarantined_by_pairing_with_file_and_row(tmp_path: Path) -> None:
+    from conteb.config import ChunkingConfig
+    from curation.chunking import chunk_documents
+    from curation.pairing import pair_by_span
+
+    path = write_squad(
+        tmp_path / "wrong.json",
+        [squad_article("T", [(P1, [("ok", "Who?", "French emperor", 15), ("bad", "Who?", "French emperor", 12)])])],
+    )
+    source = load_squad_json(path)
+    documents = source.documents_table()
+    result = pair_by_span(source.queries_table(), documents, chunk_documents(documents, ChunkingConfig()).chunks)
+    assert [row["query_id"] for row in result.rows] == ["ok"]
+    [record] = result.quarantine
+    assert (record.reason, record.source, record.row) == (
+        QuarantineReason.SPAN_TEXT_MISMATCH,
+        str(path),
+        "data[0].paragraphs[0].qas[1]",
+    )
+    assert "answer is 'French emperor'" in record.detail

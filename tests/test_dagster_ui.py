@@ -1,0 +1,111 @@
+"""The Dagster UI (`dagster dev -w workspace.yaml`): the asset graph is grouped by task, and
+"Materialize all" succeeds. Drives the webserver's GraphQL API, which is what the UI calls."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+ASSET_NODES = "{ assetNodes { assetKey { path } groupName jobNames } }"
+LAUNCH = """
+mutation Launch($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on InvalidSubsetError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}"""
+RUN_STATUS = "query Status($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def graphql(port: int, query: str, variables: dict | None = None) -> dict:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query, "variables": variables or {}}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        payload = json.load(response)
+    assert "errors" not in payload, payload["errors"]
+    return payload["data"]
+
+
+@pytest.fixture
+def dagster_dev(isolated_env: Path):
+    port = free_port()
+    dagster = Path(sys.executable).parent / "dagster"
+    log = open(isolated_env.parent / "dagster-dev.log", "w")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
+        cwd=ROOT,
+        env=os.environ.copy(),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=2)
+                break
+            except OSError:
+                assert process.poll() is None, (isolated_env.parent / "dagster-dev.log").read_text()[-3000:]
+                time.sleep(1)
+        else:
+            pytest.fail("dagster dev did not answer within 120 s")
+        yield port
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+        log.close()
+
+
+def test_ui_groups_assets_by_task_and_materializes_them(dagster_dev: int, isolated_env: Path) -> None:
+    nodes = graphql(dagster_dev, ASSET_NODES)["assetNodes"]
+    keys = [node["assetKey"]["path"] for node in nodes]
+    assert {node["groupName"] for node in nodes} == {"sample"}
+    assert all(path[0] == "sample" for path in keys) and len(keys) == 8
+    assert all("build_conteb" in node["jobNames"] for node in nodes)
+
+    params = {
+        "selector": {
+            "repositoryLocationName": "conteb",
+            "repositoryName": "__repository__",
+            "jobName": "__ASSET_JOB",
+            "assetSelection": [{"path": path} for path in keys],
+        },
+        "mode": "default",
+        "executionMetadata": {"tags": []},
+    }
+    launched = graphql(dagster_dev, LAUNCH, {"params": params})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+    status, deadline = None, time.monotonic() + 240
+    while time.monotonic() < deadline:
+        status = graphql(dagster_dev, RUN_STATUS, {"id": run_id})["runOrError"]["status"]
+        if status in ("SUCCESS", "FAILURE", "CANCELED"):
+            break
+        time.sleep(2)
+    assert status == "SUCCESS"
+    assert (isolated_env / "conteb" / "sample" / "documents" / "test-00000-of-00001.parquet").exists()
