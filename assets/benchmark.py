@@ -20,9 +20,8 @@ from assets.keys import (
 from conteb.config import TaskConfig
 from conteb.storage import dataset_dir, stage_dir
 from curation import validation
-from curation.dataset import DatasetCard, conteb_documents, data_file, write_conteb_dataset
-from curation.quarantine import count_reasons
-from pipelines.metadata import count_metadata, table_metadata
+from curation.dataset import data_file, publish_task
+from pipelines.metadata import count_metadata, markdown_preview, table_metadata
 from pipelines.resources import ConTEBSettings
 
 
@@ -51,52 +50,31 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
         chunk_quarantine: pa.Table,
         pairing_quarantine: pa.Table,
     ) -> dg.MaterializeResult:
-        documents = conteb_documents(chunks)
-        quarantine = {
-            "source": count_reasons(source_quarantine),
-            "chunking": count_reasons(chunk_quarantine),
-            "pairing": count_reasons(pairing_quarantine),
-        }
-        counts = {
-            "documents": len(set(documents.column("doc_id").to_pylist())),
-            "chunks": documents.num_rows,
-            "queries": queries.num_rows,
-            "quarantined rows": sum(sum(reasons.values()) for reasons in quarantine.values()),
-        }
-        card = DatasetCard(
-            task=task.name,
-            split=task.split,
-            source=display_path(task.source.path, settings.config_dir),
-            source_kind=task.source.kind,
-            license=task.license,
-            description=task.description,
-            counts=counts,
-            settings={
-                "splitter": "langchain RecursiveCharacterTextSplitter",
-                "chunk_size": task.chunking.chunk_size,
-                "chunk_overlap": task.chunking.chunk_overlap,
-                "pairing": task.pairing,
-                "reformulation": task.reformulation,
-            },
-            quarantine=quarantine,
-        )
         out_dir = dataset_dir(settings.data_path, task.name)
-        written = write_conteb_dataset(out_dir, documents, queries, card)
+        published = publish_task(
+            out_dir,
+            task,
+            display_path(task.source.path, settings.config_dir),
+            chunks,
+            queries,
+            {"source": source_quarantine, "chunking": chunk_quarantine, "pairing": pairing_quarantine},
+        )
+        counts, written = published.counts, published.paths
         context.log.info(
             f"{task.name}: ConTEB dataset written to {out_dir} ({counts['chunks']} chunks, {counts['queries']} queries)"
         )
         return dg.MaterializeResult(
             metadata={
-                **table_metadata(documents),
+                **table_metadata(published.documents),
                 "dataset_dir": dg.MetadataValue.path(str(out_dir)),
                 "documents_file": dg.MetadataValue.path(str(written["documents"])),
                 "queries_file": dg.MetadataValue.path(str(written["queries"])),
                 "queries/row_count": queries.num_rows,
-                "queries/preview": dg.MetadataValue.md(table_metadata(queries)["preview"].md_str),
+                "queries/preview": dg.MetadataValue.md(markdown_preview(queries)),
                 **count_metadata("count", counts),
                 **{
                     f"quarantine/{stage}/{reason}": n
-                    for stage, reasons in quarantine.items()
+                    for stage, reasons in published.quarantine.items()
                     for reason, n in reasons.items()
                 },
             }

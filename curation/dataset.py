@@ -14,8 +14,10 @@ from pathlib import Path
 import pyarrow as pa
 import yaml
 
+from conteb.config import TaskConfig
 from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES
 from conteb.storage import write_parquet_atomic, write_text_atomic
+from curation.quarantine import count_reasons
 
 CONFIGS = ("documents", "queries")
 
@@ -127,10 +129,55 @@ def write_conteb_dataset(out_dir: Path, documents: pa.Table, queries: pa.Table, 
     written: dict[str, Path] = {}
     for name, table in tables.items():
         target = out_dir / data_file(name, card.split)
-        write_parquet_atomic(table, target)
+        write_parquet_atomic(table, target, compression="zstd")
         for stale in target.parent.glob("*.parquet"):
             if stale != target:
                 stale.unlink()
         written[name] = target
     written["card"] = write_text_atomic(card.render(), out_dir / "README.md")
     return written
+
+
+@dataclass
+class PublishedTask:
+    paths: dict[str, Path]  # documents, queries, card
+    documents: pa.Table
+    counts: dict[str, int]
+    quarantine: dict[str, dict[str, int]]
+
+
+def publish_task(
+    out_dir: Path,
+    task: TaskConfig,
+    source_label: str,
+    chunks: pa.Table,
+    queries: pa.Table,
+    quarantines: dict[str, pa.Table],
+) -> PublishedTask:
+    """Write ``task``'s ConTEB folder from its stage tables; ``quarantines`` maps stage -> table."""
+    documents = conteb_documents(chunks)
+    quarantine = {stage: count_reasons(table) for stage, table in quarantines.items()}
+    counts = {
+        "documents": len(set(documents.column("doc_id").to_pylist())),
+        "chunks": documents.num_rows,
+        "queries": queries.num_rows,
+        "quarantined rows": sum(sum(reasons.values()) for reasons in quarantine.values()),
+    }
+    card = DatasetCard(
+        task=task.name,
+        split=task.split,
+        source=source_label,
+        source_kind=task.source.kind,
+        license=task.license,
+        description=task.description,
+        counts=counts,
+        settings={
+            "splitter": "langchain RecursiveCharacterTextSplitter",
+            "chunk_size": task.chunking.chunk_size,
+            "chunk_overlap": task.chunking.chunk_overlap,
+            "pairing": task.pairing,
+            "reformulation": task.reformulation,
+        },
+        quarantine=quarantine,
+    )
+    return PublishedTask(write_conteb_dataset(out_dir, documents, queries, card), documents, counts, quarantine)

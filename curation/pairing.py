@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from conteb.perf import gc_paused
 from conteb.schemas import PAIRED_QUERIES
 from curation.quarantine import QuarantineReason, QuarantineRecord
 
@@ -84,9 +85,10 @@ def pair_by_span(queries: pa.Table, documents: pa.Table, chunks: pa.Table) -> Pa
     texts = dict(zip(documents.column("doc_id").to_pylist(), documents.column("text").to_pylist(), strict=True))
     by_doc = index_chunks(chunks)
     result = PairingResult()
-    for query in queries.to_pylist():
-        result.count("queries")
-        _pair_one(query, texts, by_doc, result)
+    with gc_paused():
+        for query in queries.to_pylist():
+            _pair_one(query, texts, by_doc, result)
+    result.stats["queries"] = queries.num_rows
     result.stats["paired"] = len(result.rows)
     return result
 

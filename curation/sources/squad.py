@@ -11,9 +11,11 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import zlib
 from pathlib import Path
 from typing import Any
 
+from conteb.perf import gc_paused
 from curation.sources.articles import RawArticle, RawParagraph, RawQuestion, assemble
 from curation.sources.model import SourceError, SourceResult
 
@@ -22,25 +24,27 @@ _LICENSE_LINE = re.compile(r"^License:\s*(\S.*)$", re.MULTILINE)
 
 def read_json(path: Path) -> Any:
     """Parse a JSON file, gunzipping ``*.gz``; errors name the file and the position."""
-    opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8") as handle:
-            return json.load(handle)
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+        return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as error:
         raise SourceError(f"{path}: not UTF-8 at byte {error.start}: {error.reason}") from None
     except json.JSONDecodeError as error:
         raise SourceError(f"{path}: line {error.lineno}, column {error.colno}: invalid JSON: {error.msg}") from None
-    except (OSError, EOFError) as error:  # e.g. a truncated or non-gzip .gz file
+    except (OSError, EOFError, zlib.error) as error:  # e.g. a truncated or non-gzip .gz file
         raise SourceError(f"{path}: cannot read: {error}") from None
 
 
 def load_squad_json(path: Path) -> SourceResult:
     """Load a SQuAD-format file into whole-article documents and their answerable queries."""
-    payload = read_json(path)
-    if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
-        raise SourceError(f"{path}: not SQuAD format: expected an object with a 'data' list")
-    articles = [_parse_article(path, index, raw) for index, raw in enumerate(payload["data"])]
-    result = assemble(articles, str(path))
+    with gc_paused():
+        payload = read_json(path)
+        if not isinstance(payload, dict) or not isinstance(payload.get("data"), list):
+            raise SourceError(f"{path}: not SQuAD format: expected an object with a 'data' list")
+        articles = [_parse_article(path, index, raw) for index, raw in enumerate(payload["data"])]
+        result = assemble(articles, str(path))
     result.stats["articles"] = len(articles)
     return result
 
@@ -88,6 +92,21 @@ def _parse_article(path: Path, index: int, raw: dict) -> RawArticle:
 
 
 def _parse_question(path: Path, row: str, raw: dict) -> RawQuestion:
+    try:  # fast path for well-formed questions; the checked path below names what is wrong
+        query_id, question = raw["id"], raw["question"]
+        answers = [(answer["text"], answer["answer_start"]) for answer in raw.get("answers") or ()]
+        if (
+            isinstance(query_id, str | int)
+            and isinstance(question, str)
+            and all(type(text) is str and type(start) is int for text, start in answers)
+        ):
+            return RawQuestion(str(query_id), question, answers, row, bool(raw.get("is_impossible", False)))
+    except (KeyError, TypeError):
+        pass
+    return _parse_question_checked(path, row, raw)
+
+
+def _parse_question_checked(path: Path, row: str, raw: dict) -> RawQuestion:
     query_id = _require(path, row, raw, "id", (str, int))
     question = _require(path, row, raw, "question", str)
     answers = []
