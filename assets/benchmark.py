@@ -11,18 +11,61 @@ from assets.keys import (
     CHUNK_QUARANTINE,
     CHUNKS,
     CONTEB_DATASET,
+    LLM_PAIRED_QUERIES,
+    LLM_PAIRING_QUARANTINE,
     PAIRED_QUERIES,
     PAIRING_QUARANTINE,
+    REFORMULATED_CHUNKS,
+    REFORMULATION_QUARANTINE,
     SOURCE_DOCUMENTS,
     SOURCE_QUARANTINE,
+    SYNTHETIC_QUARANTINE,
+    SYNTHETIC_QUERIES,
     key,
 )
 from conteb.config import TaskConfig
 from conteb.storage import dataset_dir, stage_dir
 from curation import validation
 from curation.dataset import data_file, publish_task
+from curation.llm_pairing import combine_pairings
 from pipelines.metadata import count_metadata, markdown_preview, table_metadata
-from pipelines.resources import ConTEBSettings
+from pipelines.resources import ConTEBSettings, LLMResource
+
+STAGE_OF_QUARANTINE = {
+    SOURCE_QUARANTINE: "source",
+    CHUNK_QUARANTINE: "chunking",
+    PAIRING_QUARANTINE: "pairing",
+    LLM_PAIRING_QUARANTINE: "llm pairing",
+    REFORMULATION_QUARANTINE: "reformulation",
+    SYNTHETIC_QUARANTINE: "synthetic queries",
+}
+
+
+def dataset_inputs(task: TaskConfig) -> dict[str, dg.AssetIn]:
+    """The stage tables the published folder is made of, by the task's settings."""
+    ins = {"chunks": dg.AssetIn(key(task, CHUNKS))}
+    quarantines = [SOURCE_QUARANTINE, CHUNK_QUARANTINE]
+    if task.uses_span_pairing:
+        ins["span_queries"] = dg.AssetIn(key(task, PAIRED_QUERIES))
+        quarantines.append(PAIRING_QUARANTINE)
+    if task.uses_llm_pairing:
+        ins["llm_queries"] = dg.AssetIn(key(task, LLM_PAIRED_QUERIES))
+        quarantines.append(LLM_PAIRING_QUARANTINE)
+    if task.reformulation:
+        ins["reformulated"] = dg.AssetIn(key(task, REFORMULATED_CHUNKS))
+        quarantines.append(REFORMULATION_QUARANTINE)
+    if task.synthetic_queries:
+        ins["synthetic"] = dg.AssetIn(key(task, SYNTHETIC_QUERIES))
+        quarantines.append(SYNTHETIC_QUARANTINE)
+    ins.update({name: dg.AssetIn(key(task, name)) for name in quarantines})
+    return ins
+
+
+def final_queries(task: TaskConfig, tables: dict[str, pa.Table]) -> pa.Table:
+    """The published queries: span pairs, LLM pairs, or both combined (span rows win)."""
+    if task.pairing == "both":
+        return combine_pairings(tables["span_queries"], tables["llm_queries"])
+    return tables["span_queries" if task.uses_span_pairing else "llm_queries"]
 
 
 def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
@@ -33,31 +76,25 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
         group_name=task.dagster_name,
         kinds={"parquet", "huggingface"},
         description=f"The ConTEB dataset folder of task '{task.name}' (documents, queries, README card).",
-        ins={
-            "chunks": dg.AssetIn(key(task, CHUNKS)),
-            "queries": dg.AssetIn(key(task, PAIRED_QUERIES)),
-            "source_quarantine": dg.AssetIn(key(task, SOURCE_QUARANTINE)),
-            "chunk_quarantine": dg.AssetIn(key(task, CHUNK_QUARANTINE)),
-            "pairing_quarantine": dg.AssetIn(key(task, PAIRING_QUARANTINE)),
-        },
+        ins=dataset_inputs(task),
     )
     def conteb_dataset(
-        context: dg.AssetExecutionContext,
-        settings: ConTEBSettings,
-        chunks: pa.Table,
-        queries: pa.Table,
-        source_quarantine: pa.Table,
-        chunk_quarantine: pa.Table,
-        pairing_quarantine: pa.Table,
+        context: dg.AssetExecutionContext, settings: ConTEBSettings, llm: LLMResource, **tables: pa.Table
     ) -> dg.MaterializeResult:
         out_dir = dataset_dir(settings.data_path, task.name)
+        queries = final_queries(task, tables)
+        quarantines = {STAGE_OF_QUARANTINE[name]: t for name, t in tables.items() if name in STAGE_OF_QUARANTINE}
+        uses_llm = task.uses_llm_pairing or task.reformulation or task.synthetic_queries
         published = publish_task(
             out_dir,
             task,
             display_path(task.source.path, settings.config_dir),
-            chunks,
+            tables["chunks"],
             queries,
-            {"source": source_quarantine, "chunking": chunk_quarantine, "pairing": pairing_quarantine},
+            quarantines,
+            reformulated=tables.get("reformulated"),
+            synthetic_queries=tables.get("synthetic"),
+            settings={"llm_model": llm.settings.model} if uses_llm else None,
         )
         counts, written = published.counts, published.paths
         context.log.info(
@@ -67,8 +104,7 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
             metadata={
                 **table_metadata(published.documents),
                 "dataset_dir": dg.MetadataValue.path(str(out_dir)),
-                "documents_file": dg.MetadataValue.path(str(written["documents"])),
-                "queries_file": dg.MetadataValue.path(str(written["queries"])),
+                **{f"{name}_file": dg.MetadataValue.path(str(path)) for name, path in written.items()},
                 "queries/row_count": queries.num_rows,
                 "queries/preview": dg.MetadataValue.md(markdown_preview(queries)),
                 **count_metadata("count", counts),

@@ -26,3 +26,20 @@ def out(task: TaskConfig, name: str, description: str) -> dg.AssetOut:
     return dg.AssetOut(
         key=key(task, name), description=description, io_manager_key="stage_io_manager", kinds={"python", "parquet"}
     )
+
+
+LLM_PAIRED_QUERIES = "llm_paired_queries"
+LLM_PAIRING_QUARANTINE = "llm_pairing_quarantine"
+THEMES = "themes"
+REFORMULATED_CHUNKS = "reformulated_chunks"
+REFORMULATION_REVIEW_ITEMS = "reformulation_review_items"
+REFORMULATION_QUARANTINE = "reformulation_quarantine"
+SYNTHETIC_QUERIES = "synthetic_queries"
+SYNTHETIC_QUARANTINE = "synthetic_quarantine"
+CHUNK_CONTEXTS = "chunk_contexts"
+CONTEXT_QUARANTINE = "context_quarantine"
+
+
+def queries_key(task: TaskConfig) -> str:
+    """The paired-queries asset whose answers describe the task's chunks (span when it has one)."""
+    return PAIRED_QUERIES if task.uses_span_pairing else LLM_PAIRED_QUERIES

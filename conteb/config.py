@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from llm.settings import LLMSettings
 
 CONFIG_ENV = "CONTEB_CONFIG"
 DEFAULT_CONFIG_NAME = "conteb.yaml"
@@ -27,12 +29,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class LLMConfig(_Strict):
-    """Settings of the LLM client (used by the LLM stages)."""
-
-    model: str = "gpt-4o"
-    base_url: str | None = None  # None: $OPENAI_BASE_URL, else the OpenAI API
-    max_concurrency: int = Field(16, ge=1)
+LLMConfig = LLMSettings
+"""The ``llm:`` block: model, endpoint, concurrency, rate budget, retries, structured-output
+mode, online/batch mode and prices (see :class:`llm.settings.LLMSettings`). The API key is not
+here: it comes from ``$OPENAI_API_KEY``."""
 
 
 class ExecutionConfig(_Strict):
@@ -118,25 +118,20 @@ class TaskConfig(_Strict):
     source: SourceConfig
     split: str = Field("test", pattern=r"^[A-Za-z0-9_.-]+$")
     chunking: ChunkingConfig = ChunkingConfig()
-    pairing: Literal["span"] = "span"
-    reformulation: bool = False
-    synthetic_queries: int = Field(0, ge=0)
+    pairing: Literal["span", "llm", "both"] = "span"
+    reformulation: bool = False  # rewrite all but each document's first chunk (LLM, else masking)
+    synthetic_queries: int = Field(0, ge=0)  # LLM-written queries per chunk
+    chunk_contexts: bool = False  # LLM-written context per chunk (contextual-retrieval baseline)
     license: str | None = None
     description: str | None = None
 
-    @field_validator("reformulation")
-    @classmethod
-    def _reformulation_not_yet(cls, value: bool) -> bool:
-        if value:
-            raise ValueError("reformulation needs the LLM stages, which this version does not have")
-        return value
+    @property
+    def uses_span_pairing(self) -> bool:
+        return self.pairing in ("span", "both")
 
-    @field_validator("synthetic_queries")
-    @classmethod
-    def _synthetic_not_yet(cls, value: int) -> int:
-        if value:
-            raise ValueError("synthetic queries need the LLM stages, which this version does not have")
-        return value
+    @property
+    def uses_llm_pairing(self) -> bool:
+        return self.pairing in ("llm", "both")
 
     @property
     def dagster_name(self) -> str:

@@ -64,6 +64,8 @@ PAIRED_QUERIES = pa.schema(
         pa.field("doc_id", pa.string(), nullable=False),
         pa.field("pairing", pa.string(), nullable=False),  # span | llm | lexical
         pa.field("source", pa.string(), nullable=False),
+        pa.field("model", pa.string()),  # LLM rows: the model that paired or wrote the query
+        pa.field("prompt_version", pa.string()),  # LLM rows: name@vN:<hash> of the prompt
     ]
 )
 
@@ -104,3 +106,68 @@ def empty_table(schema: pa.Schema) -> pa.Table:
 def table_from_rows(rows: list[dict], schema: pa.Schema) -> pa.Table:
     """Build a table of ``schema`` from row dicts (missing nullable keys become null)."""
     return pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
+
+
+# --- LLM stages -------------------------------------------------------------------------------
+# Provenance columns shared by every LLM-produced row: which method produced it ("llm", or a
+# clearly-labelled non-LLM fallback such as "mask"), the model, and the prompt tag
+# (``name@vN:<hash>``, see llm/prompts.py). Non-LLM rows have null model/prompt.
+_PROVENANCE = [
+    pa.field("method", pa.string(), nullable=False),
+    pa.field("model", pa.string()),
+    pa.field("prompt_version", pa.string()),
+]
+
+THEMES = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("theme", pa.string(), nullable=False),  # the entity/topic queries name
+        pa.field("aliases", pa.list_(pa.string()), nullable=False),  # other explicit names
+        *_PROVENANCE,  # method: "title" (taken from the title) | "llm"
+    ]
+)
+
+REFORMULATED_CHUNKS = pa.schema(
+    [
+        pa.field("chunk_id", pa.string(), nullable=False),
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("chunk_index", pa.int32(), nullable=False),
+        pa.field("og_chunk", pa.string(), nullable=False),
+        pa.field("chunk", pa.string(), nullable=False),  # rewritten text (= og_chunk when kept)
+        pa.field("theme", pa.string(), nullable=False),
+        pa.field("leaked_mentions", pa.list_(pa.string()), nullable=False),  # theme names still present
+        pa.field("lost_answers", pa.list_(pa.string()), nullable=False),  # answer spans no longer present
+        pa.field("flagged", pa.bool_(), nullable=False),  # leaked_mentions or lost_answers non-empty
+        # method: "llm" | "mask" (offline fallback, or an LLM failure) | "unchanged" (first chunk)
+        *_PROVENANCE,
+    ]
+)
+
+SYNTHETIC_QUERIES = PAIRED_QUERIES  # same columns as queries; model and prompt_version filled
+
+CHUNK_CONTEXTS = pa.schema(
+    [
+        pa.field("chunk_id", pa.string(), nullable=False),
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("context", pa.string(), nullable=False),  # short text situating the chunk
+        *_PROVENANCE,
+    ]
+)
+
+REVIEW_ITEMS = pa.schema(
+    [
+        pa.field("item_id", pa.string(), nullable=False),  # f"{task}:{kind}:{object_id}"
+        pa.field("task", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),  # reformulation | pairing | synthetic_query
+        pa.field("object_id", pa.string(), nullable=False),  # chunk_id or query_id
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("title", pa.string()),
+        pa.field("original", pa.string()),  # e.g. og_chunk; null for new objects
+        pa.field("proposed", pa.string(), nullable=False),  # what the reviewer accepts or edits
+        pa.field("context", pa.string()),  # JSON: neighbouring chunks, query, answer, ...
+        pa.field("flags", pa.list_(pa.string()), nullable=False),  # e.g. leak:Lyon, lost_answer:1978
+        pa.field("flagged", pa.bool_(), nullable=False),
+        pa.field("method", pa.string(), nullable=False),
+        pa.field("proposed_sha256", pa.string(), nullable=False),  # detects a changed proposal
+    ]
+)

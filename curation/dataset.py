@@ -8,6 +8,7 @@ evaluator loads it. Every file is written atomically; the card is written last.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,19 +16,29 @@ import pyarrow as pa
 import yaml
 
 from conteb.config import TaskConfig
-from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES
+from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, SYNTHETIC_QUERIES
 from conteb.storage import write_parquet_atomic, write_text_atomic
 from curation.quarantine import count_reasons
 
-CONFIGS = ("documents", "queries")
+CONFIGS = ("documents", "queries", "synthetic_queries")
 
 
-def conteb_documents(chunks: pa.Table) -> pa.Table:
-    """``CONTEB_DOCUMENTS`` from a ``CHUNKS`` table; ``chunk`` is ``og_chunk`` (not reformulated)."""
-    return pa.Table.from_pydict(
-        {name: chunks.column("og_chunk" if name == "chunk" else name) for name in CONTEB_DOCUMENTS.names},
-        schema=CONTEB_DOCUMENTS,
-    )
+def conteb_documents(chunks: pa.Table, reformulated: pa.Table | None = None) -> pa.Table:
+    """``CONTEB_DOCUMENTS`` from a ``CHUNKS`` table.
+
+    ``chunk`` is ``og_chunk`` unless ``reformulated`` (``REFORMULATED_CHUNKS``) gives a rewrite
+    for the chunk id; every chunk must then have a row there (a missing one is an error).
+    """
+    columns = {name: chunks.column("og_chunk" if name == "chunk" else name) for name in CONTEB_DOCUMENTS.names}
+    if reformulated is not None:
+        rewrites = dict(
+            zip(reformulated.column("chunk_id").to_pylist(), reformulated.column("chunk").to_pylist(), strict=True)
+        )
+        missing = [cid for cid in chunks.column("chunk_id").to_pylist() if cid not in rewrites]
+        if missing:
+            raise ValueError(f"{len(missing)} chunks have no reformulation row, e.g. {missing[:3]}")
+        columns["chunk"] = pa.array([rewrites[cid] for cid in chunks.column("chunk_id").to_pylist()], pa.string())
+    return pa.Table.from_pydict(columns, schema=CONTEB_DOCUMENTS)
 
 
 def data_file(config: str, split: str) -> str:
@@ -48,6 +59,14 @@ class DatasetCard:
     counts: dict[str, int]
     settings: dict[str, object]
     quarantine: dict[str, dict[str, int]] = field(default_factory=dict)  # stage -> reason -> count
+    configs: tuple[str, ...] = ("documents", "queries")
+    empty_configs: tuple[str, ...] = ()  # configs with no rows, not published
+
+    def _empty_note(self) -> str:
+        if not self.empty_configs:
+            return ""
+        names = ", ".join(f"`{name}`" for name in self.empty_configs)
+        return f"\n- **Not published** (no rows; `datasets` cannot load an empty split): {names}"
 
     def render(self) -> str:
         front = {
@@ -57,7 +76,7 @@ class DatasetCard:
             "tags": ["conteb", "context-dependent-retrieval"],
             "configs": [
                 {"config_name": name, "data_files": [{"split": self.split, "path": data_file(name, self.split)}]}
-                for name in CONFIGS
+                for name in self.configs
             ],
         }
         counts = "\n".join(f"| {name} | {value:,} |" for name, value in self.counts.items())
@@ -82,7 +101,7 @@ class DatasetCard:
 
 - **Source**: `{self.source}` (kind `{self.source_kind}`)
 - **License**: {self.license or "unknown (see the source)"}
-- **Split**: `{self.split}`
+- **Split**: `{self.split}`{self._empty_note()}
 
 ## Load it
 
@@ -120,12 +139,25 @@ pipeline's `stages/{self.task}/` folder):
 """
 
 
-def write_conteb_dataset(out_dir: Path, documents: pa.Table, queries: pa.Table, card: DatasetCard) -> dict[str, Path]:
-    """Write the dataset folder; removes shards of other splits left by earlier runs.
+def write_conteb_dataset(
+    out_dir: Path,
+    documents: pa.Table,
+    queries: pa.Table,
+    card: DatasetCard,
+    synthetic_queries: pa.Table | None = None,
+) -> dict[str, Path]:
+    """Write the dataset folder; removes shards of other splits, and configs no longer produced.
 
     Returns the written paths by config name (and ``card``).
     """
     tables = {"documents": documents.cast(CONTEB_DOCUMENTS), "queries": queries.cast(CONTEB_QUERIES)}
+    if synthetic_queries is not None:
+        tables["synthetic_queries"] = synthetic_queries.cast(SYNTHETIC_QUERIES)
+    # `datasets` cannot load a split without rows ("corresponds to no data"): such configs are
+    # left out of the folder and named in the card instead.
+    card.empty_configs = tuple(name for name, table in tables.items() if table.num_rows == 0)
+    tables = {name: table for name, table in tables.items() if table.num_rows > 0}
+    card.configs = tuple(tables)
     written: dict[str, Path] = {}
     for name, table in tables.items():
         target = out_dir / data_file(name, card.split)
@@ -134,6 +166,8 @@ def write_conteb_dataset(out_dir: Path, documents: pa.Table, queries: pa.Table, 
             if stale != target:
                 stale.unlink()
         written[name] = target
+    for name in set(CONFIGS) - set(tables):
+        shutil.rmtree(out_dir / name, ignore_errors=True)
     written["card"] = write_text_atomic(card.render(), out_dir / "README.md")
     return written
 
@@ -153,16 +187,29 @@ def publish_task(
     chunks: pa.Table,
     queries: pa.Table,
     quarantines: dict[str, pa.Table],
+    reformulated: pa.Table | None = None,
+    synthetic_queries: pa.Table | None = None,
+    settings: dict[str, object] | None = None,
 ) -> PublishedTask:
-    """Write ``task``'s ConTEB folder from its stage tables; ``quarantines`` maps stage -> table."""
-    documents = conteb_documents(chunks)
+    """Write ``task``'s ConTEB folder from its stage tables; ``quarantines`` maps stage -> table.
+
+    ``reformulated`` supplies the ``chunk`` text of reformulated tasks; ``synthetic_queries`` adds
+    that config; ``settings`` adds rows to the card's settings table (e.g. the LLM model).
+    """
+    documents = conteb_documents(chunks, reformulated)
     quarantine = {stage: count_reasons(table) for stage, table in quarantines.items()}
     counts = {
         "documents": len(set(documents.column("doc_id").to_pylist())),
         "chunks": documents.num_rows,
         "queries": queries.num_rows,
-        "quarantined rows": sum(sum(reasons.values()) for reasons in quarantine.values()),
     }
+    if synthetic_queries is not None:
+        counts["synthetic queries"] = synthetic_queries.num_rows
+    if reformulated is not None:
+        methods = reformulated.column("method").to_pylist()
+        for method in sorted(set(methods)):
+            counts[f"chunks reformulated by {method}"] = methods.count(method)
+    counts["quarantined rows"] = sum(sum(reasons.values()) for reasons in quarantine.values())
     card = DatasetCard(
         task=task.name,
         split=task.split,
@@ -177,7 +224,10 @@ def publish_task(
             "chunk_overlap": task.chunking.chunk_overlap,
             "pairing": task.pairing,
             "reformulation": task.reformulation,
+            "synthetic_queries_per_chunk": task.synthetic_queries,
+            **(settings or {}),
         },
         quarantine=quarantine,
     )
-    return PublishedTask(write_conteb_dataset(out_dir, documents, queries, card), documents, counts, quarantine)
+    paths = write_conteb_dataset(out_dir, documents, queries, card, synthetic_queries)
+    return PublishedTask(paths, documents, counts, quarantine)

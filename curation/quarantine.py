@@ -29,15 +29,17 @@ class QuarantineReason(StrEnum):
     SPAN_OUT_OF_BOUNDS = "span_out_of_bounds"  # the answer span falls outside the document
     SPAN_TEXT_MISMATCH = "span_text_mismatch"  # document text at the span differs from the answer
     ANSWER_OUTSIDE_CHUNKS = "answer_outside_chunks"  # the span touches no chunk (whitespace gap)
+    LLM_NO_CHUNK = "llm_no_chunk"  # the LLM said no chunk of the document answers the query
+    LLM_FAILED = "llm_failed"  # the LLM call failed, or its answer stayed invalid (detail: the error)
 
 
 @dataclass(frozen=True)
 class QuarantineRecord:
     """One refused object. ``row`` locates it in the source (e.g. ``data[3].paragraphs[0].qas[2]``)."""
 
-    stage: str
+    stage: str  # source | chunking | pairing | themes | reformulation | synthetic_queries | chunk_contexts
     reason: QuarantineReason
-    object_kind: str  # document | query | answer
+    object_kind: str  # document | chunk | query | answer
     object_id: str
     doc_id: str | None
     source: str

@@ -7,17 +7,23 @@ here, with a message naming the task and the field.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import dagster as dg
 
 from assets.benchmark import build_dataset_asset, build_dataset_checks
 from assets.chunks import build_chunks_asset
-from assets.pairs import build_pairs_asset
+from assets.contexts import build_contexts_asset
+from assets.pairs import build_llm_pairs_asset, build_pairs_asset
+from assets.reformulations import build_reformulation_asset
 from assets.sources import build_source_asset
+from assets.synthetic_queries import build_synthetic_queries_asset
 from conteb.config import ProjectConfig, load_config
 from conteb.environment import keep_caches_in
 from conteb.storage import resolve_data_dir
 from pipelines.jobs import build_conteb_job
-from pipelines.resources import ConTEBSettings, StageTableIOManager
+from pipelines.resources import ConTEBSettings, LLMResource, StageTableIOManager
 
 
 def build_definitions(config: ProjectConfig) -> dg.Definitions:
@@ -25,12 +31,17 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
     data_dir = str(resolve_data_dir(config.config_dir))
     assets, checks = [], []
     for task in config.tasks:
-        assets += [
-            build_source_asset(task),
-            build_chunks_asset(task),
-            build_pairs_asset(task),
-            build_dataset_asset(task),
-        ]
+        assets += [build_source_asset(task), build_chunks_asset(task), build_dataset_asset(task)]
+        if task.uses_span_pairing:
+            assets.append(build_pairs_asset(task))
+        if task.uses_llm_pairing:
+            assets.append(build_llm_pairs_asset(task))
+        if task.reformulation:
+            assets.append(build_reformulation_asset(task))
+        if task.synthetic_queries:
+            assets.append(build_synthetic_queries_asset(task))
+        if task.chunk_contexts:
+            assets.append(build_contexts_asset(task))
         checks.append(build_dataset_checks(task))
     return dg.Definitions(
         assets=assets,
@@ -39,6 +50,12 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
         resources={
             "settings": ConTEBSettings(config_path=str(config.config_path), data_dir=data_dir),
             "stage_io_manager": StageTableIOManager(data_dir=data_dir),
+            "llm": LLMResource(
+                settings_json=config.llm.model_dump_json(),
+                # EnvVar: resolved at run time, shown by name (never by value) in the UI.
+                api_key=dg.EnvVar("OPENAI_API_KEY") if os.environ.get("OPENAI_API_KEY") else None,
+                cache_path=str(Path(data_dir) / "llm" / "answers.sqlite"),
+            ),
         },
     )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -10,6 +11,9 @@ import pyarrow.parquet as pq
 
 from conteb.config import ProjectConfig, load_config
 from conteb.storage import stage_dir, write_parquet_atomic
+from llm.cache import AnswerCache
+from llm.client import LLMClient
+from llm.settings import LLMSettings
 from pipelines.metadata import table_metadata
 
 
@@ -56,3 +60,22 @@ class StageTableIOManager(dg.ConfigurableIOManager):
         if not path.exists():
             raise FileNotFoundError(f"{path} missing: materialize {context.asset_key.to_user_string()} first")
         return pq.read_table(path)
+
+
+class LLMResource(dg.ConfigurableResource):
+    """The LLM client of the LLM stages (``llm:`` block of conteb.yaml + ``$OPENAI_API_KEY``).
+
+    ``settings_json`` is the validated ``llm:`` block; ``api_key`` is an ``EnvVar`` (never shown in
+    the UI, logs or metadata); answers and the cost ledger live in ``cache_path`` (SQLite).
+    """
+
+    settings_json: str
+    api_key: str | None = None
+    cache_path: str
+
+    @property
+    def settings(self) -> LLMSettings:
+        return LLMSettings.model_validate_json(self.settings_json)
+
+    def client(self, log: Callable[[str], None] | None = None) -> LLMClient:
+        return LLMClient(self.settings, AnswerCache(Path(self.cache_path)), self.api_key or None, log)

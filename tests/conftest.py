@@ -63,3 +63,14 @@ def squad_article(title: str | None, paragraphs: list[tuple[str, list[tuple[str,
     if title is not None:
         article["title"] = title
     return article
+
+
+def load_conteb(folder: Path, config: str, split: str = "test"):
+    """``datasets.load_dataset(folder, config, split=split)`` with a cache private to the test.
+
+    (``datasets`` reads ``HF_HOME`` once at import, so without this, tests would share a cache
+    keyed partly by folder name and could read each other's splits.)
+    """
+    import datasets
+
+    return datasets.load_dataset(str(folder), config, split=split, cache_dir=str(folder.parent / ".hf-cache"))

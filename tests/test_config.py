@@ -64,9 +64,10 @@ def test_config_env_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
             r"task 't' \(tasks\[0\]\): chunkng: Extra inputs are not permitted",
         ),
         (
-            "tasks:\n  - name: t\n    source: {kind: sample}\n    reformulation: true\n",
-            r"task 't' \(tasks\[0\]\): reformulation: reformulation needs the LLM stages",
+            "tasks:\n  - name: t\n    source: {kind: sample}\n    pairing: fuzzy\n",
+            r"task 't' \(tasks\[0\]\): pairing: Input should be 'span', 'llm' or 'both'",
         ),
+        ("llm:\n  mode: turbo\ntasks: []\n", r"llm.mode: Input should be 'online' or 'batch'"),
         ("tasks: [unclosed\n", r"not valid YAML"),
         ("- just\n- a list\n", r"top level must be a mapping"),
     ],

@@ -1,12 +1,12 @@
 from pathlib import Path
 
-import datasets
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
 from conteb.schemas import CHUNKS, PAIRED_QUERIES
 from curation.dataset import DatasetCard, conteb_documents, write_conteb_dataset
+from tests.conftest import load_conteb
 
 
 def sample_tables() -> tuple[pa.Table, pa.Table]:
@@ -71,8 +71,8 @@ def test_folder_loads_with_datasets_offline(tmp_path: Path) -> None:
     documents, queries = sample_tables()
     written = write_conteb_dataset(tmp_path / "demo", documents, queries, card("test"))
     assert written["documents"] == tmp_path / "demo" / "documents" / "test-00000-of-00001.parquet"
-    loaded_docs = datasets.load_dataset(str(tmp_path / "demo"), "documents", split="test")
-    loaded_queries = datasets.load_dataset(str(tmp_path / "demo"), "queries", split="test")
+    loaded_docs = load_conteb(tmp_path / "demo", "documents", "test")
+    loaded_queries = load_conteb(tmp_path / "demo", "queries", "test")
     assert loaded_docs["chunk_id"] == ["lyon_0", "lyon_1"]
     assert loaded_docs["chunk"] == loaded_docs["og_chunk"]
     assert loaded_queries[0]["chunk_ids"] == ["lyon_1"]

@@ -7,13 +7,12 @@ import sys
 from pathlib import Path
 
 import dagster as dg
-import datasets
 import pyarrow.parquet as pq
 import pytest
 
 from conteb.config import load_config
 from pipelines.definitions import build_definitions
-from tests.conftest import ROOT
+from tests.conftest import ROOT, load_conteb
 
 
 def run_build(config_path: Path) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance]:
@@ -37,8 +36,8 @@ def test_build_conteb_on_the_sample(isolated_env: Path) -> None:
     assert len(checks) == 5 and all(checks.values()), checks
 
     folder = isolated_env / "conteb" / "sample"
-    documents = datasets.load_dataset(str(folder), "documents", split="test")
-    queries = datasets.load_dataset(str(folder), "queries", split="test")
+    documents = load_conteb(folder, "documents", "test")
+    queries = load_conteb(folder, "queries", "test")
     assert documents.num_rows >= 40
     assert queries.num_rows == 57
     chunk_ids = set(documents["chunk_id"])
@@ -141,8 +140,8 @@ def test_squad_v11_dev_end_to_end(tmp_path: Path, isolated_env: Path, shared_dat
     assert result.success
     assert all(check_results(result).values())
     folder = isolated_env / "conteb" / "squad"
-    documents = datasets.load_dataset(str(folder), "documents", split="validation")
-    queries = datasets.load_dataset(str(folder), "queries", split="validation")
+    documents = load_conteb(folder, "documents", "validation")
+    queries = load_conteb(folder, "queries", "validation")
     assert len(set(documents["doc_id"])) == 48
     stages = isolated_env / "stages" / "squad"
     quarantined = sum(

@@ -1,0 +1,127 @@
+"""Review items: what a person verifies or corrects in the review queue (schema ``REVIEW_ITEMS``).
+
+Every kind of item (``reformulation`` now; ``pairing`` and ``synthetic_query`` later) is built by
+:func:`review_item`, so ids, flags and the proposal hash follow one rule:
+
+* ``item_id`` is ``f"{task}:{kind}:{object_id}"`` (stable across runs);
+* ``context`` is a JSON object (keys sorted, UTF-8 kept) or null;
+* ``flagged`` is true exactly when ``flags`` is non-empty;
+* ``proposed_sha256`` is the SHA-256 hex digest of ``proposed`` (UTF-8), so the store can tell
+  when a re-run proposes something new for an item already reviewed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from conteb.schemas import REVIEW_ITEMS, table_from_rows
+
+REWRITTEN_METHODS = ("llm", "mask")
+"""Reformulation methods that changed (or tried to change) a chunk and so need review."""
+
+
+def proposal_sha256(proposed: str) -> str:
+    """SHA-256 hex digest of ``proposed`` encoded as UTF-8."""
+    return hashlib.sha256(proposed.encode("utf-8")).hexdigest()
+
+
+def review_item(
+    task: str,
+    kind: str,
+    object_id: str,
+    doc_id: str,
+    proposed: str,
+    method: str,
+    *,
+    title: str | None = None,
+    original: str | None = None,
+    context: Mapping[str, Any] | None = None,
+    flags: Sequence[str] = (),
+) -> dict[str, Any]:
+    """One ``REVIEW_ITEMS`` row (rules in the module doc)."""
+    return {
+        "item_id": f"{task}:{kind}:{object_id}",
+        "task": task,
+        "kind": kind,
+        "object_id": object_id,
+        "doc_id": doc_id,
+        "title": title,
+        "original": original,
+        "proposed": proposed,
+        "context": None if context is None else json.dumps(dict(context), sort_keys=True, ensure_ascii=False),
+        "flags": list(flags),
+        "flagged": bool(flags),
+        "method": method,
+        "proposed_sha256": proposal_sha256(proposed),
+    }
+
+
+def review_items_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """A ``REVIEW_ITEMS`` table of ``rows`` (from :func:`review_item`)."""
+    return table_from_rows(list(rows), REVIEW_ITEMS)
+
+
+def reformulation_flags(leaked_mentions: Sequence[str], lost_answers: Sequence[str]) -> list[str]:
+    """``leak:<mention>`` for each leaked mention, then ``lost_answer:<answer>`` for each lost answer."""
+    return [f"leak:{mention}" for mention in leaked_mentions] + [f"lost_answer:{answer}" for answer in lost_answers]
+
+
+def _neighbours(chunks: pa.Table) -> dict[str, tuple[str | None, str | None]]:
+    """``chunk_id -> (previous og_chunk, next og_chunk)`` within the same document (None at the ends)."""
+    columns = (chunks.column(name).to_pylist() for name in ("doc_id", "chunk_index", "chunk_id", "og_chunk"))
+    ordered = sorted(zip(*columns, strict=True), key=lambda row: (row[0], row[1]))
+    neighbours: dict[str, tuple[str | None, str | None]] = {}
+    for position, (doc_id, _, cid, _) in enumerate(ordered):
+        previous = ordered[position - 1] if position > 0 and ordered[position - 1][0] == doc_id else None
+        following = (
+            ordered[position + 1] if position + 1 < len(ordered) and ordered[position + 1][0] == doc_id else None
+        )
+        neighbours[cid] = (previous[3] if previous else None, following[3] if following else None)
+    return neighbours
+
+
+def review_items_from_reformulations(
+    task: str, reformulated: pa.Table, chunks: pa.Table, titles: Mapping[str, str]
+) -> pa.Table:
+    """``REVIEW_ITEMS`` for the rewritten chunks of ``reformulated`` (``REFORMULATED_CHUNKS``).
+
+    One item per row whose method is ``llm`` or ``mask`` (first chunks, method ``unchanged``, get
+    none), in input order: kind ``reformulation``, object = the chunk id, ``original`` = og_chunk,
+    ``proposed`` = the rewrite, ``flags`` from :func:`reformulation_flags`, ``title`` from
+    ``titles`` (``doc_id -> title``, null when absent). ``context`` holds ``theme``,
+    ``chunk_index`` and the original text of the previous and next chunks of the same document
+    (``previous_chunk``/``next_chunk``, taken from ``chunks``, ``CHUNKS``; null at the ends).
+    """
+    neighbours = _neighbours(chunks)
+    items = []
+    for row in reformulated.to_pylist():
+        if row["method"] not in REWRITTEN_METHODS:
+            continue
+        previous, following = neighbours.get(row["chunk_id"], (None, None))
+        context = {
+            "theme": row["theme"],
+            "chunk_index": row["chunk_index"],
+            "previous_chunk": previous,
+            "next_chunk": following,
+        }
+        flags = reformulation_flags(row["leaked_mentions"], row["lost_answers"])
+        items.append(
+            review_item(
+                task,
+                "reformulation",
+                row["chunk_id"],
+                row["doc_id"],
+                row["chunk"],
+                row["method"],
+                title=titles.get(row["doc_id"]),
+                original=row["og_chunk"],
+                context=context,
+                flags=flags,
+            )
+        )
+    return review_items_table(items)

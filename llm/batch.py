@@ -1,0 +1,139 @@
+"""Batch API mode: the same requests and results as online mode, at the Batch API's price.
+
+Writes one JSONL line per uncached request (``custom_id`` = the request's cache key), uploads
+it, creates the batch, polls with backoff, downloads the output and error files and maps lines
+back by ``custom_id``. Valid answers go to the same cache and the ledger (at the batch
+discount). The batch id is recorded before polling, so a restarted stage resumes the batch it
+already paid for. Answers that fail validation are re-asked online (as online mode would);
+lines in the error file become failed results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+import openai
+
+from llm.types import LLMRequest, LLMResult
+
+if TYPE_CHECKING:
+    from llm.client import LLMClient, Progress
+
+TERMINAL = {"completed", "failed", "expired", "cancelled"}
+MAX_POLL_S = 300.0
+
+
+def batch_lines(client: LLMClient, pending: dict[str, LLMRequest]) -> bytes:
+    """The JSONL input file: one ``/v1/chat/completions`` call per pending request."""
+    lines = (
+        json.dumps(
+            {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": client.body(request)},
+            ensure_ascii=False,
+        )
+        for key, request in pending.items()
+    )
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def run_batch(
+    client: LLMClient, pending: dict[str, LLMRequest], scope: str, progress: Progress | None
+) -> dict[str, LLMResult]:
+    """Answer ``pending`` (cache key -> request) through the Batch API; see the module docstring."""
+    settings = client.settings
+    digest = hashlib.sha256("\n".join(sorted(pending)).encode()).hexdigest()
+    sdk = client.sync_sdk(max_retries=3)
+    batch_id = client.cache.open_batch(scope, digest)
+    if batch_id:
+        client.log(f"{scope or 'llm'}: resuming batch {batch_id} ({len(pending)} requests)")
+    else:
+        upload = sdk.files.create(file=("requests.jsonl", io.BytesIO(batch_lines(client, pending))), purpose="batch")
+        batch = sdk.batches.create(
+            input_file_id=upload.id,
+            endpoint="/v1/chat/completions",
+            completion_window="24h",
+            metadata={"scope": scope[:500]} if scope else None,
+        )
+        batch_id = batch.id
+        client.cache.mark_batch(batch_id, scope, digest, "submitted")
+        client.log(f"{scope or 'llm'}: submitted batch {batch_id} ({len(pending)} requests)")
+    batch = _wait(sdk, batch_id, settings.batch_poll_s, settings.batch_timeout_s, len(pending), progress)
+    results: dict[str, LLMResult] = {}
+    if batch.status != "completed":
+        if batch.status in TERMINAL:  # still running past batch_timeout_s: stays open for the next run
+            client.cache.mark_batch(batch_id, scope, digest, batch.status)
+        for key, request in pending.items():
+            results[key] = LLMResult(request.custom_id, error=f"batch {batch_id} is {batch.status}")
+        return results
+    retry_online: dict[str, LLMRequest] = {}
+    for line in _file_lines(sdk, batch.output_file_id):
+        key = line.get("custom_id")
+        request = pending.get(key)
+        if request is None:
+            continue
+        outcome = _line_outcome(client, key, request, line, scope)
+        if outcome is None:
+            retry_online[key] = request
+        else:
+            results[key] = outcome
+    for line in _file_lines(sdk, batch.error_file_id):
+        key = line.get("custom_id")
+        if key in pending and key not in results:
+            error = line.get("error") or (line.get("response") or {}).get("body", {}).get("error")
+            results[key] = LLMResult(pending[key].custom_id, error=client.scrub(f"batch error: {error}"))
+    for key, request in pending.items():
+        if key not in results and key not in retry_online:
+            results[key] = LLMResult(request.custom_id, error=f"batch {batch_id}: no output line for this request")
+    client.cache.mark_batch(batch_id, scope, digest, "done")
+    if retry_online:
+        client.log(f"{scope or 'llm'}: {len(retry_online)} batch answers invalid, asking again online")
+        results.update(client.run_online(retry_online, scope))
+    return results
+
+
+def _line_outcome(
+    client: LLMClient, key: str, request: LLMRequest, line: dict[str, Any], scope: str
+) -> LLMResult | None:
+    """The result of one output line, or ``None`` when its answer is invalid (re-ask online)."""
+    response = line.get("response") or {}
+    body = response.get("body") or {}
+    if response.get("status_code") != 200 or not body.get("choices"):
+        return LLMResult(request.custom_id, error=client.scrub(f"batch line failed: {line.get('error') or body}"))
+    usage = body.get("usage") or {}
+    tokens = (usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0)
+    settings = client.settings
+    client.cache.record_usage(
+        scope, request.custom_id, settings.model, tokens, settings.cost_usd(*tokens, batch=True), "batch"
+    )
+    content = body["choices"][0].get("message", {}).get("content")
+    try:
+        value = client.parse_answer(request, content)
+    except ValueError:
+        return None
+    client.cache.put(key, request.custom_id, settings.model, request.prompt_tag, value, tokens)
+    return LLMResult(request.custom_id, value, None, False, 1, *tokens, settings.model)
+
+
+def _wait(sdk: openai.OpenAI, batch_id: str, poll_s: float, timeout_s: float, total: int, progress: Progress | None):
+    """Poll ``batch_id`` with growing intervals until it reaches a terminal status or ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    interval = poll_s
+    while True:
+        batch = sdk.batches.retrieve(batch_id)
+        counts = batch.request_counts
+        if progress is not None and counts is not None:
+            progress((counts.completed or 0) + (counts.failed or 0), total)
+        if batch.status in TERMINAL or time.monotonic() >= deadline:
+            return batch
+        time.sleep(interval)
+        interval = min(interval * 1.5, MAX_POLL_S)
+
+
+def _file_lines(sdk: openai.OpenAI, file_id: str | None) -> list[dict[str, Any]]:
+    if not file_id:
+        return []
+    text = sdk.files.content(file_id).text
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

@@ -1,0 +1,82 @@
+"""Settings of the LLM client (the ``llm:`` block of ``conteb.yaml``).
+
+The API key is not a setting: it comes from ``$OPENAI_API_KEY`` (a Dagster ``EnvVar`` in the
+resource) and is handed to the client alone, so it can never reach logs, metadata or files.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Literal
+from urllib.parse import urlparse
+
+from pydantic import BaseModel, ConfigDict, Field
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+class Price(BaseModel):
+    """US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    prompt: float = Field(ge=0)
+    completion: float = Field(ge=0)
+
+
+# Public list prices (USD per 1M tokens) at the time of writing; override in conteb.yaml.
+DEFAULT_PRICES: dict[str, Price] = {
+    "gpt-4o": Price(prompt=2.50, completion=10.00),
+    "gpt-4o-mini": Price(prompt=0.15, completion=0.60),
+    "gpt-4.1": Price(prompt=2.00, completion=8.00),
+    "gpt-4.1-mini": Price(prompt=0.40, completion=1.60),
+}
+
+
+class LLMSettings(BaseModel):
+    """How the client talks to an OpenAI-compatible endpoint."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = "gpt-4o"
+    base_url: str | None = None  # None: $OPENAI_BASE_URL, else the OpenAI API
+    temperature: float = Field(0.0, ge=0, le=2)
+    max_tokens: int = Field(1024, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    max_concurrency: int = Field(16, ge=1)
+    requests_per_minute: int | None = Field(None, ge=1)
+    tokens_per_minute: int | None = Field(None, ge=1)
+    max_attempts: int = Field(5, ge=1)  # transport tries per call (429, 5xx, timeouts, connection errors)
+    backoff_initial_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    structured_output: Literal["json_schema", "json_instruction"] = "json_schema"
+    mode: Literal["online", "batch"] = "online"
+    batch_poll_s: float = Field(30.0, gt=0)
+    batch_timeout_s: float = Field(24 * 3600.0, gt=0)
+    batch_discount: float = Field(0.5, ge=0, le=1)  # Batch API price multiplier
+    prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+
+    def resolved_base_url(self) -> str:
+        """``base_url``, else ``$OPENAI_BASE_URL``, else the OpenAI API (as the SDK resolves it)."""
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL
+
+    def endpoint_family(self) -> str:
+        """Part of the cache key: ``openai`` for the OpenAI API, else the endpoint's host:port.
+
+        Answers from one server family are reused across URL spellings but never mixed with
+        another server's answers for the same model name.
+        """
+        url = urlparse(self.resolved_base_url())
+        host = url.hostname or ""
+        return "openai" if host.endswith("openai.com") else f"{host}:{url.port or ''}"
+
+    def configured(self, api_key: str | None) -> bool:
+        """True when an API key or an explicit endpoint is set (LLM stages can run)."""
+        return bool(api_key) or bool(self.base_url or os.environ.get("OPENAI_BASE_URL"))
+
+    def cost_usd(self, prompt_tokens: int, completion_tokens: int, batch: bool = False) -> float:
+        """Estimated dollars for a call; 0 for a model without a price."""
+        price = self.prices.get(self.model)
+        if price is None:
+            return 0.0
+        cost = (prompt_tokens * price.prompt + completion_tokens * price.completion) / 1_000_000
+        return cost * (self.batch_discount if batch else 1.0)

@@ -1,0 +1,46 @@
+"""Requests and results exchanged between the LLM stages and the client."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Validator = Callable[[dict[str, Any]], str | None]
+"""Semantic check of a parsed answer: ``None`` when valid, else a message sent back to the model
+(e.g. "chunk index 12 does not exist; valid indices are 0..7") when the client re-asks once."""
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One structured-output call.
+
+    ``custom_id`` identifies the item across runs (and in Batch API files); ``schema`` is the JSON
+    schema of the answer object (integers carry ``minimum``/``maximum``); ``prompt_tag`` is
+    ``name@vN:<hash>`` of the prompt file and part of the cache key.
+    """
+
+    custom_id: str
+    messages: tuple[dict[str, str], ...]
+    schema_name: str
+    schema: dict[str, Any]
+    prompt_tag: str
+    validator: Validator | None = field(default=None, compare=False)
+
+
+@dataclass
+class LLMResult:
+    """The outcome of one request: a validated ``value`` or an ``error`` (never both)."""
+
+    custom_id: str
+    value: dict[str, Any] | None = None
+    error: str | None = None
+    cached: bool = False
+    attempts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    model: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None

@@ -1,0 +1,41 @@
+"""Batch API mode: same rows as online mode, resumable, through the same cache."""
+
+from pathlib import Path
+
+from llm.testserver import Fault
+from tests.llm.conftest import make_request
+
+
+def test_batch_mode_gives_the_same_answers_as_online(server, make_client, tmp_path: Path) -> None:
+    requests = [make_request(n) for n in range(6)]
+    online = make_client(cache_path=tmp_path / "online.sqlite").run(requests, scope="t/s")
+    batch_client = make_client(cache_path=tmp_path / "batch.sqlite", mode="batch", batch_poll_s=0.05)
+    batch = batch_client.run(requests, scope="t/s")
+    assert [r.value for r in batch] == [r.value for r in online]
+    assert all(r.ok for r in batch)
+    assert any(r.path == "/v1/batches" for r in server.requests)
+    usage = batch_client.cache.usage("t/")
+    assert usage.calls == 6
+    # cached afterwards: no new batch, no new request
+    before = len(server.requests)
+    assert all(r.cached for r in batch_client.run(requests, scope="t/s"))
+    assert len(server.requests) == before
+
+
+def test_failed_batch_lines_are_failed_results(server, make_client, tmp_path: Path) -> None:
+    server.inject(Fault.server_error(), match=lambda body: "question 2" in str(body))
+    results = make_client(mode="batch", batch_poll_s=0.05).run([make_request(n) for n in range(4)])
+    assert [r.ok for r in results] == [True, True, False, True]
+    assert "batch" in results[2].error
+
+
+def test_an_unfinished_batch_is_resumed_not_paid_twice(server, make_client, tmp_path: Path) -> None:
+    server.batch_polls_to_complete = 50
+    cache = tmp_path / "b.sqlite"
+    requests = [make_request(n) for n in range(3)]
+    first = make_client(cache_path=cache, mode="batch", batch_poll_s=0.01, batch_timeout_s=0.05).run(requests, "t/s")
+    assert not any(r.ok for r in first)  # still running when the stage gave up (or crashed)
+    server.batch_polls_to_complete = 0
+    second = make_client(cache_path=cache, mode="batch", batch_poll_s=0.01).run(requests, "t/s")
+    assert all(r.ok for r in second)
+    assert sum(1 for r in server.requests if r.method == "POST" and r.path == "/v1/batches") == 1

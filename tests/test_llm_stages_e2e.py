@@ -1,0 +1,135 @@
+"""End-to-end: build_conteb with every LLM stage, against the local OpenAI-compatible server,
+and offline (no key, no endpoint), where LLM-only stages report "not run" and reformulation masks."""
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pyarrow.parquet as pq
+import pytest
+
+from conteb.config import load_config
+from llm.testserver import OpenAICompatibleServer
+from pipelines.definitions import build_definitions
+from tests.conftest import SAMPLE_DIR, load_conteb
+
+API_KEY = "sk-test-e2e-SECRET-key-42"
+
+
+def scripted_llm(body: dict[str, Any]) -> dict[str, Any]:
+    """Plausible answers for each stage's schema, derived from the prompt text."""
+    stage = body["response_format"]["json_schema"]["name"]
+    user = body["messages"][-1]["content"]
+    if stage == "theme":
+        title = re.search(r"Title: (.*)", user).group(1)
+        return {"theme": title, "aliases": []}
+    if stage == "reformulation":
+        passage = user.split("Passage:\n", 1)[1]
+        return {"rewritten": passage}
+    if stage == "synthetic_queries":
+        passage = user.split("Passage:\n", 1)[1]
+        words = passage.split()
+        return {"queries": [{"query": f"What does the text say about {words[3]}?", "answer": " ".join(words[:3])}]}
+    if stage == "chunk_pairing":
+        return {"chunk_indices": [0]}
+    if stage == "chunk_context":
+        return {"context": "A passage from the sample corpus."}
+    raise AssertionError(f"unexpected stage {stage}")
+
+
+def registry(tmp_path: Path, base_url: str | None) -> Path:
+    path = tmp_path / "conteb.yaml"
+    llm = f"llm:\n  base_url: {base_url}\n  backoff_initial_s: 0.01\n" if base_url else ""
+    path.write_text(
+        f"{llm}tasks:\n  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n"
+        "    pairing: both\n    reformulation: true\n    synthetic_queries: 1\n    chunk_contexts: true\n"
+    )
+    return path
+
+
+def build(config_path: Path) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance]:
+    instance = dg.DagsterInstance.ephemeral()
+    result = (
+        build_definitions(load_config(config_path))
+        .resolve_job_def("build_conteb")
+        .execute_in_process(instance=instance)
+    )
+    return result, instance
+
+
+def metadata(instance: dg.DagsterInstance, name: str) -> dict[str, Any]:
+    event = instance.get_latest_materialization_event(dg.AssetKey(["demo", name]))
+    return {k: v.value for k, v in event.asset_materialization.metadata.items()}
+
+
+@pytest.fixture
+def server():
+    with OpenAICompatibleServer(scripted_llm) as running:
+        yield running
+
+
+def test_every_llm_stage_runs_is_cached_and_keeps_the_key_secret(
+    tmp_path: Path, isolated_env: Path, server, monkeypatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    config = registry(tmp_path, server.url)
+    result, instance = build(config)
+    assert result.success
+    asked = len(server.chat_requests())
+    assert asked > 0
+    assert server.chat_requests()[0].headers["authorization"] == f"Bearer {API_KEY}"
+
+    folder = isolated_env / "conteb" / "demo"
+    synthetic = load_conteb(folder, "synthetic_queries", "test")
+    assert synthetic.num_rows > 0 and set(synthetic["model"]) == {"gpt-4o"}
+    assert all(v.startswith("synthetic_queries@v1:") for v in synthetic["prompt_version"])
+    queries = load_conteb(folder, "queries", "test")
+    assert set(queries["pairing"]) == {"span"}  # both: every query had an exact span
+
+    pairs = metadata(instance, "llm_paired_queries")
+    assert pairs["llm/status"] == "ran" and pairs["agreement/count"] == 57
+    reformulated = pq.read_table(isolated_env / "stages" / "demo" / "reformulated_chunks.parquet")
+    assert set(reformulated.column("method").to_pylist()) == {"llm", "unchanged"}
+    reform_meta = metadata(instance, "reformulated_chunks")
+    assert reform_meta["llm/cost_usd"] > 0 and reform_meta["llm/failed"] == 0
+    items = pq.read_table(isolated_env / "stages" / "demo" / "reformulation_review_items.parquet")
+    assert items.num_rows == reformulated.column("method").to_pylist().count("llm")
+    contexts = pq.read_table(isolated_env / "stages" / "demo" / "chunk_contexts.parquet")
+    assert contexts.num_rows == reformulated.num_rows
+
+    # Rematerializing pays for nothing again.
+    again, instance2 = build(config)
+    assert again.success
+    assert len(server.chat_requests()) == asked
+    assert (
+        metadata(instance2, "synthetic_queries")["llm/cached"]
+        == metadata(instance2, "synthetic_queries")["llm/requests"]
+    )
+
+    # The key appears in no event, log line or file we wrote.
+    events = instance.all_logs(result.run_id) + instance2.all_logs(again.run_id)
+    assert API_KEY not in "\n".join(json.dumps(dg.serialize_value(e)) for e in events)
+    for path in isolated_env.rglob("*"):
+        if path.is_file():
+            assert API_KEY.encode() not in path.read_bytes(), path
+
+
+def test_offline_build_completes_and_says_what_did_not_run(tmp_path: Path, isolated_env: Path, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    result, instance = build(registry(tmp_path, None))
+    assert result.success
+    for name in ("synthetic_queries", "chunk_contexts", "llm_paired_queries"):
+        status = metadata(instance, name)["llm/status"]
+        assert status.startswith("not run") and "OPENAI_API_KEY" in status and "llm.base_url" in status
+    reformulated = pq.read_table(isolated_env / "stages" / "demo" / "reformulated_chunks.parquet")
+    assert set(reformulated.column("method").to_pylist()) == {"mask", "unchanged"}
+    assert metadata(instance, "reformulated_chunks")["method"].startswith("mask: no LLM configured")
+    folder = isolated_env / "conteb" / "demo"
+    card = (folder / "README.md").read_text()
+    assert "chunks reformulated by mask" in card
+    assert load_conteb(folder, "queries", "test").num_rows == 57
+    assert "synthetic_queries" not in (folder / "README.md").read_text().split("---")[1]  # no rows: not published
+    assert "**Not published**" in card

@@ -1,0 +1,180 @@
+"""Themes: from titles, variants, mention matching, masking, and the LLM extraction requests/results."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from conteb.schemas import SOURCE_DOCUMENTS, THEMES
+from curation.themes import (
+    THEME_SCHEMA,
+    build_theme_requests,
+    find_mentions,
+    fold,
+    mask_mentions,
+    theme_from_title,
+    theme_variants,
+    themes_table,
+    validate_theme,
+)
+from llm.prompts import load_prompt
+from llm.types import LLMResult
+
+
+@pytest.mark.parametrize(
+    ("title", "expected"),
+    [
+        ("Super Bowl 50", ("Super Bowl 50", [])),
+        ("Super_Bowl_50", ("Super Bowl 50", [])),  # SQuAD-style underscores
+        ("Liverpool F.C.", ("Liverpool F.C.", ["Liverpool"])),
+        ("AFC Ajax", ("AFC Ajax", ["Ajax"])),
+        ("S.L. Benfica", ("S.L. Benfica", ["Benfica"])),
+        ("Mercury (planet)", ("Mercury", [])),
+        ("Sky_(United_Kingdom)", ("Sky", [])),
+        ("Fresno,_California", ("Fresno, California", ["Fresno"])),
+        ("Napoleon Bonaparte", ("Napoleon Bonaparte", [])),  # no name parts: conservative rule
+        ("  São   Paulo ", ("São Paulo", [])),
+        ("The Who", ("The Who", [])),  # "Who" alone is a stop word, not an alias
+        ("FC", ("FC", [])),  # only an affix: nothing left for an alias
+    ],
+)
+def test_theme_from_title(title: str, expected: tuple[str, list[str]]) -> None:
+    assert theme_from_title(title) == expected
+
+
+def test_variants_possessives_folding_and_order() -> None:
+    assert theme_variants("Lyon", []) == ["Lyon's", "Lyon’s", "Lyon"]
+    variants = theme_variants("São Paulo", [])
+    assert set(variants) == {"São Paulo", "Sao Paulo", "São Paulo's", "São Paulo’s", "Sao Paulo's", "Sao Paulo’s"}
+    assert [len(v) for v in variants] == sorted((len(v) for v in variants), reverse=True)
+
+
+def test_variants_drop_short_names_stop_words_and_generic_references() -> None:
+    variants = theme_variants("Alps", ["the", "it", "EU", "the city", "The Mountains", "the Alps"])
+    assert "the" not in variants and "EU" not in variants and "the city" not in variants
+    assert "The Mountains" not in variants
+    assert {"Alps", "the Alps", "Alps'", "Alps’", "Alps's"} <= set(variants)  # names ending in s: bare apostrophe
+
+
+def test_find_mentions_case_accents_boundaries_possessives() -> None:
+    variants = theme_variants("Lyon", [])
+    text = "Lyon's metro; LYON, lyon and Lyonnais. Lyon’s old town."
+    assert find_mentions(text, variants) == [(0, 6, "Lyon's"), (14, 18, "LYON"), (20, 24, "lyon"), (39, 45, "Lyon’s")]
+    # accent-insensitive in both directions, whitespace runs inside a name
+    assert find_mentions("the Rhone and the Rhône", theme_variants("Rhône", [])) == [
+        (4, 9, "Rhone"),
+        (18, 23, "Rhône"),
+    ]
+    assert find_mentions("Sao\nPaulo", theme_variants("São Paulo", [])) == [(0, 9, "Sao\nPaulo")]
+    decomposed = "Sa\u0303o Paulo!"  # combining tilde: offsets are in the original text
+    assert find_mentions(decomposed, theme_variants("São Paulo", [])) == [(0, 10, decomposed[:10])]
+
+
+def test_find_mentions_longest_variant_first_and_no_overlap() -> None:
+    variants = theme_variants("Liverpool F.C.", ["Liverpool"])
+    text = "Liverpool F.C. play in Liverpool."
+    assert find_mentions(text, variants) == [(0, 14, "Liverpool F.C."), (23, 32, "Liverpool")]
+
+
+def test_find_mentions_nothing_to_find() -> None:
+    assert find_mentions("Lyon", []) == []
+    assert find_mentions("", ["Lyon"]) == []
+    assert theme_variants("the", ["it"]) == []  # nothing specific left to look for
+    assert find_mentions("the city", theme_variants("the", ["it"])) == []
+    assert fold("Ôde À") == "ode a"
+
+
+def test_mask_mentions() -> None:
+    variants = theme_variants("Lyon", [])
+    text = "Lyon's metro opened in 1978. People in Lyon love Lyonnais food.\nLyon is old."
+    assert mask_mentions(text, variants) == (
+        "The subject's metro opened in 1978. People in the subject love Lyonnais food.\nThe subject is old."
+    )
+
+
+def test_mask_absorbs_article_and_keeps_possessive_of_names_ending_in_s() -> None:
+    variants = theme_variants("Alps", [])
+    text = "The Alps rise. Snow covers the Alps’ peaks and 'Alps' is a word."
+    assert (
+        mask_mentions(text, variants)
+        == "The subject rise. Snow covers the subject’s peaks and 'the subject' is a word."
+    )
+    assert mask_mentions("Visit the Rhône", theme_variants("Rhône", []), "the river") == "Visit the river"
+    assert mask_mentions("Visit Lyon", theme_variants("Lyon", []), "it") == "Visit it"
+
+
+def test_validate_theme() -> None:
+    assert validate_theme({"theme": "Lyon", "aliases": []}) is None
+    assert "empty" in validate_theme({"theme": "  ", "aliases": []})
+    assert "short name" in validate_theme({"theme": "x" * 200, "aliases": []})
+    assert "list of strings" in validate_theme({"theme": "Lyon", "aliases": [3]})
+
+
+def _documents() -> pa.Table:
+    rows = [
+        {"doc_id": "lyon", "title": "Lyon", "text": "Lyon is a city.", "source": "f"},
+        {"doc_id": "lfc", "title": "Liverpool F.C.", "text": "Liverpool F.C. is a club.", "source": "f"},
+        {"doc_id": "empty", "title": None, "text": " ", "source": "f"},
+    ]
+    return pa.Table.from_pylist(rows, schema=SOURCE_DOCUMENTS)
+
+
+def test_build_theme_requests() -> None:
+    requests = build_theme_requests(_documents(), {"lyon": "Lyon is a city.", "lfc": "Liverpool F.C. is a club."})
+    assert [r.custom_id for r in requests] == ["theme:lyon", "theme:lfc"]  # "empty" has no first chunk
+    request = requests[0]
+    assert request.schema == THEME_SCHEMA and request.schema_name == "theme"
+    assert request.prompt_tag == load_prompt("theme").tag
+    assert "Title: Lyon" in request.messages[1]["content"] and "Lyon is a city." in request.messages[1]["content"]
+    assert request.validator is not None and request.validator({"theme": "", "aliases": []}) is not None
+    assert THEME_SCHEMA["required"] == ["theme", "aliases"] and THEME_SCHEMA["additionalProperties"] is False
+
+
+def test_themes_table_without_llm_uses_titles() -> None:
+    table, failures = themes_table(_documents(), None, None)
+    assert table.schema == THEMES and failures == []
+    assert table.to_pylist() == [
+        {"doc_id": "lyon", "theme": "Lyon", "aliases": [], "method": "title", "model": None, "prompt_version": None},
+        {
+            "doc_id": "lfc",
+            "theme": "Liverpool F.C.",
+            "aliases": ["Liverpool"],
+            "method": "title",
+            "model": None,
+            "prompt_version": None,
+        },
+        {"doc_id": "empty", "theme": "empty", "aliases": [], "method": "title", "model": None, "prompt_version": None},
+    ]
+
+
+def test_themes_table_with_llm_results_and_failures() -> None:
+    results = {
+        "theme:lyon": LLMResult(
+            "theme:lyon", value={"theme": " Lyon ", "aliases": ["Lugdunum", "lyon", "", "Lugdunum"]}
+        ),
+        "theme:lfc": LLMResult("theme:lfc", error="rate limited after 5 attempts", model="gpt-x"),
+        # "theme:empty" missing: recorded too
+    }
+    table, failures = themes_table(_documents(), results, "gpt-4o")
+    rows = {row["doc_id"]: row for row in table.to_pylist()}
+    assert rows["lyon"] == {
+        "doc_id": "lyon",
+        "theme": "Lyon",
+        "aliases": ["Lugdunum"],
+        "method": "llm",
+        "model": "gpt-4o",
+        "prompt_version": load_prompt("theme").tag,
+    }
+    assert rows["lfc"]["method"] == "title" and rows["lfc"]["aliases"] == ["Liverpool"] and rows["lfc"]["model"] is None
+    assert [(f.object_id, f.stage, str(f.reason), f.row) for f in failures] == [
+        ("lfc", "themes", "llm_failed", "theme:lfc"),
+        ("empty", "themes", "llm_failed", "theme:empty"),
+    ]
+    assert "rate limited" in failures[0].detail and failures[0].as_row()["reason"] == "llm_failed"
+
+
+def test_themes_table_refuses_an_invalid_llm_value() -> None:
+    results = {"theme:lyon": LLMResult("theme:lyon", value={"theme": "", "aliases": []}, model="m")}
+    table, failures = themes_table(_documents().slice(0, 1), results, None)
+    assert table.column("method").to_pylist() == ["title"]
+    assert "invalid answer" in failures[0].detail
