@@ -2,6 +2,7 @@
 
 ``conteb status``: the tasks of the registry and where their datasets landed, with row counts.
 ``conteb validate``: load the registry and report problems (exit status 1 on an invalid file).
+``conteb costs``: the LLM cost ledger: calls, tokens and estimated dollars per task and stage.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import click
 import pyarrow.parquet as pq
 
 from conteb.config import ConfigError, load_config
-from conteb.storage import dataset_dir, resolve_data_dir
+from conteb.storage import dataset_dir, llm_cache_path, resolve_data_dir
 
 
 @click.group()
@@ -62,3 +63,25 @@ def status(ctx: click.Context) -> None:
                 counts.append(f"{sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} {unit}")
         state = ", ".join(counts) if counts else "not built yet"
         click.echo(f"  {task.name:<20} {folder}  [{state}]")
+
+
+@main.command()
+@click.pass_context
+def costs(ctx: click.Context) -> None:
+    """LLM calls, tokens and estimated dollars per task/stage (from the cost ledger)."""
+    from llm.cache import AnswerCache
+
+    config = _load(ctx)
+    path = llm_cache_path(resolve_data_dir(config.config_dir))
+    if not path.exists():
+        click.echo(f"no LLM calls recorded yet ({path} does not exist)")
+        return
+    by_scope = AnswerCache(path).usage_by_scope()
+    click.echo(f"{'task/stage':<40} {'calls':>7} {'prompt tok':>11} {'compl. tok':>11} {'USD':>10}")
+    for scope, usage in by_scope.items():
+        click.echo(
+            f"{scope:<40} {usage.calls:>7,} {usage.prompt_tokens:>11,} {usage.completion_tokens:>11,} "
+            f"{usage.cost_usd:>10.4f}"
+        )
+    total = sum(u.cost_usd for u in by_scope.values())
+    click.echo(f"{'total':<40} {sum(u.calls for u in by_scope.values()):>7,} {'':>11} {'':>11} {total:>10.4f}")

@@ -4,6 +4,7 @@ Layout under the data folder (``data/`` beside ``conteb.yaml``, or ``$CONTEB_DAT
 
     conteb/<task>/          the published ConTEB dataset (Hugging Face layout, README card)
     stages/<task>/          intermediate stage tables (Parquet), one file per asset
+    llm/answers.sqlite      paid LLM answers (cache) and the cost ledger
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ def resolve_data_dir(config_dir: Path) -> Path:
 def dataset_dir(data_dir: Path, task: str) -> Path:
     """Folder of the published ConTEB dataset of ``task``."""
     return data_dir / "conteb" / task
+
+
+def llm_cache_path(data_dir: Path) -> Path:
+    """The SQLite file of paid LLM answers and the cost ledger."""
+    return data_dir / "llm" / "answers.sqlite"
 
 
 def stage_dir(data_dir: Path, task: str) -> Path:

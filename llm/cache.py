@@ -131,6 +131,18 @@ class AnswerCache:
             calls, prompt, completion, cost = self._db.execute(query, params).fetchone()
         return UsageSummary(calls, prompt, completion, round(cost, 6))
 
+    def usage_by_scope(self) -> dict[str, UsageSummary]:
+        """Ledger totals per scope (``<task>/<stage>``), sorted by scope."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT scope, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_usd) "
+                "FROM usage GROUP BY scope ORDER BY scope"
+            ).fetchall()
+        return {
+            scope: UsageSummary(calls, prompt, completion, round(cost, 6))
+            for scope, calls, prompt, completion, cost in rows
+        }
+
     # --- Batch API bookkeeping -----------------------------------------------------------------
 
     def open_batch(self, scope: str, keys_digest: str) -> str | None:

@@ -21,7 +21,7 @@ from assets.sources import build_source_asset
 from assets.synthetic_queries import build_synthetic_queries_asset
 from conteb.config import ProjectConfig, load_config
 from conteb.environment import keep_caches_in
-from conteb.storage import resolve_data_dir
+from conteb.storage import llm_cache_path, resolve_data_dir
 from pipelines.jobs import build_conteb_job
 from pipelines.resources import ConTEBSettings, LLMResource, StageTableIOManager
 
@@ -54,7 +54,7 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
                 settings_json=config.llm.model_dump_json(),
                 # EnvVar: resolved at run time, shown by name (never by value) in the UI.
                 api_key=dg.EnvVar("OPENAI_API_KEY") if os.environ.get("OPENAI_API_KEY") else None,
-                cache_path=str(Path(data_dir) / "llm" / "answers.sqlite"),
+                cache_path=str(llm_cache_path(Path(data_dir))),
             ),
         },
     )

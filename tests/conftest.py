@@ -31,6 +31,8 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv("CONTEB_CONFIG", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # offline unless a test points at its own server
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     (tmp_path / "dagster-home").mkdir()
     (tmp_path / "dagster-home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     return data_dir

@@ -133,3 +133,17 @@ def test_offline_build_completes_and_says_what_did_not_run(tmp_path: Path, isola
     assert load_conteb(folder, "queries", "test").num_rows == 57
     assert "synthetic_queries" not in (folder / "README.md").read_text().split("---")[1]  # no rows: not published
     assert "**Not published**" in card
+
+
+def test_costs_command_reads_the_ledger(tmp_path: Path, isolated_env: Path, server, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from conteb.cli import main
+
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    config = registry(tmp_path, server.url)
+    assert build(config)[0].success
+    output = CliRunner().invoke(main, ["--config", str(config), "costs"]).output
+    assert "demo/reformulation" in output and "demo/synthetic_queries" in output
+    total = float(output.strip().splitlines()[-1].split()[-1])
+    assert total > 0
