@@ -1,6 +1,7 @@
 """The Dagster UI (`dagster dev -w workspace.yaml`): the asset graph is grouped by task, and
 "Materialize all" succeeds. Drives the webserver's GraphQL API, which is what the UI calls."""
 
+import contextlib
 import json
 import os
 import signal
@@ -55,7 +56,8 @@ def dagster_dev(isolated_env: Path):
     process = subprocess.Popen(
         [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         cwd=ROOT,
-        env=os.environ.copy(),
+        # -w and DAGSTER_MODULE_NAME (exported by the Makefile) would be two code-location pointers
+        env={k: v for k, v in os.environ.items() if k != "DAGSTER_MODULE_NAME"},
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -73,7 +75,8 @@ def dagster_dev(isolated_env: Path):
             pytest.fail("dagster dev did not answer within 120 s")
         yield port
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
