@@ -147,3 +147,53 @@ def test_costs_command_reads_the_ledger(tmp_path: Path, isolated_env: Path, serv
     assert "demo/reformulation" in output and "demo/synthetic_queries" in output
     total = float(output.strip().splitlines()[-1].split()[-1])
     assert total > 0
+
+
+def test_a_killed_stage_resumes_without_paying_twice(tmp_path: Path, isolated_env: Path, monkeypatch) -> None:
+    """`dagster job execute` killed with SIGKILL mid-way through synthetic queries, then rerun."""
+    import collections
+    import os
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+
+    def saved() -> set[str]:
+        try:
+            with sqlite3.connect(isolated_env / "llm" / "answers.sqlite", timeout=5) as db:
+                return {row[0] for row in db.execute("SELECT custom_id FROM answers")}
+        except sqlite3.OperationalError:  # not created yet
+            return set()
+
+    with OpenAICompatibleServer(scripted_llm, latency_s=0.1) as server:
+        config = tmp_path / "conteb.yaml"
+        config.write_text(
+            f"llm: {{base_url: {server.url}, max_concurrency: 2}}\n"
+            f"tasks:\n  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n    synthetic_queries: 1\n"
+        )
+        env = {**os.environ, "CONTEB_CONFIG": str(config), "OPENAI_API_KEY": API_KEY}
+        command = [str(Path(sys.executable).parent / "dagster"), "job", "execute", "-m", "pipelines.definitions",
+                   "-j", "build_conteb"]  # fmt: skip
+        child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while len(saved()) < 15 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+        before_kill = saved()
+        assert 15 <= len(before_kill) < 69, "the kill should land mid-stage"
+
+        rerun = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert rerun.returncode == 0, rerun.stderr[-3000:]
+        assert len(saved()) == 69  # one answer per chunk, nothing lost
+        asked = collections.Counter(
+            re.search(r"Passage:\n(.*)", json.loads(r.body)["messages"][-1]["content"], re.S).group(1)
+            for r in server.chat_requests()
+        )
+        assert max(asked.values()) <= 2  # only requests in flight at the kill were sent twice
+        assert sum(asked.values()) <= 69 + 2  # max_concurrency = 2
+    synthetic = load_conteb(isolated_env / "conteb" / "demo", "synthetic_queries")
+    assert synthetic.num_rows > 0
