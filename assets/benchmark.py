@@ -11,16 +11,16 @@ from assets.keys import (
     CHUNK_QUARANTINE,
     CHUNKS,
     CONTEB_DATASET,
-    LLM_PAIRED_QUERIES,
     LLM_PAIRING_QUARANTINE,
     PAIRED_QUERIES,
     PAIRING_QUARANTINE,
-    REFORMULATED_CHUNKS,
     REFORMULATION_QUARANTINE,
+    REVIEWED_CHUNKS,
+    REVIEWED_LLM_PAIRED_QUERIES,
+    REVIEWED_SYNTHETIC_QUERIES,
     SOURCE_DOCUMENTS,
     SOURCE_QUARANTINE,
     SYNTHETIC_QUARANTINE,
-    SYNTHETIC_QUERIES,
     key,
 )
 from conteb.config import TaskConfig
@@ -28,6 +28,7 @@ from conteb.storage import dataset_dir, stage_dir
 from curation import validation
 from curation.dataset import data_file, publish_task
 from curation.llm_pairing import combine_pairings
+from curation.reviewed import drop_queries_of_chunks
 from pipelines.metadata import count_metadata, markdown_preview, table_metadata
 from pipelines.resources import ConTEBSettings, LLMResource
 
@@ -48,24 +49,38 @@ def dataset_inputs(task: TaskConfig) -> dict[str, dg.AssetIn]:
     if task.uses_span_pairing:
         ins["span_queries"] = dg.AssetIn(key(task, PAIRED_QUERIES))
         quarantines.append(PAIRING_QUARANTINE)
+    # LLM output reaches the benchmark only through its review queue (assets/review.py).
     if task.uses_llm_pairing:
-        ins["llm_queries"] = dg.AssetIn(key(task, LLM_PAIRED_QUERIES))
+        ins["llm_queries"] = dg.AssetIn(key(task, REVIEWED_LLM_PAIRED_QUERIES))
         quarantines.append(LLM_PAIRING_QUARANTINE)
     if task.reformulation:
-        ins["reformulated"] = dg.AssetIn(key(task, REFORMULATED_CHUNKS))
+        ins["reformulated"] = dg.AssetIn(key(task, REVIEWED_CHUNKS))
         quarantines.append(REFORMULATION_QUARANTINE)
     if task.synthetic_queries:
-        ins["synthetic"] = dg.AssetIn(key(task, SYNTHETIC_QUERIES))
+        ins["synthetic"] = dg.AssetIn(key(task, REVIEWED_SYNTHETIC_QUERIES))
         quarantines.append(SYNTHETIC_QUARANTINE)
     ins.update({name: dg.AssetIn(key(task, name)) for name in quarantines})
     return ins
 
 
 def final_queries(task: TaskConfig, tables: dict[str, pa.Table]) -> pa.Table:
-    """The published queries: span pairs, LLM pairs, or both combined (span rows win)."""
+    """The published queries: span pairs, LLM pairs, or both combined (span rows win); without
+    those of chunks whose rewrite was rejected when the task says ``on_reject: drop_queries``."""
     if task.pairing == "both":
-        return combine_pairings(tables["span_queries"], tables["llm_queries"])
-    return tables["span_queries" if task.uses_span_pairing else "llm_queries"]
+        queries = combine_pairings(tables["span_queries"], tables["llm_queries"])
+    else:
+        queries = tables["span_queries" if task.uses_span_pairing else "llm_queries"]
+    reviewed = tables.get("reformulated")
+    if reviewed is not None and task.review.on_reject == "drop_queries":
+        rejected = {
+            cid
+            for cid, status in zip(
+                reviewed.column("chunk_id").to_pylist(), reviewed.column("review_status").to_pylist(), strict=True
+            )
+            if status == "rejected"
+        }
+        queries = drop_queries_of_chunks(queries, rejected)
+    return queries
 
 
 def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:

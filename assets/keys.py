@@ -43,3 +43,13 @@ CONTEXT_QUARANTINE = "context_quarantine"
 def queries_key(task: TaskConfig) -> str:
     """The paired-queries asset whose answers describe the task's chunks (span when it has one)."""
     return PAIRED_QUERIES if task.uses_span_pairing else LLM_PAIRED_QUERIES
+
+
+REVIEWED_CHUNKS = "reviewed_chunks"
+REVIEWED_SYNTHETIC_QUERIES = "reviewed_synthetic_queries"
+REVIEWED_LLM_PAIRED_QUERIES = "reviewed_llm_paired_queries"
+
+
+def review_queue(kind: str) -> str:
+    """Asset name of a task's review queue of ``kind``."""
+    return f"review_queue_{kind}"

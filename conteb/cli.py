@@ -85,3 +85,12 @@ def costs(ctx: click.Context) -> None:
         )
     total = sum(u.cost_usd for u in by_scope.values())
     click.echo(f"{'total':<40} {sum(u.calls for u in by_scope.values()):>7,} {'':>11} {'':>11} {total:>10.4f}")
+
+
+def _register_review() -> None:
+    from review.cli import review
+
+    main.add_command(review)
+
+
+_register_review()

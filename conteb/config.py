@@ -111,6 +111,19 @@ SourceConfig = Annotated[
 ]
 
 
+class ReviewConfig(_Strict):
+    """Manual verification of LLM output before the benchmark uses it.
+
+    ``on_reject``: what a rejected reformulation becomes in the benchmark: ``original`` (the
+    chunk keeps its original text) or ``drop_queries`` (original text, and the queries paired
+    with that chunk are left out). ``auto_accept_unchanged``: an unflagged proposal identical
+    to the original text (nothing to verify) is accepted by reviewer ``auto``.
+    """
+
+    on_reject: Literal["original", "drop_queries"] = "original"
+    auto_accept_unchanged: bool = True
+
+
 class TaskConfig(_Strict):
     """One benchmark task: where its documents come from and how each stage treats them."""
 
@@ -122,8 +135,21 @@ class TaskConfig(_Strict):
     reformulation: bool = False  # rewrite all but each document's first chunk (LLM, else masking)
     synthetic_queries: int = Field(0, ge=0)  # LLM-written queries per chunk
     chunk_contexts: bool = False  # LLM-written context per chunk (contextual-retrieval baseline)
+    review: ReviewConfig = ReviewConfig()
     license: str | None = None
     description: str | None = None
+
+    @property
+    def review_kinds(self) -> tuple[str, ...]:
+        """The review queues this task has (one per kind of LLM output it produces)."""
+        kinds = []
+        if self.reformulation:
+            kinds.append("reformulation")
+        if self.uses_llm_pairing:
+            kinds.append("pairing")
+        if self.synthetic_queries:
+            kinds.append("synthetic_query")
+        return tuple(kinds)
 
     @property
     def uses_span_pairing(self) -> bool:

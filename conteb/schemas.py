@@ -143,6 +143,14 @@ REFORMULATED_CHUNKS = pa.schema(
     ]
 )
 
+REVIEWED_CHUNKS = pa.schema(
+    [
+        *REFORMULATED_CHUNKS,
+        pa.field("review_status", pa.string(), nullable=False),  # accepted | edited | rejected | not_reviewed
+        pa.field("reviewer", pa.string()),
+    ]
+)
+
 SYNTHETIC_QUERIES = PAIRED_QUERIES  # same columns as queries; model and prompt_version filled
 
 CHUNK_CONTEXTS = pa.schema(

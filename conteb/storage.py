@@ -5,6 +5,7 @@ Layout under the data folder (``data/`` beside ``conteb.yaml``, or ``$CONTEB_DAT
     conteb/<task>/          the published ConTEB dataset (Hugging Face layout, README card)
     stages/<task>/          intermediate stage tables (Parquet), one file per asset
     llm/answers.sqlite      paid LLM answers (cache) and the cost ledger
+    review/review.sqlite    review queues: items, decisions, audit log
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ def dataset_dir(data_dir: Path, task: str) -> Path:
 def llm_cache_path(data_dir: Path) -> Path:
     """The SQLite file of paid LLM answers and the cost ledger."""
     return data_dir / "llm" / "answers.sqlite"
+
+
+def review_store_path(data_dir: Path) -> Path:
+    """The SQLite file of the review queues (items, decisions, audit log)."""
+    return data_dir / "review" / "review.sqlite"
 
 
 def stage_dir(data_dir: Path, task: str) -> Path:

@@ -125,3 +125,73 @@ def review_items_from_reformulations(
             )
         )
     return review_items_table(items)
+
+
+def _chunk_texts(chunks: pa.Table) -> dict[str, str]:
+    return dict(zip(chunks.column("chunk_id").to_pylist(), chunks.column("og_chunk").to_pylist(), strict=True))
+
+
+def review_items_from_synthetic(
+    task: str, synthetic: pa.Table, chunks: pa.Table, titles: Mapping[str, str]
+) -> pa.Table:
+    """``synthetic_query`` items: one per kept synthetic query (``SYNTHETIC_QUERIES``).
+
+    ``proposed`` = the query (an edit rewrites it); ``context`` holds the chunk it should be
+    answered by and the LLM's answer; flag ``answer_not_in_chunk`` when the answer is not a span.
+    """
+    texts = _chunk_texts(chunks)
+    items = [
+        review_item(
+            task,
+            "synthetic_query",
+            row["query_id"],
+            row["doc_id"],
+            row["query"],
+            "llm",
+            title=titles.get(row["doc_id"]),
+            context={"chunk_id": row["chunk_id"], "chunk": texts.get(row["chunk_id"]), "answer": row["answer"]},
+            flags=[] if row["answer_start"] is not None else ["answer_not_in_chunk"],
+        )
+        for row in synthetic.to_pylist()
+    ]
+    return review_items_table(items)
+
+
+def review_items_from_llm_pairs(
+    task: str, llm_pairs: pa.Table, chunks: pa.Table, titles: Mapping[str, str], span_pairs: pa.Table | None = None
+) -> pa.Table:
+    """``pairing`` items: one per LLM-paired query (``PAIRED_QUERIES``).
+
+    ``proposed`` = the chunk ids the LLM chose, comma-separated, gold first (an edit replaces
+    them); ``original`` = the span method's chunk ids when the task runs both; ``context`` holds
+    the query, its answer and the text of the proposed chunks. Flag ``disagrees_with_span`` when
+    the span method chose another gold chunk.
+    """
+    texts = _chunk_texts(chunks)
+    span = {}
+    if span_pairs is not None:
+        span = dict(
+            zip(span_pairs.column("query_id").to_pylist(), span_pairs.column("chunk_ids").to_pylist(), strict=True)
+        )
+    items = []
+    for row in llm_pairs.to_pylist():
+        span_ids = span.get(row["query_id"])
+        items.append(
+            review_item(
+                task,
+                "pairing",
+                row["query_id"],
+                row["doc_id"],
+                ", ".join(row["chunk_ids"]),
+                "llm",
+                title=titles.get(row["doc_id"]),
+                original=", ".join(span_ids) if span_ids else None,
+                context={
+                    "query": row["query"],
+                    "answer": row["answer"],
+                    "chunks": {cid: texts.get(cid) for cid in row["chunk_ids"]},
+                },
+                flags=["disagrees_with_span"] if span_ids and row["chunk_id"] not in span_ids else [],
+            )
+        )
+    return review_items_table(items)

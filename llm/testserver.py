@@ -9,10 +9,14 @@ SDK can be pointed at ``server.url`` and faults can be injected at the byte leve
 - ``POST /v1/files`` (multipart), ``GET /v1/files``, ``GET /v1/files/{id}``,
   ``GET /v1/files/{id}/content``, ``DELETE /v1/files/{id}``;
 - ``POST /v1/batches``, ``GET /v1/batches``, ``GET /v1/batches/{id}`` (each poll advances the
-  status; the batch completes on poll ``batch_polls_to_complete``), ``POST /v1/batches/{id}/cancel``;
+  status; the batch completes on poll ``batch_polls_to_complete``, answering every line through the
+  responder and the fault queue; as with OpenAI, ``output_file_id`` is ``None`` when no line
+  succeeded and ``error_file_id`` is ``None`` when none failed), ``POST /v1/batches/{id}/cancel``;
 - ``GET /v1/models``; anything else is a 404 with an OpenAI-style error body.
 
-Every request is recorded in ``server.requests``. Nothing is logged to stderr. No Dagster import.
+Every complete request is recorded in ``server.requests`` (header names lower-case); a request
+whose client vanished before sending its whole body is dropped unrecorded. Responder exceptions
+become 500s. Nothing is logged to stderr. No Dagster import.
 """
 
 from __future__ import annotations
@@ -200,19 +204,29 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- plumbing ---------------------------------------------------------------------------------
 
+    def _read_exactly(self, size: int) -> bytes:
+        data = self.rfile.read(size)
+        if len(data) < size:  # the client went away mid-request (e.g. killed): not a request
+            raise ConnectionAbortedError(f"request body cut short ({len(data)} of {size} bytes)")
+        return data
+
     def _read_body(self) -> bytes:
+        """The whole request body; raises ``OSError`` when the client closed before sending it all."""
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
             chunks: list[bytes] = []
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                line = self.rfile.readline()
+                if not line:
+                    raise ConnectionAbortedError("chunked request body cut short")
+                size = int(line.split(b";")[0].strip() or b"0", 16)
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass
                     return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
+                chunks.append(self._read_exactly(size))
                 self.rfile.readline()
         length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length else b""
+        return self._read_exactly(length) if length else b""
 
     def _send(
         self,
@@ -250,7 +264,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner = self.server.owner
         try:
             body = self._read_body()
-        except (ValueError, *_CONNECTION_ERRORS):
+        except (ValueError, *_CONNECTION_ERRORS):  # incomplete request: dropped, not recorded
             self.close_connection = True
             return
         headers = {key.lower(): value for key, value in self.headers.items()}

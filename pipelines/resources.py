@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 import pyarrow as pa
@@ -15,6 +16,9 @@ from llm.cache import AnswerCache
 from llm.client import LLMClient
 from llm.settings import LLMSettings
 from pipelines.metadata import table_metadata
+
+if TYPE_CHECKING:
+    from review.store import ReviewStore
 
 
 class ConTEBSettings(dg.ConfigurableResource):
@@ -79,3 +83,18 @@ class LLMResource(dg.ConfigurableResource):
 
     def client(self, log: Callable[[str], None] | None = None) -> LLMClient:
         return LLMClient(self.settings, AnswerCache(Path(self.cache_path)), self.api_key or None, log)
+
+
+class ReviewStoreResource(dg.ConfigurableResource):
+    """The review store (SQLite file) and the address of the review UI that serves it."""
+
+    path: str
+    ui_url: str = "http://127.0.0.1:8765"
+
+    def store(self) -> ReviewStore:
+        from review.store import ReviewStore
+
+        return ReviewStore(Path(self.path))
+
+    def queue_url(self, task: str, kind: str) -> str:
+        return f"{self.ui_url.rstrip('/')}/queue/{task}/{kind}"

@@ -49,14 +49,21 @@ def registry(tmp_path: Path, base_url: str | None) -> Path:
     return path
 
 
-def build(config_path: Path) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance]:
-    instance = dg.DagsterInstance.ephemeral()
-    result = (
-        build_definitions(load_config(config_path))
-        .resolve_job_def("build_conteb")
-        .execute_in_process(instance=instance)
-    )
-    return result, instance
+def build(
+    config_path: Path, instance: dg.DagsterInstance | None = None
+) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance]:
+    """Run build_conteb in process; with LLM output pending review the run stops at the review gate."""
+    instance = instance or dg.DagsterInstance.ephemeral()
+    job = build_definitions(load_config(config_path)).resolve_job_def("build_conteb")
+    return job.execute_in_process(instance=instance, raise_on_error=False), instance
+
+
+def stopped_at_review_gate(result: dg.ExecuteInProcessResult) -> bool:
+    """The run failed only because review queues have pending items (the gate), nothing else."""
+    failed = {
+        f"{e.asset_key.to_user_string()}:{e.check_name}" for e in result.get_asset_check_evaluations() if not e.passed
+    }
+    return not result.success and bool(failed) and all(name.endswith(":review_complete") for name in failed)
 
 
 def metadata(instance: dg.DagsterInstance, name: str) -> dict[str, Any]:
@@ -76,17 +83,15 @@ def test_every_llm_stage_runs_is_cached_and_keeps_the_key_secret(
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     config = registry(tmp_path, server.url)
     result, instance = build(config)
-    assert result.success
+    assert stopped_at_review_gate(result)  # LLM output waits for review (tests/test_review_gate.py)
+    assert not (isolated_env / "conteb" / "demo").exists()
     asked = len(server.chat_requests())
     assert asked > 0
     assert server.chat_requests()[0].headers["authorization"] == f"Bearer {API_KEY}"
 
-    folder = isolated_env / "conteb" / "demo"
-    synthetic = load_conteb(folder, "synthetic_queries", "test")
-    assert synthetic.num_rows > 0 and set(synthetic["model"]) == {"gpt-4o"}
-    assert all(v.startswith("synthetic_queries@v1:") for v in synthetic["prompt_version"])
-    queries = load_conteb(folder, "queries", "test")
-    assert set(queries["pairing"]) == {"span"}  # both: every query had an exact span
+    synthetic = pq.read_table(isolated_env / "stages" / "demo" / "synthetic_queries.parquet")
+    assert synthetic.num_rows > 0 and set(synthetic.column("model").to_pylist()) == {"gpt-4o"}
+    assert all(v.startswith("synthetic_queries@v1:") for v in synthetic.column("prompt_version").to_pylist())
 
     pairs = metadata(instance, "llm_paired_queries")
     assert pairs["llm/status"] == "ran" and pairs["agreement/count"] == 57
@@ -101,7 +106,7 @@ def test_every_llm_stage_runs_is_cached_and_keeps_the_key_secret(
 
     # Rematerializing pays for nothing again.
     again, instance2 = build(config)
-    assert again.success
+    assert stopped_at_review_gate(again)
     assert len(server.chat_requests()) == asked
     assert (
         metadata(instance2, "synthetic_queries")["llm/cached"]
@@ -142,7 +147,7 @@ def test_costs_command_reads_the_ledger(tmp_path: Path, isolated_env: Path, serv
 
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     config = registry(tmp_path, server.url)
-    assert build(config)[0].success
+    assert stopped_at_review_gate(build(config)[0])
     output = CliRunner().invoke(main, ["--config", str(config), "costs"]).output
     assert "demo/reformulation" in output and "demo/synthetic_queries" in output
     total = float(output.strip().splitlines()[-1].split()[-1])
@@ -187,7 +192,8 @@ def test_a_killed_stage_resumes_without_paying_twice(tmp_path: Path, isolated_en
         assert 15 <= len(before_kill) < 69, "the kill should land mid-stage"
 
         rerun = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-        assert rerun.returncode == 0, rerun.stderr[-3000:]
+        # The run completes every stage, then stops at the review gate (the queries await review).
+        assert "blocking asset check failed" in rerun.stderr and "review_complete" in rerun.stderr, rerun.stderr[-3000:]
         assert len(saved()) == 69  # one answer per chunk, nothing lost
         asked = collections.Counter(
             re.search(r"Passage:\n(.*)", json.loads(r.body)["messages"][-1]["content"], re.S).group(1)
@@ -195,5 +201,5 @@ def test_a_killed_stage_resumes_without_paying_twice(tmp_path: Path, isolated_en
         )
         assert max(asked.values()) <= 2  # only requests in flight at the kill were sent twice
         assert sum(asked.values()) <= 69 + 2  # max_concurrency = 2
-    synthetic = load_conteb(isolated_env / "conteb" / "demo", "synthetic_queries")
+    synthetic = pq.read_table(isolated_env / "stages" / "demo" / "synthetic_queries.parquet")
     assert synthetic.num_rows > 0

@@ -23,10 +23,17 @@ def test_batch_mode_gives_the_same_answers_as_online(server, make_client, tmp_pa
 
 
 def test_failed_batch_lines_are_failed_results(server, make_client, tmp_path: Path) -> None:
-    server.inject(Fault.server_error(), match=lambda body: "question 2" in str(body))
+    server.inject(Fault(kind="status", status=400), match=lambda body: "question 2" in str(body))
     results = make_client(mode="batch", batch_poll_s=0.05).run([make_request(n) for n in range(4)])
     assert [r.ok for r in results] == [True, True, False, True]
     assert "batch" in results[2].error
+
+
+def test_transient_batch_line_failures_are_retried_online(server, make_client, tmp_path: Path) -> None:
+    server.inject(Fault.server_error(), match=lambda body: "question 1" in str(body))
+    results = make_client(mode="batch", batch_poll_s=0.05).run([make_request(n) for n in range(3)])
+    assert all(r.ok for r in results)
+    assert len(server.chat_requests()) == 1  # the one line, asked again online
 
 
 def test_an_unfinished_batch_is_resumed_not_paid_twice(server, make_client, tmp_path: Path) -> None:

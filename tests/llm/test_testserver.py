@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -157,6 +158,17 @@ def test_unknown_path_is_openai_style_404(server: OpenAICompatibleServer) -> Non
         urllib.request.urlopen(f"{server.url}/nope", timeout=5)
     assert info.value.code == 404
     assert json.loads(info.value.read())["error"]["code"] == "unknown_url"
+
+
+def test_request_cut_short_is_not_recorded(server: OpenAICompatibleServer, client: openai.OpenAI) -> None:
+    port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:  # a client killed mid-request
+        raw.sendall(b'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"model": ')
+        raw.shutdown(socket.SHUT_WR)
+        assert raw.recv(100) == b""  # closed without an answer
+    assert server.chat_requests() == []
+    assert _ask(client).choices[0].message.content
+    assert len(server.chat_requests()) == 1
 
 
 def _batch_line(custom_id: str, text: str) -> dict[str, Any]:

@@ -1,0 +1,193 @@
+"""Manual-verification gate: a review queue asset per (task, kind), a blocking check that fails
+while items are pending, the reviewed stage tables downstream of it, and the sensor that asks for
+the downstream run once a task's queues are complete.
+
+Dagster has no human-approval step; this is the gate: nothing downstream of a queue materializes
+in a run where its check fails, and the sensor requests that run once reviewers are done.
+"""
+
+import dagster as dg
+import pyarrow as pa
+
+from assets.keys import (
+    CHUNKS,
+    CONTEB_DATASET,
+    LLM_PAIRED_QUERIES,
+    PAIRED_QUERIES,
+    REFORMULATED_CHUNKS,
+    REFORMULATION_REVIEW_ITEMS,
+    REVIEWED_CHUNKS,
+    REVIEWED_LLM_PAIRED_QUERIES,
+    REVIEWED_SYNTHETIC_QUERIES,
+    SOURCE_DOCUMENTS,
+    SYNTHETIC_QUERIES,
+    key,
+    out,
+    review_queue,
+)
+from conteb.config import ProjectConfig, TaskConfig
+from curation.review_items import review_items_from_llm_pairs, review_items_from_synthetic
+from curation.reviewed import Decision, PendingReviewError, apply_query_reviews, apply_reformulation_reviews
+from pipelines.metadata import count_metadata
+from pipelines.resources import ReviewStoreResource
+
+AUTO_REVIEWER = "auto"
+REVIEWED_OF_KIND = {
+    "reformulation": (REFORMULATED_CHUNKS, REVIEWED_CHUNKS),
+    "synthetic_query": (SYNTHETIC_QUERIES, REVIEWED_SYNTHETIC_QUERIES),
+    "pairing": (LLM_PAIRED_QUERIES, REVIEWED_LLM_PAIRED_QUERIES),
+}
+
+
+def queue_inputs(task: TaskConfig, kind: str) -> dict[str, dg.AssetIn]:
+    """What a queue of ``kind`` builds its items from."""
+    if kind == "reformulation":
+        return {"items": dg.AssetIn(key(task, REFORMULATION_REVIEW_ITEMS))}
+    ins = {"documents": dg.AssetIn(key(task, SOURCE_DOCUMENTS)), "chunks": dg.AssetIn(key(task, CHUNKS))}
+    ins["stage"] = dg.AssetIn(key(task, SYNTHETIC_QUERIES if kind == "synthetic_query" else LLM_PAIRED_QUERIES))
+    if kind == "pairing" and task.uses_span_pairing:
+        ins["span_pairs"] = dg.AssetIn(key(task, PAIRED_QUERIES))
+    return ins
+
+
+def queue_items(task: TaskConfig, kind: str, tables: dict[str, pa.Table]) -> pa.Table:
+    """The ``REVIEW_ITEMS`` to push for ``kind``."""
+    if kind == "reformulation":
+        return tables["items"]
+    documents = tables["documents"]
+    titles = dict(zip(documents.column("doc_id").to_pylist(), documents.column("title").to_pylist(), strict=True))
+    if kind == "synthetic_query":
+        return review_items_from_synthetic(task.name, tables["stage"], tables["chunks"], titles)
+    return review_items_from_llm_pairs(task.name, tables["stage"], tables["chunks"], titles, tables.get("span_pairs"))
+
+
+def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
+    """``[task]/review_queue_<kind>``: pushes the items to the review store (idempotently)."""
+
+    @dg.asset(
+        key=key(task, review_queue(kind)),
+        group_name=task.dagster_name,
+        kinds={"sqlite"},
+        description=f"Push {kind} items to the review queue; decisions already made are kept.",
+        ins=queue_inputs(task, kind),
+        check_specs=[
+            dg.AssetCheckSpec(
+                "review_complete",
+                asset=key(task, review_queue(kind)),
+                blocking=True,
+                description="Fails (ERROR) while items are pending: nothing downstream uses unreviewed LLM output.",
+            )
+        ],
+    )
+    def queue(context: dg.AssetExecutionContext, review: ReviewStoreResource, **tables: pa.Table):
+        store = review.store()
+        items = queue_items(task, kind, tables)
+        report = store.push(items)
+        auto = 0
+        if task.review.auto_accept_unchanged:
+            unchanged = [
+                row["item_id"]
+                for row in items.select(["item_id", "original", "proposed", "flagged"]).to_pylist()
+                if row["original"] is not None and row["proposed"] == row["original"] and not row["flagged"]
+            ]
+            auto = store.bulk_decide("accept", AUTO_REVIEWER, task.name, kind, ids=unchanged) if unchanged else 0
+        [stats] = store.stats(task=task.name, kind=kind) or [None]
+        pending = stats.pending if stats else 0
+        url = review.queue_url(task.name, kind)
+        context.log.info(
+            f"{task.name}/{kind}: pushed {report.total} items ({report.added} new, {report.reopened} reopened, "
+            f"{report.unchanged} unchanged); {auto} unchanged proposals auto-accepted; {pending} pending -> {url}"
+        )
+        metadata = {
+            "review_url": dg.MetadataValue.url(url),
+            **count_metadata(
+                "push", {"added": report.added, "reopened": report.reopened, "unchanged": report.unchanged}
+            ),
+            "auto_accepted": auto,
+        }
+        if stats:
+            metadata |= count_metadata(
+                "queue",
+                {"pending": stats.pending, "accepted": stats.accepted, "rejected": stats.rejected,
+                 "edited": stats.edited, "flagged_pending": stats.flagged_pending, "revision": stats.revision},
+            )  # fmt: skip
+        yield dg.MaterializeResult(metadata=metadata)
+        yield dg.AssetCheckResult(
+            check_name="review_complete",
+            passed=pending == 0,
+            severity=dg.AssetCheckSeverity.ERROR,
+            description=(
+                "all items decided" if pending == 0 else f"{pending} items pending review: `conteb review serve`, {url}"
+            ),
+            metadata={"pending": pending, "review_url": dg.MetadataValue.url(url)},
+        )
+
+    return queue
+
+
+def decisions(review: ReviewStoreResource, task: TaskConfig, kind: str) -> dict[str, Decision]:
+    """``object_id -> Decision`` of a task's queue."""
+    return {
+        item.object_id: Decision(item.status, item.final_text, item.reviewer)
+        for item in review.store().items(task=task.name, kind=kind)
+    }
+
+
+def build_reviewed_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
+    """``reviewed_chunks`` / ``reviewed_synthetic_queries`` / ``reviewed_llm_paired_queries``."""
+    source_name, reviewed_name = REVIEWED_OF_KIND[kind]
+
+    @dg.multi_asset(
+        name=f"{task.dagster_name}__{reviewed_name}",
+        group_name=task.dagster_name,
+        description=f"{source_name} after review: only accepted or edited {kind} output goes on.",
+        ins={"table": dg.AssetIn(key(task, source_name))},
+        deps=[key(task, review_queue(kind))],
+        outs={reviewed_name: out(task, reviewed_name, f"{source_name} with the reviewers' decisions applied.")},
+    )
+    def reviewed(context: dg.AssetExecutionContext, review: ReviewStoreResource, table: pa.Table):
+        try:
+            if kind == "reformulation":
+                result = apply_reformulation_reviews(table, decisions(review, task, kind), task.review.on_reject)
+            else:
+                result = apply_query_reviews(kind, table, decisions(review, task, kind))
+        except PendingReviewError as error:
+            raise dg.Failure(description=f"task '{task.name}': {error}") from error
+        context.log.info(f"{task.name}/{reviewed_name}: {result.stats}")
+        yield dg.Output(result.table, reviewed_name, metadata=count_metadata("review", result.stats))
+
+    return reviewed
+
+
+def build_review_sensor(config: ProjectConfig) -> dg.SensorDefinition | None:
+    """Requests the downstream run of a task once all its review queues are complete.
+
+    Run key = task + each queue's revision, so it fires once per completion (and again only
+    after new items or changed decisions complete the queue anew).
+    """
+    reviewed_tasks = [task for task in config.tasks if task.review_kinds]
+    if not reviewed_tasks:
+        return None
+    downstream = {
+        task.name: [key(task, REVIEWED_OF_KIND[kind][1]) for kind in task.review_kinds] + [key(task, CONTEB_DATASET)]
+        for task in reviewed_tasks
+    }
+
+    @dg.sensor(
+        name="review_queue_sensor",
+        minimum_interval_seconds=30,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        asset_selection=dg.AssetSelection.assets(*[k for keys in downstream.values() for k in keys]),
+        description="When a task's review queues are complete, materialize what uses the reviewed output.",
+    )
+    def review_queue_sensor(context: dg.SensorEvaluationContext, review: ReviewStoreResource):
+        stats = {(s.task, s.kind): s for s in review.store().stats()}
+        for task in reviewed_tasks:
+            # A queue never pushed, or empty, has nothing to wait for; at least one must hold items.
+            queues = [q for q in (stats.get((task.name, kind)) for kind in task.review_kinds) if q is not None]
+            if not any(q.total for q in queues) or any(q.pending for q in queues):
+                continue
+            run_key = task.name + ":" + ",".join(f"{q.kind}@{q.revision}" for q in queues)
+            yield dg.RunRequest(run_key=run_key, asset_selection=downstream[task.name], tags={"conteb/task": task.name})
+
+    return review_queue_sensor

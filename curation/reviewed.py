@@ -1,0 +1,121 @@
+"""Applying review decisions to stage tables: what the benchmark may use.
+
+A :class:`Decision` per reviewed object id (chunk id or query id) comes from the review store.
+Rules (per kind):
+
+* ``reformulation``: accepted -> the proposed rewrite; edited -> the reviewer's text; rejected ->
+  the original chunk (``on_reject: original``), or the original chunk with its queries left out of
+  the benchmark (``on_reject: drop_queries``). Chunks that were never up for review (first
+  chunks, method ``unchanged``) pass through.
+* ``synthetic_query``: accepted -> kept; edited -> kept with the reviewer's query text; rejected
+  -> left out.
+* ``pairing``: accepted -> kept; edited -> the reviewer's comma-separated chunk ids (each must be a
+  chunk of the query's document); rejected -> left out.
+
+Any item still pending is an error: the review gate (a blocking asset check) runs first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from conteb.ids import parse_chunk_id
+from conteb.schemas import REVIEWED_CHUNKS
+
+
+@dataclass(frozen=True)
+class Decision:
+    status: str  # pending | accepted | rejected | edited
+    final_text: str | None  # edited text, or the accepted proposal
+    reviewer: str | None
+
+
+class PendingReviewError(RuntimeError):
+    """Some items have no decision yet."""
+
+
+@dataclass
+class Reviewed:
+    table: pa.Table
+    stats: dict[str, int] = field(default_factory=dict)
+    dropped_chunk_ids: set[str] = field(default_factory=set)  # on_reject: drop_queries
+
+
+def _require_decided(kind: str, decisions: Mapping[str, Decision], ids: list[str]) -> None:
+    pending = [
+        object_id for object_id in ids if decisions.get(object_id, Decision("pending", None, None)).status == "pending"
+    ]
+    if pending:
+        raise PendingReviewError(
+            f"{len(pending)} {kind} items still pending review (e.g. {pending[:3]}): decide them in the review "
+            "queue (`conteb review serve`) first"
+        )
+
+
+def apply_reformulation_reviews(
+    reformulated: pa.Table, decisions: Mapping[str, Decision], on_reject: str = "original"
+) -> Reviewed:
+    """``REVIEWED_CHUNKS``: each chunk's final text after review (rules in the module doc)."""
+    rows = reformulated.to_pylist()
+    under_review = [row["chunk_id"] for row in rows if row["method"] != "unchanged"]
+    _require_decided("reformulation", decisions, under_review)
+    result = Reviewed(
+        REVIEWED_CHUNKS.empty_table(), dict.fromkeys(("accepted", "edited", "rejected", "not_reviewed"), 0)
+    )
+    for row in rows:
+        decision = decisions.get(row["chunk_id"]) if row["method"] != "unchanged" else None
+        if decision is None:
+            row.update(review_status="not_reviewed", reviewer=None)
+        else:
+            row.update(review_status=decision.status, reviewer=decision.reviewer)
+            if decision.status == "rejected":
+                row["chunk"] = row["og_chunk"]
+                if on_reject == "drop_queries":
+                    result.dropped_chunk_ids.add(row["chunk_id"])
+            else:
+                row["chunk"] = decision.final_text
+        result.stats[row["review_status"]] += 1
+    result.table = pa.Table.from_pylist(rows, schema=REVIEWED_CHUNKS)
+    return result
+
+
+def apply_query_reviews(kind: str, queries: pa.Table, decisions: Mapping[str, Decision]) -> Reviewed:
+    """Reviewed ``synthetic_query`` or ``pairing`` rows (``PAIRED_QUERIES`` shape), rejected ones left out."""
+    rows = queries.to_pylist()
+    _require_decided(kind, decisions, [row["query_id"] for row in rows])
+    kept, stats = [], dict.fromkeys(("accepted", "edited", "rejected"), 0)
+    for row in rows:
+        decision = decisions[row["query_id"]]
+        stats[decision.status] += 1
+        if decision.status == "rejected":
+            continue
+        if decision.status == "edited":
+            if kind == "synthetic_query":
+                row["query"] = decision.final_text
+            else:
+                row["chunk_ids"] = _edited_chunk_ids(row, decision.final_text or "")
+                row["chunk_id"] = row["chunk_ids"][0]
+        kept.append(row)
+    return Reviewed(pa.Table.from_pylist(kept, schema=queries.schema) if kept else queries.schema.empty_table(), stats)
+
+
+def _edited_chunk_ids(row: dict, text: str) -> list[str]:
+    ids = [part.strip() for part in text.split(",") if part.strip()]
+    if not ids:
+        raise ValueError(f"query {row['query_id']}: the edited pairing names no chunk")
+    for chunk_id in ids:
+        doc_id, _ = parse_chunk_id(chunk_id)
+        if doc_id != row["doc_id"]:
+            raise ValueError(f"query {row['query_id']}: edited chunk {chunk_id} is not in document {row['doc_id']}")
+    return ids
+
+
+def drop_queries_of_chunks(queries: pa.Table, chunk_ids: set[str]) -> pa.Table:
+    """``queries`` without those whose gold chunk is in ``chunk_ids``."""
+    if not chunk_ids:
+        return queries
+    return queries.filter(pc.invert(pc.is_in(queries.column("chunk_id"), value_set=pa.array(sorted(chunk_ids)))))

@@ -1,0 +1,188 @@
+"""The review web app in a real browser: Debian's headless Chromium driven by Playwright.
+
+The app runs under uvicorn in a background thread on 127.0.0.1 and a free port; the test names
+the reviewer, accepts one item with the keyboard (``a``), edits another (``e``, type,
+``Ctrl+Enter``), rejects and undoes with ``r``/``u``, and checks the store after each step. It
+also checks that hostile document text never runs as script. Screenshots of an item page and of
+the overview go to ``$CONTEB_SCREENSHOTS`` when it is set.
+
+Skipped (with the reason) when ``/usr/bin/chromium`` or the ``playwright`` package is missing:
+``scripts/install-browser.sh`` installs the browser; Playwright never downloads one here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from curation.review_items import review_item, review_items_table
+from review.store import ReviewStore
+from review.web import create_app
+
+CHROMIUM = Path("/usr/bin/chromium")
+if not CHROMIUM.exists():
+    pytest.skip(f"{CHROMIUM} is missing (run scripts/install-browser.sh)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing (the dev extra)")
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+TASK, KIND = "lyon", "reformulation"
+HOSTILE = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
+
+
+def _item(index: int, flags: list[str] | None = None) -> dict:
+    return review_item(
+        TASK,
+        KIND,
+        f"c{index}",
+        "doc-lyon",
+        f"The city hosted the games in {1970 + index}, and the subject grew. {HOSTILE}",
+        "llm",
+        title="Lyon",
+        original=f"In {1970 + index}, Lyon hosted the games, and Lyon grew. {HOSTILE}",
+        context={
+            "theme": "Lyon",
+            "chunk_index": index + 1,
+            "previous_chunk": f"Lyon is a city in France. Chunk {index}.",
+            "next_chunk": f"Later, Lyon became larger. Chunk {index + 2}.",
+        },
+        flags=flags or [],
+    )
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    path = tmp_path / "review.sqlite"
+    with ReviewStore(path) as store:
+        store.push(review_items_table([_item(0), _item(1, ["leak:Lyon", "lost_answer:1971"]), _item(2)]))
+    return path
+
+
+@pytest.fixture
+def server(store_path: Path) -> Iterator[str]:
+    """The app under uvicorn in a thread, on 127.0.0.1 and a free port; yields its base URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(store_path), log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()
+
+
+@pytest.fixture
+def page(server: str) -> Iterator[sync_api.Page]:
+    """A fresh page in Debian's headless Chromium; fails the test on page errors or dialogs."""
+    errors: list[str] = []
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
+        page.on("console", lambda message: message.type == "error" and errors.append(f"console: {message.text}"))
+        page.on("dialog", lambda dialog: (errors.append(f"dialog: {dialog.message}"), dialog.dismiss()))
+        yield page
+        context.close()
+        browser.close()
+    # a broken image (src=x) would only log a 404 if the markup were live: any error here is a finding
+    assert not errors, errors
+
+
+def _screenshot(page: sync_api.Page, name: str) -> None:
+    folder = os.environ.get("CONTEB_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / name), full_page=True)
+
+
+def _press(page: sync_api.Page, key: str) -> None:
+    """Press ``key`` and wait for the navigation it causes."""
+    with page.expect_navigation():
+        page.keyboard.press(key)
+
+
+def test_review_with_the_keyboard(page: sync_api.Page, server: str, store_path: Path) -> None:
+    item = {i: f"{TASK}:{KIND}:c{i}" for i in range(3)}
+    page.goto(f"{server}/queue/{TASK}/{KIND}")
+    assert page.locator("#reviewer-input").is_visible()
+
+    page.fill("#reviewer-input", "Browser Bea")
+    with page.expect_navigation():
+        page.click("#reviewer-save")
+    assert page.locator("#reviewer-name").inner_text() == "Browser Bea"
+    assert re.search(rf"/queue/{TASK}/{KIND}", page.url)
+
+    with page.expect_navigation():
+        page.click("#start-reviewing")
+    assert page.url.endswith(f"/item/{item[0]}?status=pending")
+    assert "Lyon" in " ".join(page.locator("#original del").all_inner_texts())
+    assert page.evaluate("window.__xss") is None  # the hostile text stayed text
+    assert HOSTILE in page.locator("#proposed").inner_text()
+
+    _press(page, "a")  # accept c0, on to the next pending item
+    assert page.url.endswith(f"/item/{item[1]}?status=pending")
+    with ReviewStore(store_path) as store:
+        accepted = store.get(item[0])
+    assert (accepted.status, accepted.reviewer) == ("accepted", "Browser Bea")
+
+    assert page.locator(".flags").inner_text().count("leak:Lyon") == 1
+    _screenshot(page, "review-item.png")
+    page.keyboard.press("e")
+    assert page.evaluate("document.activeElement.id") == "edit-text"
+    assert page.locator("#edit-text").input_value().startswith("The city hosted")  # no stray "e" typed
+    page.keyboard.press("Control+A")
+    page.keyboard.type("A rejuvenated city hosted the games; just a jury undid nothing.")  # a, r, j, u, k: typed
+    _press(page, "Control+Enter")
+    assert page.url.endswith(f"/item/{item[2]}?status=pending")
+    with ReviewStore(store_path) as store:
+        edited = store.get(item[1])
+        assert store.get(item[0]).status == "accepted"
+    assert (edited.status, edited.reviewer) == ("edited", "Browser Bea")
+    assert edited.edited_text == "A rejuvenated city hosted the games; just a jury undid nothing."
+
+    _press(page, "r")  # reject the last pending item: the queue is done
+    assert f"/queue/{TASK}/{KIND}?status=pending&notice=finished" in page.url
+    with ReviewStore(store_path) as store:
+        assert store.get(item[2]).status == "rejected"
+
+    page.goto(f"{server}/item/{item[0]}?status=all")
+    _press(page, "j")
+    assert page.url.endswith(f"/item/{item[1]}?status=all")
+    _press(page, "ArrowLeft")
+    assert page.url.endswith(f"/item/{item[0]}?status=all")
+    _press(page, "u")  # undo the last decision (the reject of c2)
+    assert page.url.endswith(f"/item/{item[2]}?status=all&notice=undone")
+    assert page.locator("#item-status").inner_text() == "pending"
+    with ReviewStore(store_path) as store:
+        assert store.get(item[2]).status == "pending"
+        assert store.get(item[1]).status == "edited"
+
+    page.goto(server + "/")
+    assert page.locator(".queue-row").count() == 1
+    _screenshot(page, "review-overview.png")
