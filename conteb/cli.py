@@ -14,7 +14,7 @@ import click
 import pyarrow.parquet as pq
 
 from conteb.config import ConfigError, load_config
-from conteb.storage import dataset_dir, llm_cache_path, resolve_data_dir
+from conteb.storage import dataset_dir, llm_cache_path, resolve_data_dir, review_store_path
 
 
 @click.group()
@@ -63,6 +63,21 @@ def status(ctx: click.Context) -> None:
                 counts.append(f"{sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} {unit}")
         state = ", ".join(counts) if counts else "not built yet"
         click.echo(f"  {task.name:<20} {folder}  [{state}]")
+    _review_status(config, data_dir)
+
+
+def _review_status(config, data_dir: Path) -> None:
+    """Pending review items per queue, with the commands that resolve them."""
+    store_path = review_store_path(data_dir)
+    if not store_path.exists():
+        return
+    from review.store import ReviewStore
+
+    waiting = [q for q in ReviewStore(store_path).stats() if q.pending]
+    for queue in waiting:
+        click.echo(f"  review: {queue.task}/{queue.kind}: {queue.pending} of {queue.total} items pending")
+    if waiting:
+        click.echo("  -> decide them with `conteb review serve` (or `conteb review accept ...`), then rerun `make run`")
 
 
 @main.command()
