@@ -165,11 +165,28 @@ class TaskConfig(_Strict):
         return self.name.replace("-", "_")
 
 
+class TrainingBlock(_Strict):
+    """The ``training:`` block: which tasks feed InSeNT training, and how it is launched.
+
+    ``settings`` are the training hyperparameters (see ``training/config.py``: base_model, mode,
+    lambda_seq, lr, epochs, max_steps, batch_docs, ...); they are validated by the training
+    package when the asset runs. ``launcher``: ``subprocess`` runs ``python -m
+    pipelines.pipes_train`` locally through Dagster Pipes (the README shows the Kubernetes swap).
+    ``control``: also train the paper's "+Training" control (same data, no context).
+    """
+
+    tasks: tuple[str, ...] = ()
+    launcher: Literal["subprocess"] = "subprocess"
+    control: bool = True
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
 class ProjectConfig(_Strict):
     """The whole registry. ``config_path`` is where it was read from (paths resolve against it)."""
 
     llm: LLMConfig = LLMConfig()
     execution: ExecutionConfig = ExecutionConfig()
+    training: TrainingBlock = TrainingBlock()
     tasks: tuple[TaskConfig, ...] = ()
     config_path: Path | None = None
 
@@ -183,6 +200,9 @@ class ProjectConfig(_Strict):
                     f"already declared at tasks[{seen[task.name]}]"
                 )
             seen[task.name] = index
+        unknown = [name for name in self.training.tasks if name not in seen]
+        if unknown:
+            raise ValueError(f"training.tasks: unknown task(s) {unknown}; declared: {sorted(seen)}")
         return self
 
     @property

@@ -15,6 +15,7 @@ import dagster as dg
 from assets.benchmark import build_dataset_asset, build_dataset_checks
 from assets.chunks import build_chunks_asset
 from assets.contexts import build_contexts_asset
+from assets.models import build_model_assets
 from assets.pairs import build_llm_pairs_asset, build_pairs_asset
 from assets.reformulations import build_reformulation_asset
 from assets.review import build_queue_asset, build_review_sensor, build_reviewed_asset
@@ -23,7 +24,7 @@ from assets.synthetic_queries import build_synthetic_queries_asset
 from conteb.config import ProjectConfig, load_config
 from conteb.environment import keep_caches_in
 from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
-from pipelines.jobs import build_conteb_job
+from pipelines.jobs import build_conteb_job, build_train_job
 from pipelines.resources import ConTEBSettings, LLMResource, ReviewStoreResource, StageTableIOManager
 
 
@@ -46,16 +47,18 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
         for kind in task.review_kinds:
             assets += [build_queue_asset(task, kind), build_reviewed_asset(task, kind)]
         checks.append(build_dataset_checks(task))
+    assets += build_model_assets(config)
     sensor = build_review_sensor(config)
     return dg.Definitions(
         assets=assets,
         asset_checks=checks,
-        jobs=[build_conteb_job(config)],
+        jobs=[build_conteb_job(config), *([build_train_job()] if config.training.tasks else [])],
         sensors=[sensor] if sensor else [],
         resources={
             "settings": ConTEBSettings(config_path=str(config.config_path), data_dir=data_dir),
             "stage_io_manager": StageTableIOManager(data_dir=data_dir),
             "review": ReviewStoreResource(path=str(review_store_path(Path(data_dir)))),
+            "pipes_subprocess_client": dg.PipesSubprocessClient(),
             "llm": LLMResource(
                 settings_json=config.llm.model_dump_json(),
                 # EnvVar: resolved at run time, shown by name (never by value) in the UI.

@@ -36,3 +36,13 @@ def build_conteb_job(config: ProjectConfig) -> dg.UnresolvedAssetJobDefinition:
         config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         description="Curate every task of conteb.yaml into data/conteb/<task>/ (ConTEB layout).",
     )
+
+
+def build_train_job() -> dg.UnresolvedAssetJobDefinition:
+    """``train_insent``: the training assets (InSeNT and its no-context control)."""
+    return dg.define_asset_job(
+        "train_insent",
+        selection=dg.AssetSelection.groups("training"),
+        executor_def=dg.in_process_executor,  # each model trains in its own Pipes subprocess anyway
+        description="Train InSeNT (and the +Training control) on the tasks named in conteb.yaml's training: block.",
+    )

@@ -1,0 +1,81 @@
+"""The process Dagster Pipes launches for a training asset.
+
+Runs :func:`training.loop.train` (which knows nothing of Dagster) and forwards its events: steps
+and evaluations as logs, the result as materialization metadata (steps, final loss, validation
+scores, wall time, device, model path, a loss-curve plot). Usage (by the asset)::
+
+    python -m pipelines.pipes_train --config data/models/insent_model.train.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import io
+from collections.abc import Sequence
+from typing import Any
+
+from dagster_pipes import PipesContext, open_dagster_pipes
+
+
+def loss_curve_markdown(losses: Sequence[float], title: str) -> str:
+    """A PNG of the training loss per step, inlined as Markdown (shown by the Dagster UI)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 3.2), dpi=100)
+    axis.plot(range(1, len(losses) + 1), losses, linewidth=1.2)
+    axis.set(xlabel="step", ylabel="loss", title=title)
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    plt.close(figure)
+    return f"![loss curve](data:image/png;base64,{base64.b64encode(buffer.getvalue()).decode()})"
+
+
+def forward_event(pipes: PipesContext, kind: str, payload: dict[str, Any]) -> None:
+    """Training events -> Dagster logs (the run log shows progress as it happens)."""
+    if kind == "step":
+        pipes.log.info(
+            "step " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in payload.items())
+        )
+    elif kind in ("start", "eval", "checkpoint"):
+        pipes.log.info(f"{kind}: {payload}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", required=True)
+    args = parser.parse_args(argv)
+    from training.config import load_training_config
+    from training.loop import train
+
+    with open_dagster_pipes() as pipes:
+        config = load_training_config(args.config)
+        result = train(config, on_event=lambda kind, payload: forward_event(pipes, kind, payload))
+        summary = result_metadata(result)
+        losses = summary.pop("loss_history", [])
+        metadata: dict[str, Any] = {key: value for key, value in summary.items() if value is not None}
+        if losses:
+            metadata["loss_curve"] = {
+                "raw_value": loss_curve_markdown(losses, pipes.extras.get("model", "")),
+                "type": "md",
+            }
+        metadata["model_path"] = {"raw_value": str(metadata.get("model_path", "")), "type": "path"}
+        pipes.report_asset_materialization(metadata=metadata)
+    return 0
+
+
+def result_metadata(result: Any) -> dict[str, Any]:
+    """Plain, JSON-able fields of a training result (dataclass or mapping)."""
+    import dataclasses
+
+    raw = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else dict(result)
+    return {key: value for key, value in raw.items() if isinstance(value, int | float | str | list | dict | None)}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
