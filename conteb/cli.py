@@ -57,7 +57,11 @@ def status(ctx: click.Context) -> None:
     for task in config.tasks:
         folder = dataset_dir(data_dir, task.name)
         counts = []
-        for config_name, unit in (("documents", "chunks"), ("queries", "queries")):
+        for config_name, unit in (
+            ("documents", "chunks"),
+            ("queries", "queries"),
+            ("synthetic_queries", "synthetic queries"),
+        ):
             files = sorted((folder / config_name).glob("*.parquet"))
             if files:
                 counts.append(f"{sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} {unit}")
