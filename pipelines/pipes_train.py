@@ -56,25 +56,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open_dagster_pipes() as pipes:
         config = load_training_config(args.config)
         result = train(config, on_event=lambda kind, payload: forward_event(pipes, kind, payload))
-        summary = result_metadata(result)
-        losses = summary.pop("loss_history", [])
-        metadata: dict[str, Any] = {key: value for key, value in summary.items() if value is not None}
-        if losses:
-            metadata["loss_curve"] = {
-                "raw_value": loss_curve_markdown(losses, pipes.extras.get("model", "")),
-                "type": "md",
-            }
-        metadata["model_path"] = {"raw_value": str(metadata.get("model_path", "")), "type": "path"}
-        pipes.report_asset_materialization(metadata=metadata)
+        pipes.report_asset_materialization(metadata=result_metadata(result, pipes.extras.get("model", "")))
     return 0
 
 
-def result_metadata(result: Any) -> dict[str, Any]:
-    """Plain, JSON-able fields of a training result (dataclass or mapping)."""
-    import dataclasses
-
-    raw = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else dict(result)
-    return {key: value for key, value in raw.items() if isinstance(value, int | float | str | list | dict | None)}
+def result_metadata(result: Any, title: str) -> dict[str, Any]:
+    """Materialization metadata of a ``training.loop.TrainResult``: scores flattened, a loss plot."""
+    metadata: dict[str, Any] = {
+        "steps": result.steps,
+        "wall_s": round(result.wall_s, 1),
+        "device": str(result.device),
+        "model_path": {"raw_value": str(result.model_path), "type": "path"},
+    }
+    if result.final_loss is not None:
+        metadata["final_loss"] = round(float(result.final_loss), 5)
+    for prefix, scores in (("validation", result.validation), ("validation_before", result.validation_before)):
+        for name, value in (scores or {}).items():
+            if value == value:  # not NaN
+                metadata[f"{prefix}/{name}"] = round(float(value), 4)
+    losses = [float(entry["loss"]) for entry in result.loss_history if "loss" in entry]
+    if losses:
+        metadata["loss_curve"] = {"raw_value": loss_curve_markdown(losses, title), "type": "md"}
+    return metadata
 
 
 if __name__ == "__main__":

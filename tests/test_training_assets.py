@@ -1,0 +1,42 @@
+"""Training from Dagster: `insent_model` and its no-context control run through Dagster Pipes
+(a real subprocess), stream logs, and report steps, loss, scores, device, path and a plot."""
+
+from pathlib import Path
+
+import dagster as dg
+from sentence_transformers import SentenceTransformer
+
+from conteb.config import load_config
+from pipelines.definitions import build_definitions
+from tests.conftest import SAMPLE_DIR
+from training.models import tiny_modernbert
+
+
+def test_train_insent_job_trains_both_models_through_pipes(tmp_path: Path, isolated_env: Path) -> None:
+    base = tmp_path / "tiny-base"
+    tiny_modernbert().save(str(base))
+    config_path = tmp_path / "conteb.yaml"
+    config_path.write_text(
+        f"tasks:\n  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n"
+        "training:\n  tasks: [demo]\n  control: true\n"
+        f"  settings: {{base_model: {base}, max_steps: 2, batch_docs: 2, eval_every: 2, checkpoint_every: 2}}\n"
+    )
+    defs = build_definitions(load_config(config_path))
+    instance = dg.DagsterInstance.ephemeral()
+    assert defs.resolve_job_def("build_conteb").execute_in_process(instance=instance).success
+    result = defs.resolve_job_def("train_insent").execute_in_process(instance=instance)
+    assert result.success
+
+    for name, context in (("insent_model", "late"), ("finetune_control_model", "independent")):
+        event = instance.get_latest_materialization_event(dg.AssetKey([name]))
+        metadata = {k: v.value for k, v in event.asset_materialization.metadata.items()}
+        assert metadata["steps"] == 2 and metadata["device"] == "cpu"
+        assert metadata["final_loss"] > 0
+        assert "validation/ndcg10_in_document" in metadata
+        assert metadata["loss_curve"].startswith("![loss curve](data:image/png;base64,")
+        model_path = Path(metadata["model_path"])
+        assert model_path == isolated_env / "models" / name
+        assert SentenceTransformer(str(model_path), device="cpu").encode(["a query"]).shape[1] == 64
+        assert f"context: {context}" in (isolated_env / "models" / f"{name}.train.yaml").read_text()
+    logs = "\n".join(e.message for e in instance.all_logs(result.run_id) if e.message)
+    assert "step step=1" in logs  # the child's progress reached the Dagster run log

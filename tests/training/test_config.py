@@ -1,0 +1,113 @@
+"""TrainingConfig: YAML and CLI round trip; errors name the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from training.config import (
+    TrainingConfig,
+    TrainingConfigError,
+    dump_training_config,
+    from_cli,
+    load_training_config,
+    make_config,
+)
+
+
+def task_folder(root: Path, name: str = "task") -> Path:
+    folder = root / name
+    (folder / "documents").mkdir(parents=True)
+    return folder
+
+
+def test_defaults_follow_the_paper(tmp_path: Path) -> None:
+    config = make_config({"data": [task_folder(tmp_path)], "output": tmp_path / "out"})
+    assert (config.lr, config.warmup_ratio, config.epochs, config.batch_docs) == (5e-5, 0.05, 2, 4)
+    assert (config.lambda_seq, config.scale, config.mode, config.loss) == (0.1, 20.0, "single", "weighted")
+    assert config.base_model == "offline-minilm" and config.max_steps is None
+    assert config.bf16 == "auto" and config.gradient_checkpointing == "auto"
+
+
+def test_yaml_round_trip_and_relative_paths(tmp_path: Path) -> None:
+    folder = task_folder(tmp_path)
+    (tmp_path / "train.yaml").write_text(
+        yaml.safe_dump({"data": ["task"], "output": "out", "lambda_seq": 0.3, "mode": "tokens", "bf16": False})
+    )
+    config = load_training_config(tmp_path / "train.yaml")
+    assert config.data == [folder] and config.output == tmp_path / "out"
+    assert (config.lambda_seq, config.mode, config.bf16) == (0.3, "tokens", False)
+    again = load_training_config(dump_training_config(config, tmp_path / "dumped.yaml"))
+    assert again == config
+
+
+def test_cli_without_file(tmp_path: Path) -> None:
+    a, b = task_folder(tmp_path, "a"), task_folder(tmp_path, "b")
+    config = from_cli(
+        [
+            "--data",
+            str(a),
+            str(b),
+            "--base-model",
+            "some/model",
+            "--output",
+            str(tmp_path / "o"),
+            "--epochs",
+            "3",
+            "--max-steps",
+            "7",
+            "--lambda-seq",
+            "0.5",
+            "--batch-docs",
+            "2",
+            "--mode",
+            "tokens",
+        ]
+    )
+    assert config.data == [a, b] and config.base_model == "some/model"
+    assert (config.epochs, config.max_steps, config.lambda_seq, config.batch_docs, config.mode) == (
+        3,
+        7,
+        0.5,
+        2,
+        "tokens",
+    )
+
+
+def test_cli_overrides_file(tmp_path: Path) -> None:
+    task_folder(tmp_path)
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump({"data": "task", "output": "out", "epochs": 5, "seed": 4}))
+    config = from_cli(["--config", str(tmp_path / "c.yaml"), "--epochs", "1", "--bf16", "true"])
+    assert (config.epochs, config.seed, config.bf16) == (1, 4, True)
+
+
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [
+        ({"lambda_seq": 1.5}, "lambda_seq"),
+        ({"mode": "pairs"}, "mode"),
+        ({"batch_docs": 0}, "batch_docs"),
+        ({"lr": -1}, "lr"),
+        ({"learning_rate": 1e-4}, "learning_rate"),
+        ({"data": ["/nonexistent/task"]}, "data"),
+    ],
+)
+def test_errors_name_the_field(tmp_path: Path, values: dict, field: str) -> None:
+    raw = {"data": [task_folder(tmp_path)], "output": tmp_path / "out", **values}
+    with pytest.raises(TrainingConfigError, match=field):
+        make_config(raw)
+
+
+def test_cli_requires_data_and_output(tmp_path: Path) -> None:
+    with pytest.raises(TrainingConfigError, match="--output"):
+        from_cli(["--data", str(task_folder(tmp_path))])
+
+
+def test_yaml_error_names_the_field(tmp_path: Path) -> None:
+    task_folder(tmp_path)
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump({"data": ["task"], "output": "o", "epochs": "many"}))
+    with pytest.raises(TrainingConfigError, match="epochs"):
+        load_training_config(tmp_path / "bad.yaml")
+    assert TrainingConfig.model_fields["epochs"].default == 2

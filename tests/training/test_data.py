@@ -1,0 +1,202 @@
+"""Training samples, splits, batches and stats from a ConTEB folder built from data/sample."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from conteb.config import ChunkingConfig
+from conteb.schemas import CONTEB_DOCUMENTS, PAIRED_QUERIES
+from curation.chunking import chunk_documents
+from curation.dataset import DatasetCard, conteb_documents, write_conteb_dataset
+from curation.pairing import pair_by_span
+from curation.sources.sample import load_sample
+from tests.conftest import SAMPLE_DIR
+from training.data import (
+    DataStats,
+    count_tokens,
+    load_samples,
+    make_batches,
+    shard_batches,
+    split_by_document,
+    validation_groups,
+)
+
+SYNTHETIC = [
+    ("What river flows through Lyon besides the Rhône?", "lyon", 1),
+    ("Which sea borders Sicily?", "sicily", 0),
+]
+
+
+def build_sample_conteb(out: Path, chunk_size: int = 1000, synthetic: bool = True) -> Path:
+    """The bundled sample corpus curated into a ConTEB folder (span pairing), plus synthetic queries."""
+    source = load_sample(SAMPLE_DIR)
+    documents = source.documents_table()
+    chunks = chunk_documents(documents, ChunkingConfig(chunk_size=chunk_size)).chunks
+    queries = pair_by_span(source.queries_table(), documents, chunks).table()
+    synthetic_table = None
+    if synthetic:
+        rows = [
+            {
+                "query_id": f"syn-{i}",
+                "query": text,
+                "chunk_id": f"{doc}_{index}",
+                "chunk_ids": [f"{doc}_{index}"],
+                "doc_id": doc,
+                "pairing": "llm",
+                "source": "test",
+                "model": "test-model",
+                "prompt_version": "synthetic@v1:0",
+            }
+            for i, (text, doc, index) in enumerate(SYNTHETIC)
+        ]
+        synthetic_table = pa.Table.from_pylist(rows, schema=PAIRED_QUERIES)
+    card = DatasetCard(
+        task="sample",
+        split="test",
+        source=str(SAMPLE_DIR),
+        source_kind="sample",
+        license="cc0-1.0",
+        description=None,
+        counts={"chunks": chunks.num_rows, "queries": queries.num_rows},
+        settings={"chunk_size": chunk_size},
+    )
+    write_conteb_dataset(out, conteb_documents(chunks), queries, card, synthetic_queries=synthetic_table)
+    return out
+
+
+def test_samples_follow_chunk_order_and_gold(tmp_path: Path) -> None:
+    folder = build_sample_conteb(tmp_path / "sample")
+    samples, stats = load_samples([folder])
+    documents = pq.read_table(folder / "documents").to_pylist()
+    queries = pq.read_table(folder / "queries").to_pylist()
+    text = {row["chunk_id"]: row["chunk"] for row in documents}
+    assert [s.doc_id for s in samples] == sorted({row["doc_id"] for row in documents})
+    for sample in samples:
+        expected = sorted((r for r in documents if r["doc_id"] == sample.doc_id), key=lambda r: r["chunk_index"])
+        assert sample.chunks == [r["chunk"] for r in expected]
+        assert len(sample.queries) == len(sample.gold)
+    by_doc = {s.doc_id: s for s in samples}
+    for row in queries:
+        sample = by_doc[row["doc_id"]]
+        position = sample.queries.index(row["query"])
+        assert sample.chunks[sample.gold[position]] == text[row["chunk_id"]]
+    assert stats.documents == len(samples) == 10
+    assert stats.chunks == len(documents)
+    assert stats.queries == len(queries) + len(SYNTHETIC)
+    assert stats.synthetic_queries == len(SYNTHETIC)
+    assert stats.documents_without_queries == sum(not s.queries for s in samples)
+    lyon = by_doc["lyon"]
+    assert lyon.gold[lyon.queries.index(SYNTHETIC[0][0])] == 1
+
+
+def test_synthetic_queries_can_be_left_out(tmp_path: Path) -> None:
+    folder = build_sample_conteb(tmp_path / "sample")
+    samples, stats = load_samples([folder], include_synthetic=False)
+    assert stats.synthetic_queries == 0
+    assert not any(SYNTHETIC[0][0] in s.queries for s in samples)
+
+
+def test_shuffled_chunk_rows_and_filtered_queries(tmp_path: Path) -> None:
+    folder = tmp_path / "task"
+    rows = [
+        {
+            "chunk_id": f"d{d}_{i}",
+            "chunk": f"doc {d} chunk {i}",
+            "og_chunk": "x",
+            "doc_id": f"d{d}",
+            "chunk_index": i,
+            "char_start": 0,
+            "char_end": 1,
+            "title": None,
+        }
+        for d in range(3)
+        for i in range(3)
+    ][::-1]  # reverse: the reader must sort by chunk_index
+    (folder / "documents").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows, schema=CONTEB_DOCUMENTS), folder / "documents" / "test.parquet")
+    base = {"pairing": "span", "source": "t"}
+    queries = [
+        {"query_id": "a", "query": "q a", "chunk_id": "d0_2", "chunk_ids": ["d0_2"], "doc_id": "d0", **base},
+        {"query_id": "b", "query": "q b", "chunk_id": "d0_9", "chunk_ids": ["d0_9"], "doc_id": "d0", **base},
+        {"query_id": "c", "query": "q c", "chunk_id": "x9_0", "chunk_ids": ["x9_0"], "doc_id": "x9", **base},
+        {"query_id": "d", "query": " ", "chunk_id": "d1_0", "chunk_ids": ["d1_0"], "doc_id": "d1", **base},
+        {"query_id": "e", "query": "q a", "chunk_id": "d0_2", "chunk_ids": ["d0_2"], "doc_id": "d0", **base},
+        {"query_id": "f", "query": "q f", "chunk_id": "d1_1", "chunk_ids": ["d1_1"], "doc_id": "d1", **base},
+    ]
+    (folder / "queries").mkdir()
+    pq.write_table(pa.Table.from_pylist(queries, schema=PAIRED_QUERIES), folder / "queries" / "test.parquet")
+    samples, stats = load_samples([folder])
+    assert samples[0].chunks == ["doc 0 chunk 0", "doc 0 chunk 1", "doc 0 chunk 2"]
+    assert (samples[0].queries, samples[0].gold) == (["q a"], [2])
+    assert (samples[1].queries, samples[1].gold) == (["q f"], [1])
+    assert stats.filtered == {
+        "queries:unknown_chunk": 1,
+        "queries:unknown_document": 1,
+        "queries:empty_query": 1,
+        "queries:duplicate_query": 1,
+    }
+    assert stats.documents_without_queries == 1  # d2: kept as an in-batch negative
+    assert stats.documents == 3
+
+
+def test_two_folders_qualify_clashing_doc_ids(tmp_path: Path) -> None:
+    first = build_sample_conteb(tmp_path / "a", synthetic=False)
+    second = build_sample_conteb(tmp_path / "b", chunk_size=600, synthetic=False)
+    samples, stats = load_samples([first, second])
+    assert len({s.doc_id for s in samples}) == 20
+    assert "b/lyon" in {s.doc_id for s in samples}
+    assert stats.tasks == ["a", "b"]
+
+
+def test_validation_split_by_document_is_seeded(tmp_path: Path) -> None:
+    samples, _ = load_samples([build_sample_conteb(tmp_path / "sample")])
+    train, validation = split_by_document(samples, 0.2, seed=3)
+    again = split_by_document(samples, 0.2, seed=3)
+    assert [s.doc_id for s in validation] == [s.doc_id for s in again[1]]
+    assert len(validation) == 2 and all(s.queries for s in validation)
+    assert {s.doc_id for s in train}.isdisjoint({s.doc_id for s in validation})
+    assert len(train) + len(validation) == len(samples)
+    others = {tuple(s.doc_id for s in split_by_document(samples, 0.2, seed=seed)[1]) for seed in range(10)}
+    assert len(others) > 1
+    assert split_by_document(samples, 0.0, seed=0)[1] == []
+    assert len(split_by_document(samples, 0.01, seed=0)[1]) == 1  # at least one when asked for any
+
+
+def test_batches_are_k_documents_seeded_per_epoch(tmp_path: Path) -> None:
+    samples, _ = load_samples([build_sample_conteb(tmp_path / "sample")])
+    batches = make_batches(samples, 4, seed=0, epoch=0)
+    assert [len(b) for b in batches] == [4, 4, 2]
+    assert sorted(i for b in batches for i in b) == list(range(10))
+    assert make_batches(samples, 4, seed=0, epoch=0) == batches
+    assert make_batches(samples, 4, seed=0, epoch=1) != batches
+    assert [len(b) for b in make_batches(samples, 3, seed=0, epoch=0)] == [3, 3, 4]  # a lone document joins
+    shards = [shard_batches(batches, rank, 2) for rank in range(2)]
+    assert [len(s) for s in shards] == [2, 2]
+    assert Counter(tuple(b) for s in shards for b in s).keys() == {tuple(b) for b in batches}
+    groups = validation_groups(samples, 4)
+    assert [len(g) for g in groups] == [4, 4, 2]
+
+
+def test_token_counts_flag_windowed_documents(tmp_path: Path) -> None:
+    samples, stats = load_samples([build_sample_conteb(tmp_path / "sample")])
+
+    def tokenize(texts: list[str]) -> list[list[int]]:
+        return [text.split() for text in texts]
+
+    count_tokens(samples, tokenize, 600, stats)
+    lengths = {s.doc_id: s.n_tokens for s in samples}
+    assert (
+        lengths["lyon"]
+        == sum(len(c.split()) for c in samples[[s.doc_id for s in samples].index("lyon")].chunks)
+        + len(samples[[s.doc_id for s in samples].index("lyon")].chunks)
+        + 1
+    )
+    assert stats.windowed_documents == sum(n > 600 for n in lengths.values()) > 0
+    assert stats.max_document_tokens == max(lengths.values())
+    fresh = DataStats()
+    count_tokens(samples, tokenize, None, fresh)
+    assert fresh.windowed_documents == 0

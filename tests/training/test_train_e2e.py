@@ -1,0 +1,202 @@
+"""End to end on CPU: a tiny random ModernBERT trained with InSeNT on the sample ConTEB folder.
+
+Covers events, checkpoints, kill-and-resume (same weights as an uninterrupted run), extending a
+finished run, the saved sentence-transformers folder and its card, and the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+from sentence_transformers import SentenceTransformer
+
+from tests.conftest import ROOT
+from tests.training.test_data import build_sample_conteb
+from training.config import TrainingConfig, make_config
+from training.loop import TrainResult, latest_checkpoint, ndcg_at_10, train
+from training.models import offline_minilm_path, tiny_modernbert
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("train-e2e")
+    folder = build_sample_conteb(root / "sample")
+    base = root / "tiny-modernbert"
+    tiny_modernbert(offline_minilm_path(), seed=0, device="cpu").save(str(base))
+    return {"root": root, "data": folder, "base": base}
+
+
+def config(workspace: dict[str, Path], output: str, **overrides: Any) -> TrainingConfig:
+    values: dict[str, Any] = {
+        "data": [workspace["data"]],
+        "base_model": str(workspace["base"]),
+        "output": workspace["root"] / output,
+        "max_steps": 6,
+        "checkpoint_every": 3,
+        "eval_every": 3,
+        "validation_fraction": 0.2,
+        "lr": 1e-3,
+        "device": "cpu",
+        "seed": 0,
+    }
+    values.update(overrides)
+    return make_config(values)
+
+
+class Killed(Exception):
+    """Stands for the process being killed right after a checkpoint was written."""
+
+
+def weights(folder: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(folder / "model.safetensors"))
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(workspace: dict[str, Path]) -> tuple[TrainResult, list[tuple[str, dict]]]:
+    events: list[tuple[str, dict]] = []
+    result = train(config(workspace, "full"), on_event=lambda kind, payload: events.append((kind, payload)))
+    return result, events
+
+
+@pytest.fixture(scope="module", autouse=True)
+def deterministic() -> Iterator[None]:
+    """Deterministic kernels for this module only (resume must reproduce an uninterrupted run)."""
+    previous = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    yield
+    torch.use_deterministic_algorithms(previous)
+
+
+def test_events_and_saved_model(
+    workspace: dict[str, Path], uninterrupted: tuple[TrainResult, list[tuple[str, dict]]]
+) -> None:
+    result, events = uninterrupted
+    kinds = [kind for kind, _ in events]
+    assert kinds[0] == "start" and kinds[-1] == "done"
+    assert [p["step"] for k, p in events if k == "step"] == [1, 2, 3, 4, 5, 6]
+    assert [p["step"] for k, p in events if k == "eval"] == [0, 3, 6]
+    assert [p["step"] for k, p in events if k == "checkpoint"] == [3, 6]
+    step = next(p for k, p in events if k == "step")
+    assert set(step) >= {"step", "loss", "in_sequence", "in_batch", "lr", "tokens_per_s"} and step["tokens_per_s"] > 0
+    assert step["lr"] == 0.0  # warm-up starts from zero (1 warm-up step of 6)
+    done = events[-1][1]
+    assert set(done) >= {"steps", "final_loss", "validation", "wall_s", "device", "model_path", "loss_history"}
+    assert done["steps"] == result.steps == 6 and done["device"] == "cpu"
+    assert len(done["loss_history"]) == 6 and np.isfinite(done["final_loss"])
+    assert 0 <= done["validation"]["ndcg10_in_document"] <= 1 and 0 <= done["validation"]["ndcg10_in_batch"] <= 1
+    start = events[0][1]
+    assert start["stats"]["validation_documents"] == 2 and start["stats"]["windowed_documents"] > 0
+    json.dumps([payload for _, payload in events])  # Pipes forwards them as JSON
+
+    output = workspace["root"] / "full"
+    model = SentenceTransformer(str(output), device="cpu")
+    vectors = model.encode(["Where is Lyon?", "The Danube flows east."])
+    assert vectors.shape == (2, 64) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    card = (output / "README.md").read_text()
+    assert "λ_seq = 0.1" in card and "library_name: sentence-transformers" in card
+    assert f"base_model: {workspace['base']}" in card and "- insent" in card
+    assert f"{result.validation['ndcg10_in_document']:.4f}" in card
+    assert f"{result.validation_before['ndcg10_in_batch']:.4f}" in card
+
+
+def test_kill_and_resume_matches_uninterrupted(
+    workspace: dict[str, Path], uninterrupted: tuple[TrainResult, list[tuple[str, dict]]]
+) -> None:
+    full, _ = uninterrupted
+
+    def kill_after_checkpoint(kind: str, payload: dict) -> None:
+        if kind == "checkpoint" and payload["step"] == 3:
+            raise Killed
+
+    cfg = config(workspace, "killed")
+    with pytest.raises(Killed):
+        train(cfg, on_event=kill_after_checkpoint)
+    assert latest_checkpoint(cfg.output).name == "step-3"
+    assert not (cfg.output / "model.safetensors").exists()
+    events: list[tuple[str, dict]] = []
+    resumed = train(cfg, on_event=lambda kind, payload: events.append((kind, payload)), resume=True)
+    assert events[0][1]["resumed_from"] == 3 and resumed.resumed_from == 3
+    assert [p["step"] for k, p in events if k == "step"] == [4, 5, 6]
+    assert resumed.steps == 6 and len(resumed.loss_history) == 6
+    for mine, theirs in zip(resumed.loss_history, full.loss_history, strict=True):
+        assert mine["lr"] == pytest.approx(theirs["lr"], abs=1e-12)
+        assert mine["loss"] == pytest.approx(theirs["loss"], abs=1e-5)
+    expected, actual = weights(workspace["root"] / "full"), weights(cfg.output)
+    assert expected.keys() == actual.keys()
+    for name in expected:
+        torch.testing.assert_close(actual[name], expected[name], atol=1e-5, rtol=1e-5, msg=name)
+    assert resumed.validation_before == full.validation_before
+
+
+def test_extend_a_finished_run(workspace: dict[str, Path]) -> None:
+    first = train(config(workspace, "extend", max_steps=3, checkpoint_every=2, eval_every=0))
+    assert first.steps == 3 and latest_checkpoint(workspace["root"] / "extend").name == "step-3"
+    longer = train(config(workspace, "extend", max_steps=5, checkpoint_every=2, eval_every=0), resume=True)
+    assert longer.resumed_from == 3 and longer.steps == 5 and len(longer.loss_history) == 5
+    assert longer.loss_history[-1]["step"] == 5
+    with pytest.raises(ValueError, match="batch_docs"):
+        train(config(workspace, "extend", max_steps=7, batch_docs=2), resume=True)
+
+
+def test_tokens_mode_and_accumulation(workspace: dict[str, Path]) -> None:
+    result = train(
+        config(workspace, "tokens", mode="tokens", max_steps=2, grad_accumulation=2, batch_docs=2, checkpoint_every=0)
+    )
+    assert result.steps == 2 and np.isfinite(result.final_loss)
+    assert not (workspace["root"] / "tokens" / "checkpoints").exists()
+    assert "ndcg10_in_batch" in result.validation
+
+
+def test_ndcg_single_relevant() -> None:
+    assert ndcg_at_10(1) == 1.0 and ndcg_at_10(3) == pytest.approx(0.5) and ndcg_at_10(11) == 0.0
+
+
+def test_cli_runs(workspace: dict[str, Path]) -> None:
+    output = workspace["root"] / "cli"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    completed = subprocess.run(
+        [sys.executable, "-m", "training", "--data", str(workspace["data"]), "--base-model", str(workspace["base"]),
+         "--output", str(output), "--max-steps", "2", "--device", "cpu", "--no-progress"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    summary = json.loads(completed.stdout[completed.stdout.index("{") :])
+    assert summary["steps"] == 2 and Path(summary["model_path"]) == output
+    assert (output / "model.safetensors").is_file() and (output / "README.md").is_file()
+    bad = subprocess.run(
+        [sys.executable, "-m", "training", "--data", str(workspace["data"]), "--output", str(output),
+         "--lambda-seq", "2"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "lambda_seq" in bad.stderr
+
+
+def test_batch_without_queries_gives_zero_gradient(workspace: dict[str, Path]) -> None:
+    from contextlib import nullcontext
+
+    from training.data import TrainingSample
+    from training.encoder import LateChunkingEncoder
+    from training.loop import _batch_loss
+    from training.losses import InsentLossModule
+
+    model = SentenceTransformer(str(workspace["base"]), device="cpu")
+    encoder = LateChunkingEncoder(model)
+    docs = [TrainingSample("a", ["first chunk", "second chunk"]), TrainingSample("b", ["other"])]
+    for mode in ("single", "tokens"):
+        result, dummy = _batch_loss(
+            encoder, InsentLossModule(mode=mode), docs, torch.device("cpu"), mode, nullcontext()
+        )
+        assert result is None and dummy is not None and dummy.item() == 0.0
+        model.zero_grad(set_to_none=True)
+        dummy.backward()
+        assert all(p.grad is None or not p.grad.any() for p in model.parameters())

@@ -1,0 +1,1 @@
+"""InSeNT training: late-chunking encoder, losses, batching and the training loop (no Dagster import)."""

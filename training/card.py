@@ -1,0 +1,165 @@
+"""The model card (``README.md``) of a trained InSeNT model folder.
+
+sentence-transformers writes its own README on ``model.save``; :func:`write_model_card` replaces it,
+keeping the front-matter fields that matter (``library_name``, ``pipeline_tag``) and adding
+``base_model`` and the tags ``insent``, ``late-chunking``, ``conteb``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from training.config import TrainingConfig
+
+if TYPE_CHECKING:
+    from training.loop import TrainResult
+
+TAGS = ["insent", "late-chunking", "conteb"]
+_KEPT_FRONT_MATTER = ("library_name", "pipeline_tag", "language", "license")
+
+
+def read_front_matter(path: Path) -> dict[str, Any]:
+    """The YAML front matter of a Markdown file (``{}`` when absent or unreadable)."""
+    if not path.is_file():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        return {}
+    end = text.find("\n---", 3)
+    if end < 0:
+        return {}
+    try:
+        data = yaml.safe_load(text[3:end])
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _score(scores: dict[str, float], key: str) -> str:
+    value = scores.get(key)
+    return "n/a" if value is None or value != value else f"{value:.4f}"
+
+
+def _loss_curve(history: list[dict[str, float]], points: int = 20) -> str:
+    if not history:
+        return "No optimizer step was taken."
+    stride = max(1, len(history) // points)
+    chosen = history[::stride]
+    if chosen[-1] is not history[-1]:
+        chosen.append(history[-1])
+    rows = "\n".join(
+        f"| {r['step']} | {r['loss']:.4f} | {r['in_sequence']:.4f} | {r['in_batch']:.4f} | {r['lr']:.3g} |"
+        for r in chosen
+    )
+    return "| step | loss | L_seq | L_batch | lr |\n|---|---|---|---|---|\n" + rows
+
+
+def _usage(mode: str) -> str:
+    if mode == "tokens":
+        return (
+            "Trained as a late-interaction model: score a query against a chunk with MaxSim over the chunk's token\n"
+            "embeddings taken from one pass over the whole document (`training.encoder.LateChunkingEncoder`\n"
+            "`forward_document_tokens`). The saved pooling module (mean) is not what it was trained for."
+        )
+    return (
+        "Encode documents by late chunking (the chunks of a document joined with the separator token in one\n"
+        "sequence, each chunk's vector the mean of its tokens; `training.encoder.LateChunkingEncoder`):\n"
+        "independent chunk encoding does not use what this model was trained for."
+    )
+
+
+def render_model_card(config: TrainingConfig, result: TrainResult, front: dict[str, Any] | None = None) -> str:
+    """The card's Markdown text (front matter + body)."""
+    front = {key: value for key, value in (front or {}).items() if key in _KEPT_FRONT_MATTER}
+    front.setdefault("library_name", "sentence-transformers")
+    front.setdefault("pipeline_tag", "sentence-similarity")
+    front["base_model"] = config.base_model
+    front["tags"] = TAGS
+    stats = result.stats
+    data = "\n".join(f"- `{folder}`" for folder in config.data)
+    filtered = ", ".join(f"{reason}: {count}" for reason, count in sorted(stats.filtered.items())) or "none"
+    hyper = {
+        "mode": config.mode,
+        "loss": config.loss,
+        "lambda_seq": config.lambda_seq,
+        "scale": config.scale,
+        "lr": config.lr,
+        "weight_decay": config.weight_decay,
+        "warmup_ratio": config.warmup_ratio,
+        "schedule": "cosine with warm-up",
+        "epochs": config.epochs,
+        "max_steps": config.max_steps,
+        "batch_docs": config.batch_docs,
+        "grad_accumulation": config.grad_accumulation,
+        "max_length": config.max_length,
+        "window_overlap_chunks": config.window_overlap_chunks,
+        "seed": config.seed,
+        "include_synthetic": config.include_synthetic,
+    }
+    hyper_rows = "\n".join(f"| {key} | `{value}` |" for key, value in hyper.items())
+    before, after = result.validation_before, result.validation
+    return f"""---
+{yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip()}
+---
+
+# InSeNT contextual embedder (late chunking) fine-tuned from `{config.base_model}`
+
+Trained with InSeNT (Conti et al., 2025): each batch holds whole documents with all their chunks
+(embedded together by late chunking) and all their queries; the loss is
+`λ_seq · L_seq + (1 − λ_seq) · L_batch` with **λ_seq = {config.lambda_seq}** (loss variant `{config.loss}`,
+scoring mode `{config.mode}`, similarity scale {config.scale}).
+
+{_usage(config.mode)}
+
+## Data
+
+ConTEB task folders:
+
+{data}
+
+| what | count |
+|---|---|
+| documents | {stats.documents} |
+| chunks | {stats.chunks} |
+| queries (incl. synthetic) | {stats.queries} |
+| synthetic queries | {stats.synthetic_queries} |
+| documents without queries (in-batch negatives only) | {stats.documents_without_queries} |
+| documents longer than the window (embedded in windows) | {stats.windowed_documents} |
+| training documents / queries | {stats.train_documents} / {stats.train_queries} |
+| validation documents / queries | {stats.validation_documents} / {stats.validation_queries} |
+
+Filtered queries: {filtered}.
+
+## Training
+
+| setting | value |
+|---|---|
+{hyper_rows}
+
+Optimizer steps: {result.steps}; device `{result.device}`; wall time {result.wall_s:.1f} s.
+
+## Validation (held-out documents, nDCG@10)
+
+| | before training | after training |
+|---|---|---|
+| in-document | {_score(before, "ndcg10_in_document")} | {_score(after, "ndcg10_in_document")} |
+| in-batch ({config.batch_docs} documents) | {_score(before, "ndcg10_in_batch")} | {_score(after, "ndcg10_in_batch")} |
+
+In-document: each validation query ranks the chunks of its own document. In-batch: it ranks all
+chunks of a group of {config.batch_docs} validation documents.
+
+## Loss curve
+
+{_loss_curve(result.loss_history)}
+"""
+
+
+def write_model_card(folder: Path, config: TrainingConfig, result: TrainResult) -> Path:
+    """Overwrite ``folder/README.md`` with the InSeNT card."""
+    path = Path(folder) / "README.md"
+    text = render_model_card(config, result, read_front_matter(path))
+    path.write_text(text, encoding="utf-8")
+    return path

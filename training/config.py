@@ -1,0 +1,197 @@
+"""Training configuration: one pydantic model, read from YAML and/or the command line.
+
+``python -m training --config FILE`` reads a YAML mapping of :class:`TrainingConfig` fields;
+options given on the command line next to ``--config`` override the file's values. Without a
+file, ``--data DIR [DIR ...] --base-model NAME_OR_PATH --output DIR`` is enough.
+Validation errors are raised as :class:`TrainingConfigError`, whose message names the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class TrainingConfigError(ValueError):
+    """An invalid training configuration; the message names the offending field(s)."""
+
+
+class TrainingConfig(BaseModel):
+    """Everything a training run needs (defaults follow the InSeNT paper where it says)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    data: list[Path] = Field(min_length=1)  # ConTEB task folders
+    base_model: str = "offline-minilm"  # "offline-minilm", a local folder, or a hub name
+    output: Path
+    mode: Literal["single", "tokens"] = "single"  # single vector (cosine) | late interaction (MaxSim)
+    # late: chunks encoded in their document (late chunking, InSeNT); independent: each chunk alone,
+    # the paper's "+Training" control (same data and loss, no context)
+    context: Literal["late", "independent"] = "late"
+    loss: Literal["weighted", "single_softmax"] = "weighted"
+    lambda_seq: float = Field(0.1, ge=0.0, le=1.0)
+    scale: float = Field(20.0, gt=0.0)
+    lr: float = Field(5e-5, gt=0.0)
+    weight_decay: float = Field(0.01, ge=0.0)
+    warmup_ratio: float = Field(0.05, ge=0.0, le=1.0)
+    epochs: int = Field(2, ge=1)
+    max_steps: int | None = Field(None, ge=1)  # optimizer steps; overrides epochs when set
+    batch_docs: int = Field(4, ge=1)  # documents per batch per device
+    grad_accumulation: int = Field(1, ge=1)
+    max_grad_norm: float = Field(1.0, gt=0.0)
+    max_length: int | None = Field(None, ge=8)  # tokens per window; None: the model's context
+    window_overlap_chunks: int = Field(2, ge=0)
+    validation_fraction: float = Field(0.1, ge=0.0, lt=1.0)
+    eval_every: int = Field(50, ge=0)  # 0: evaluate only before and after training
+    log_every: int = Field(1, ge=1)
+    checkpoint_every: int = Field(100, ge=0)  # 0: no intermediate checkpoints
+    keep_checkpoints: int = Field(2, ge=1)
+    seed: int = 0
+    bf16: bool | Literal["auto"] = "auto"  # auto: on CUDA only
+    gradient_checkpointing: bool | Literal["auto"] = "auto"  # auto: on CUDA only
+    include_synthetic: bool = True
+    device: str | None = None
+    query_prefix: str = ""
+    document_prefix: str = ""
+    token_budget: int = Field(16384, ge=1)
+
+    @field_validator("data")
+    @classmethod
+    def _folders_exist(cls, folders: list[Path]) -> list[Path]:
+        missing = [str(folder) for folder in folders if not (Path(folder) / "documents").is_dir()]
+        if missing:
+            raise ValueError(f"not ConTEB task folders (no documents/ subfolder): {missing}")
+        return folders
+
+
+def _format_errors(error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        field = ".".join(str(part) for part in item["loc"]) or "<config>"
+        lines.append(f"{field}: {item['msg']}")
+    return "invalid training config: " + "; ".join(lines)
+
+
+def make_config(values: dict[str, Any]) -> TrainingConfig:
+    """Validate ``values`` into a config; errors name the field (``TrainingConfigError``)."""
+    try:
+        return TrainingConfig.model_validate(values)
+    except ValidationError as error:
+        raise TrainingConfigError(_format_errors(error)) from None
+
+
+def load_training_config(path: Path | str, overrides: dict[str, Any] | None = None) -> TrainingConfig:
+    """Read a YAML config file; relative data/output paths are resolved against the file's folder."""
+    path = Path(path)
+    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if not isinstance(raw, dict):
+        raise TrainingConfigError(f"invalid training config: {path} must hold a YAML mapping of fields")
+    if isinstance(raw.get("data"), str | Path):
+        raw["data"] = [raw["data"]]
+    base = path.resolve().parent
+    if isinstance(raw.get("data"), list):
+        raw["data"] = [str(base / item) if not Path(str(item)).is_absolute() else item for item in raw["data"]]
+    if isinstance(raw.get("output"), str) and not Path(raw["output"]).is_absolute():
+        raw["output"] = str(base / raw["output"])
+    raw.update(overrides or {})
+    return make_config(raw)
+
+
+def dump_training_config(config: TrainingConfig, path: Path | str) -> Path:
+    """Write ``config`` as YAML (absolute paths), readable by :func:`load_training_config`."""
+    path = Path(path)
+    path.write_text(yaml.safe_dump(config_to_dict(config), sort_keys=False), encoding="utf-8")
+    return path
+
+
+def config_to_dict(config: TrainingConfig) -> dict[str, Any]:
+    """A plain, YAML/JSON-friendly dict of ``config``."""
+    return config.model_dump(mode="json")
+
+
+def _bool_or_auto(text: str) -> bool | str:
+    lowered = text.lower()
+    if lowered in {"auto"}:
+        return "auto"
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise argparse.ArgumentTypeError(f"expected true, false or auto, got {text!r}")
+
+
+# CLI option -> config field; every option defaults to None so that only given options override.
+_CLI_FIELDS = {
+    "data": "data",
+    "base_model": "base_model",
+    "output": "output",
+    "epochs": "epochs",
+    "max_steps": "max_steps",
+    "lambda_seq": "lambda_seq",
+    "batch_docs": "batch_docs",
+    "mode": "mode",
+    "context": "context",
+    "loss": "loss",
+    "lr": "lr",
+    "grad_accumulation": "grad_accumulation",
+    "max_length": "max_length",
+    "eval_every": "eval_every",
+    "checkpoint_every": "checkpoint_every",
+    "seed": "seed",
+    "device": "device",
+    "bf16": "bf16",
+    "gradient_checkpointing": "gradient_checkpointing",
+    "validation_fraction": "validation_fraction",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``python -m training`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m training",
+        description="Train an InSeNT contextual embedder (late chunking) on ConTEB task folders.",
+    )
+    parser.add_argument("--config", type=Path, help="YAML file of TrainingConfig fields")
+    parser.add_argument("--data", nargs="+", help="ConTEB task folder(s)")
+    parser.add_argument("--base-model", help="offline-minilm, a local model folder, or a hub name")
+    parser.add_argument("--output", help="where the trained sentence-transformers model is saved")
+    parser.add_argument("--epochs", type=int)
+    parser.add_argument("--max-steps", type=int)
+    parser.add_argument("--lambda-seq", type=float)
+    parser.add_argument("--batch-docs", type=int)
+    parser.add_argument("--mode", choices=["single", "tokens"])
+    parser.add_argument(
+        "--context", choices=["late", "independent"], help="independent: the no-context control (+Training)"
+    )
+    parser.add_argument("--loss", choices=["weighted", "single_softmax"])
+    parser.add_argument("--lr", type=float)
+    parser.add_argument("--grad-accumulation", type=int)
+    parser.add_argument("--max-length", type=int)
+    parser.add_argument("--eval-every", type=int)
+    parser.add_argument("--checkpoint-every", type=int)
+    parser.add_argument("--validation-fraction", type=float)
+    parser.add_argument("--seed", type=int)
+    parser.add_argument("--device")
+    parser.add_argument("--bf16", type=_bool_or_auto)
+    parser.add_argument("--gradient-checkpointing", type=_bool_or_auto)
+    parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --output")
+    parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
+    return parser
+
+
+def from_cli(args: argparse.Namespace | list[str]) -> TrainingConfig:
+    """A config from parsed (or raw) command-line arguments: ``--config`` file plus overrides."""
+    if isinstance(args, list):
+        args = build_parser().parse_args(args)
+    overrides = {field: getattr(args, option) for option, field in _CLI_FIELDS.items()}
+    overrides = {field: value for field, value in overrides.items() if value is not None}
+    if args.config is not None:
+        return load_training_config(args.config, overrides)
+    missing = [f"--{name.replace('_', '-')}" for name in ("data", "output") if name not in overrides]
+    if missing:
+        raise TrainingConfigError(f"invalid training config: {', '.join(missing)} required without --config")
+    return make_config(overrides)

@@ -1,0 +1,226 @@
+"""Training samples and batches from ConTEB task folders.
+
+Rules (also stated in the model card):
+
+* A sample is one document: all its chunks in ``chunk_index`` order, its queries (``queries`` and,
+  when ``include_synthetic``, ``synthetic_queries``) and each query's gold chunk position.
+* A query whose gold chunk or document is unknown, whose text is empty, or that repeats an
+  earlier (query, chunk) pair is filtered, counted under its reason in :class:`DataStats`.
+  ``chunk_id`` is the gold chunk; where absent, the first of ``chunk_ids``.
+* Documents without queries are kept: they are in-batch negatives (the paper's batches are
+  documents with their queries; such a document only adds negatives). They are counted.
+* Documents longer than the context are *not* dropped: the encoder embeds them in windows of
+  whole chunks; :func:`count_tokens` counts them (``windowed_documents``) and chunks that alone
+  exceed the window (``chunks_over_max_length``, truncated by the encoder).
+* The validation split is by document and seeded; it is drawn from documents that have queries
+  (documents without queries stay in training as negatives), and leaves at least one for training.
+* A batch is ``batch_docs`` documents; the order is a seeded shuffle per epoch. A trailing batch of a
+  single document (no in-batch negatives) joins the previous batch.
+* Several task folders: documents keep their ``doc_id``; a ``doc_id`` seen in two folders is
+  qualified as ``<folder name>/<doc_id>``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+CONFIG_FOLDERS = ("documents", "queries", "synthetic_queries")
+
+
+@dataclass
+class TrainingSample:
+    """One document with all its chunks in order, its queries and their gold chunk positions."""
+
+    doc_id: str
+    chunks: list[str]
+    queries: list[str] = field(default_factory=list)
+    gold: list[int] = field(default_factory=list)  # gold[i]: position in ``chunks`` of queries[i]'s chunk
+    task: str = ""
+    n_tokens: int | None = None  # document tokens (chunks + separators), set by count_tokens
+
+
+@dataclass
+class DataStats:
+    """Counts over everything read, and what was filtered and why."""
+
+    tasks: list[str] = field(default_factory=list)
+    documents: int = 0
+    chunks: int = 0
+    queries: int = 0  # kept (real + synthetic)
+    synthetic_queries: int = 0  # kept, from synthetic_queries
+    documents_without_queries: int = 0
+    windowed_documents: int = 0  # token count > max_length (embedded in windows, not dropped)
+    chunks_over_max_length: int = 0  # a single chunk longer than the window (truncated)
+    max_length: int | None = None
+    max_document_tokens: int = 0
+    filtered: dict[str, int] = field(default_factory=dict)  # reason -> queries filtered
+    train_documents: int = 0
+    validation_documents: int = 0
+    train_queries: int = 0
+    validation_queries: int = 0
+
+    def count_filtered(self, reason: str, amount: int = 1) -> None:
+        self.filtered[reason] = self.filtered.get(reason, 0) + amount
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def read_config_table(folder: Path, config: str) -> pa.Table | None:
+    """All Parquet shards of ``folder/config/`` (every split) as one table, or None when absent."""
+    files = sorted((folder / config).glob("*.parquet"))
+    if not files:
+        return None
+    tables = [pq.read_table(path) for path in files]
+    return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+
+
+def _gold_chunk_ids(table: pa.Table) -> list[str | None]:
+    if "chunk_id" in table.column_names:
+        return table.column("chunk_id").to_pylist()
+    if "chunk_ids" in table.column_names:
+        return [ids[0] if ids else None for ids in table.column("chunk_ids").to_pylist()]
+    raise ValueError("queries table has neither chunk_id nor chunk_ids")
+
+
+def _doc_of_chunk(chunk_id: str) -> str:
+    return chunk_id.rsplit("_", 1)[0]
+
+
+def read_task(folder: Path, include_synthetic: bool = True, stats: DataStats | None = None) -> list[TrainingSample]:
+    """Samples of one ConTEB task folder, sorted by ``doc_id`` (rules in the module docstring)."""
+    folder = Path(folder)
+    stats = stats if stats is not None else DataStats()
+    stats.tasks.append(folder.name)
+    documents = read_config_table(folder, "documents")
+    if documents is None:
+        raise FileNotFoundError(f"{folder}: no documents/*.parquet")
+    rows = sorted(
+        zip(
+            *(documents.column(name).to_pylist() for name in ("doc_id", "chunk_index", "chunk_id", "chunk")),
+            strict=True,
+        ),
+        key=lambda row: (row[0], row[1]),
+    )
+    samples: dict[str, TrainingSample] = {}
+    position: dict[str, tuple[str, int]] = {}  # chunk_id -> (doc_id, position in its document)
+    for doc_id, _, chunk_id, text in rows:
+        sample = samples.setdefault(doc_id, TrainingSample(doc_id=doc_id, chunks=[], task=folder.name))
+        if chunk_id in position:
+            raise ValueError(f"{folder}: duplicate chunk_id {chunk_id!r} in documents")
+        position[chunk_id] = (doc_id, len(sample.chunks))
+        sample.chunks.append(text or "")
+    configs = ["queries"] + (["synthetic_queries"] if include_synthetic else [])
+    seen: set[tuple[str, str]] = set()
+    for config in configs:
+        table = read_config_table(folder, config)
+        if table is None:
+            continue
+        doc_ids = table.column("doc_id").to_pylist() if "doc_id" in table.column_names else None
+        for index, (query, chunk_id) in enumerate(
+            zip(table.column("query").to_pylist(), _gold_chunk_ids(table), strict=True)
+        ):
+            doc_id = doc_ids[index] if doc_ids is not None else (_doc_of_chunk(chunk_id) if chunk_id else None)
+            if not query or not query.strip():
+                stats.count_filtered(f"{config}:empty_query")
+            elif doc_id not in samples:
+                stats.count_filtered(f"{config}:unknown_document")
+            elif chunk_id not in position or position[chunk_id][0] != doc_id:
+                stats.count_filtered(f"{config}:unknown_chunk")
+            elif (query, chunk_id) in seen:
+                stats.count_filtered(f"{config}:duplicate_query")
+            else:
+                seen.add((query, chunk_id))
+                sample = samples[doc_id]
+                sample.queries.append(query)
+                sample.gold.append(position[chunk_id][1])
+                stats.queries += 1
+                stats.synthetic_queries += config == "synthetic_queries"
+    result = [samples[doc_id] for doc_id in sorted(samples)]
+    stats.documents += len(result)
+    stats.chunks += sum(len(sample.chunks) for sample in result)
+    stats.documents_without_queries += sum(not sample.queries for sample in result)
+    return result
+
+
+def load_samples(folders: Sequence[Path], include_synthetic: bool = True) -> tuple[list[TrainingSample], DataStats]:
+    """Samples of every folder, in folder order then ``doc_id`` order, with their stats."""
+    stats = DataStats()
+    samples: list[TrainingSample] = []
+    names: set[str] = set()
+    for folder in folders:
+        for sample in read_task(Path(folder), include_synthetic, stats):
+            if sample.doc_id in names:
+                sample.doc_id = f"{sample.task}/{sample.doc_id}"
+            names.add(sample.doc_id)
+            samples.append(sample)
+    return samples, stats
+
+
+def count_tokens(
+    samples: Sequence[TrainingSample],
+    tokenize: Callable[[list[str]], list[list[int]]],
+    max_length: int | None,
+    stats: DataStats,
+) -> None:
+    """Set each sample's ``n_tokens`` and count windowed documents and over-long chunks.
+
+    ``tokenize`` maps texts to token ids without special tokens; a document's length is its
+    chunks' tokens plus one separator per chunk and the leading/trailing special tokens.
+    """
+    stats.max_length = max_length
+    for sample in samples:
+        lengths = [len(ids) for ids in tokenize(sample.chunks)] if sample.chunks else []
+        sample.n_tokens = sum(lengths) + len(lengths) + 1
+        stats.max_document_tokens = max(stats.max_document_tokens, sample.n_tokens)
+        if max_length is not None:
+            stats.windowed_documents += sample.n_tokens > max_length
+            stats.chunks_over_max_length += sum(length + 2 > max_length for length in lengths)
+
+
+def split_by_document(
+    samples: Sequence[TrainingSample], fraction: float, seed: int
+) -> tuple[list[TrainingSample], list[TrainingSample]]:
+    """``(train, validation)``: a seeded share of the documents with queries goes to validation."""
+    with_queries = [sample for sample in samples if sample.queries]
+    n_validation = min(round(fraction * len(with_queries)), len(samples) - 1) if fraction > 0 else 0
+    if fraction > 0 and n_validation == 0 and len(with_queries) >= 2:
+        n_validation = 1
+    keys = sorted(sample.doc_id for sample in with_queries)
+    random.Random(seed).shuffle(keys)
+    chosen = set(keys[: max(n_validation, 0)])
+    train = [sample for sample in samples if sample.doc_id not in chosen]
+    validation = [sample for sample in samples if sample.doc_id in chosen]
+    return train, validation
+
+
+def make_batches(samples: Sequence[TrainingSample], batch_docs: int, seed: int, epoch: int) -> list[list[int]]:
+    """Batches of ``batch_docs`` sample positions for ``epoch`` (seeded shuffle; rules above)."""
+    order = list(range(len(samples)))
+    random.Random(seed * 1_000_003 + epoch).shuffle(order)
+    batches = [order[start : start + batch_docs] for start in range(0, len(order), batch_docs)]
+    if len(batches) > 1 and len(batches[-1]) == 1 and batch_docs > 1:
+        batches[-2].extend(batches.pop())
+    return batches
+
+
+def shard_batches(batches: list[list[int]], rank: int, world_size: int) -> list[list[int]]:
+    """This rank's batches (round robin); padded by wrapping so every rank gets the same number."""
+    if world_size <= 1:
+        return batches
+    per_rank = math.ceil(len(batches) / world_size)
+    padded = [batches[index % len(batches)] for index in range(per_rank * world_size)]
+    return padded[rank::world_size]
+
+
+def validation_groups(samples: Sequence[TrainingSample], batch_docs: int) -> list[list[TrainingSample]]:
+    """Validation documents in groups of ``batch_docs`` (in-batch retrieval), in a fixed order."""
+    ordered = sorted(samples, key=lambda sample: sample.doc_id)
+    return [ordered[start : start + batch_docs] for start in range(0, len(ordered), batch_docs)]

