@@ -1,7 +1,7 @@
 import pyarrow as pa
 import pytest
 
-from conteb.schemas import CHUNKS, PAIRED_QUERIES, SOURCE_DOCUMENTS, SOURCE_QUERIES
+from conteb.schemas import PAIRED_QUERIES
 from curation.llm_pairing import (
     LLM_FAILED,
     LLM_NO_CHUNK,
@@ -14,46 +14,16 @@ from curation.llm_pairing import (
 from curation.quarantine import QuarantineReason
 from llm.prompts import load_prompt
 from llm.types import LLMResult
+from tests.builders import chunks_of, documents, queries
 
 TEXT = "Alpha one. " + "Beta two. " + "Gamma three."  # chunks [0,11) [11,21) [21,33)
 BOUNDS = ((0, 11), (11, 21), (21, 33))
 
 
-def tables(queries: list[dict]) -> tuple[pa.Table, pa.Table, pa.Table]:
-    docs = pa.Table.from_pylist(
-        [
-            {"doc_id": "d", "title": "Greek", "text": TEXT, "source": "f"},
-            {"doc_id": "e", "title": "Empty", "text": " ", "source": "f"},
-        ],
-        schema=SOURCE_DOCUMENTS,
-    )
+def tables(specs: list[dict]) -> tuple[pa.Table, pa.Table, pa.Table]:
+    docs = documents([("d", "Greek", TEXT), ("e", "Empty", " ")])
     # chunk rows deliberately out of order: the prompt must list them by chunk_index
-    chunks = pa.Table.from_pylist(
-        [
-            {
-                "chunk_id": f"d_{i}",
-                "doc_id": "d",
-                "chunk_index": i,
-                "char_start": s,
-                "char_end": e,
-                "og_chunk": TEXT[s:e],
-            }
-            for i, (s, e) in reversed(list(enumerate(BOUNDS)))
-        ],
-        schema=CHUNKS,
-    )
-    rows = [
-        {
-            "query_id": q["id"],
-            "doc_id": q.get("doc", "d"),
-            "query": f"query {q['id']}?",
-            "source": "f",
-            "source_row": f"r{q['id']}",
-            "answers": [{"text": t, "char_start": s} for t, s in q.get("answers", [])],
-        }
-        for q in queries
-    ]
-    return pa.Table.from_pylist(rows, schema=SOURCE_QUERIES), docs, chunks
+    return queries(specs), docs, chunks_of("d", TEXT, BOUNDS, reverse=True)
 
 
 def ok(query_id: str, *indices: int) -> tuple[str, LLMResult]:

@@ -1,46 +1,13 @@
-import pyarrow as pa
-
-from conteb.schemas import CHUNKS, SOURCE_DOCUMENTS, SOURCE_QUERIES
 from curation.pairing import DocumentChunks, check_answer, pair_by_span
 from curation.quarantine import QuarantineReason
+from tests.builders import chunks_of, documents, queries
 
 TEXT = "0123456789" * 3  # 30 characters; chunks [0,10) [10,20) [20,30)
 
 
-def tables(queries: list[dict], text: str = TEXT, chunk_bounds=((0, 10), (10, 20), (20, 30))):
-    docs = pa.Table.from_pylist(
-        [
-            {"doc_id": "d", "title": "D", "text": text, "source": "f"},
-            {"doc_id": "e", "title": "E", "text": "", "source": "f"},
-        ],
-        schema=SOURCE_DOCUMENTS,
-    )
-    chunks = pa.Table.from_pylist(
-        [
-            {
-                "chunk_id": f"d_{i}",
-                "doc_id": "d",
-                "chunk_index": i,
-                "char_start": s,
-                "char_end": e,
-                "og_chunk": text[s:e],
-            }
-            for i, (s, e) in enumerate(chunk_bounds)
-        ],
-        schema=CHUNKS,
-    )
-    rows = [
-        {
-            "query_id": q["id"],
-            "doc_id": q.get("doc", "d"),
-            "query": "?",
-            "source": "f",
-            "source_row": f"r{q['id']}",
-            "answers": [{"text": t, "char_start": s} for t, s in q["answers"]],
-        }
-        for q in queries
-    ]
-    return pa.Table.from_pylist(rows, schema=SOURCE_QUERIES), docs, chunks
+def tables(specs: list[dict], text: str = TEXT, chunk_bounds=((0, 10), (10, 20), (20, 30))):
+    docs = documents([("d", "D", text), ("e", "E", "")])
+    return queries(specs), docs, chunks_of("d", text, chunk_bounds)
 
 
 def test_answer_inside_one_chunk() -> None:

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pytest
 
 from conteb.config import ChunkingConfig
-from conteb.schemas import CHUNKS, REFORMULATED_CHUNKS, THEMES
+from conteb.schemas import REFORMULATED_CHUNKS, THEMES
 from curation.chunking import chunk_documents
 from curation.pairing import pair_by_span
 from curation.reformulation import (
@@ -25,23 +25,16 @@ from curation.sources.sample import load_sample
 from curation.themes import find_mentions, theme_variants, themes_table
 from llm.prompts import load_prompt
 from llm.types import LLMResult
+from tests.builders import LYON_TEXTS, chunks_from_texts
 
 BodyEdit = Callable[[str, pa.Table], tuple[str, pa.Table]]
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 
-TEXTS = [
-    "Lyon is a city in France on the Rhône.",
-    "Lyon's metro opened in 1978 and has four lines.",
-    "The Lyon metro is run by TCL.",
-]
+TEXTS = LYON_TEXTS
 
 
 def _chunks() -> pa.Table:
-    rows = [
-        {"chunk_id": f"lyon_{i}", "doc_id": "lyon", "chunk_index": i, "char_start": 0, "char_end": 0, "og_chunk": text}
-        for i, text in enumerate(TEXTS)
-    ]
-    return pa.Table.from_pylist(rows, schema=CHUNKS)
+    return chunks_from_texts("lyon", TEXTS)
 
 
 def _themes(aliases: list[str] | None = None) -> pa.Table:

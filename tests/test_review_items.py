@@ -7,33 +7,19 @@ import json
 
 import pyarrow as pa
 
-from conteb.schemas import CHUNKS, REVIEW_ITEMS, THEMES
+from conteb.schemas import REVIEW_ITEMS, THEMES
 from curation.reformulation import apply_reformulations
 from curation.review_items import review_item, review_items_from_reformulations, review_items_table
 from llm.types import LLMResult
+from tests.builders import LYON_TEXTS, chunks_from_texts
 
-TEXTS = [
-    "Lyon is a city in France on the Rhône.",
-    "Lyon's metro opened in 1978 and has four lines.",
-    "The Lyon metro is run by TCL.",
-]
+TEXTS = LYON_TEXTS
 
 
 def _chunks() -> pa.Table:
-    rows = [
-        {
-            "chunk_id": f"lyon_{i}",
-            "doc_id": "lyon",
-            "chunk_index": i,
-            "char_start": 0,
-            "char_end": 0,
-            "og_chunk": text,
-            "title": "Lyon",
-        }
-        for i, text in enumerate(TEXTS)
-    ]
-    other = {"chunk_id": "alps_0", "doc_id": "alps", "chunk_index": 0, "char_start": 0, "char_end": 0}
-    return pa.Table.from_pylist([*rows, {**other, "og_chunk": "The Alps are mountains."}], schema=CHUNKS)
+    return pa.concat_tables(
+        [chunks_from_texts("lyon", TEXTS, title="Lyon"), chunks_from_texts("alps", ["The Alps are mountains."])]
+    )
 
 
 def _themes() -> pa.Table:
