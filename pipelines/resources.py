@@ -10,7 +10,6 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from conteb.config import ProjectConfig, load_config
 from conteb.storage import stage_dir, write_parquet_atomic
 from llm.cache import AnswerCache
 from llm.client import LLMClient
@@ -35,9 +34,6 @@ class ConTEBSettings(dg.ConfigurableResource):
     def config_dir(self) -> Path:
         """Folder of the registry: relative paths in it, and in published rows, start here."""
         return Path(self.config_path).parent
-
-    def load(self) -> ProjectConfig:
-        return load_config(self.config_path)
 
 
 class StageTableIOManager(dg.ConfigurableIOManager):
