@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE ?= 1
 export MPLCONFIGDIR := $(CURDIR)/.cache/matplotlib
 export DO_NOT_TRACK := 1
 
-.PHONY: run test lint dev bench clean venv
+.PHONY: run evaluate test lint dev bench clean venv
 venv: $(STAMP)
 
 # torch==2.13.0 first: a CPU build on this machine's disk, so the resolver never pulls a
@@ -31,6 +31,10 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	@$(BIN)/dagster job execute -j build_conteb; status=$$?; $(BIN)/conteb status; exit $$status
 
+# Every configured retrieval system on every task; reports in data/reports/ (after `make run`).
+evaluate: $(STAMP)
+	$(BIN)/dagster job execute -j evaluate_conteb
+
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
@@ -46,4 +50,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/curation_overhead.py
 
 clean:
-	rm -rf data/conteb data/stages .cache
+	rm -rf data/conteb data/stages data/reports .cache

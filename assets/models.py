@@ -14,7 +14,7 @@ import yaml
 
 from assets.keys import CONTEB_DATASET
 from conteb.config import ProjectConfig
-from conteb.storage import atomic_path, dataset_dir
+from conteb.storage import atomic_path, dataset_dir, models_dir
 from pipelines.resources import ConTEBSettings
 
 VARIANTS = {
@@ -34,7 +34,7 @@ def training_config(config: ProjectConfig, data_path: Path, name: str) -> dict:
     settings = dict(config.training.settings)
     settings.update(
         data=[str(dataset_dir(data_path, task)) for task in config.training.tasks],
-        output=str(data_path / "models" / name),
+        output=str(models_dir(data_path) / name),
         context=VARIANTS[name]["context"],
     )
     return settings
@@ -61,7 +61,7 @@ def _model_asset(config: ProjectConfig, name: str, deps: list[dg.AssetKey]) -> d
         context: dg.AssetExecutionContext, settings: ConTEBSettings, pipes_subprocess_client: dg.PipesSubprocessClient
     ) -> dg.MaterializeResult:
         run_config = training_config(config, settings.data_path, name)
-        config_file = settings.data_path / "models" / f"{name}.train.yaml"
+        config_file = models_dir(settings.data_path) / f"{name}.train.yaml"
         config_file.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(config_file) as tmp:
             tmp.write_text(yaml.safe_dump(run_config, sort_keys=False))

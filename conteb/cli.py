@@ -106,10 +106,12 @@ def costs(ctx: click.Context) -> None:
     click.echo(f"{'total':<40} {sum(u.calls for u in by_scope.values()):>7,} {'':>11} {'':>11} {total:>10.4f}")
 
 
-def _register_review() -> None:
+def _register_subcommands() -> None:
+    from evaluation.cli import evaluate
     from review.cli import review
 
     main.add_command(review)
+    main.add_command(evaluate)
 
 
-_register_review()
+_register_subcommands()

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from evaluation.config import EvaluationConfig
 from llm.settings import LLMSettings
 
 CONFIG_ENV = "CONTEB_CONFIG"
@@ -187,6 +188,7 @@ class ProjectConfig(_Strict):
     llm: LLMConfig = LLMConfig()
     execution: ExecutionConfig = ExecutionConfig()
     training: TrainingBlock = TrainingBlock()
+    evaluation: EvaluationConfig = EvaluationConfig()
     tasks: tuple[TaskConfig, ...] = ()
     config_path: Path | None = None
 
@@ -203,7 +205,19 @@ class ProjectConfig(_Strict):
         unknown = [name for name in self.training.tasks if name not in seen]
         if unknown:
             raise ValueError(f"training.tasks: unknown task(s) {unknown}; declared: {sorted(seen)}")
+        unknown = [name for name in self.evaluation.tasks or () if name not in seen]
+        if unknown:
+            raise ValueError(f"evaluation.tasks: unknown task(s) {unknown}; declared: {sorted(seen)}")
+        clash = [t.name for t in self.evaluation.external if t.name in seen]
+        if clash:
+            raise ValueError(f"evaluation.external: name(s) {clash} already used by tasks")
         return self
+
+    @property
+    def evaluated_tasks(self) -> tuple[TaskConfig, ...]:
+        """The registry's tasks that ``evaluate_conteb`` evaluates (``evaluation.tasks``, default all)."""
+        names = self.evaluation.tasks
+        return tuple(t for t in self.tasks if names is None or t.name in names)
 
     @property
     def config_dir(self) -> Path:
@@ -297,4 +311,15 @@ def _resolve_paths(config: ProjectConfig) -> ProjectConfig:
                 raise ConfigError(f"{where}: {resolved} is not {kind}")
             source = source.model_copy(update={"path": resolved})
         tasks.append(task.model_copy(update={"source": source}))
-    return config.model_copy(update={"tasks": tuple(tasks)})
+    external = []
+    for index, target in enumerate(config.evaluation.external):
+        local = (base / target.path).expanduser()
+        if local.exists():
+            target = target.model_copy(update={"path": str(local.resolve())})
+        elif target.path.startswith((".", "/", "~")):
+            raise ConfigError(
+                f"{config.config_path}: evaluation.external[{index}] ({target.name}): path: no such folder: {local}"
+            )
+        external.append(target)
+    evaluation = config.evaluation.model_copy(update={"external": tuple(external)})
+    return config.model_copy(update={"tasks": tuple(tasks), "evaluation": evaluation})

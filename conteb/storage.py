@@ -6,6 +6,8 @@ Layout under the data folder (``data/`` beside ``conteb.yaml``, or ``$CONTEB_DAT
     stages/<task>/          intermediate stage tables (Parquet), one file per asset
     llm/answers.sqlite      paid LLM answers (cache) and the cost ledger
     review/review.sqlite    review queues: items, decisions, audit log
+    models/<name>/          trained models (sentence-transformers folders)
+    reports/                evaluation: results.json, reports, TREC run files (see evaluation/runner.py)
 """
 
 from __future__ import annotations
@@ -41,6 +43,16 @@ def llm_cache_path(data_dir: Path) -> Path:
 def review_store_path(data_dir: Path) -> Path:
     """The SQLite file of the review queues (items, decisions, audit log)."""
     return data_dir / "review" / "review.sqlite"
+
+
+def models_dir(data_dir: Path) -> Path:
+    """Folder of the trained models (``models/<training asset name>``)."""
+    return data_dir / "models"
+
+
+def reports_dir(data_dir: Path) -> Path:
+    """Folder of the evaluation reports and run files."""
+    return data_dir / "reports"
 
 
 def stage_dir(data_dir: Path, task: str) -> Path:

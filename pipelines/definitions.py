@@ -15,6 +15,7 @@ import dagster as dg
 from assets.benchmark import build_dataset_asset, build_dataset_checks
 from assets.chunks import build_chunks_asset
 from assets.contexts import build_contexts_asset
+from assets.evaluation import build_evaluation_assets
 from assets.models import build_model_assets
 from assets.pairs import build_llm_pairs_asset, build_pairs_asset
 from assets.reformulations import build_reformulation_asset
@@ -24,7 +25,7 @@ from assets.synthetic_queries import build_synthetic_queries_asset
 from conteb.config import ProjectConfig, load_config
 from conteb.environment import keep_caches_in
 from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
-from pipelines.jobs import build_conteb_job, build_train_job
+from pipelines.jobs import build_conteb_job, build_evaluate_job, build_train_job
 from pipelines.resources import ConTEBSettings, LLMResource, ReviewStoreResource, StageTableIOManager
 
 
@@ -48,11 +49,17 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
             assets += [build_queue_asset(task, kind), build_reviewed_asset(task, kind)]
         checks.append(build_dataset_checks(task))
     assets += build_model_assets(config)
+    evaluation_assets = build_evaluation_assets(config, Path(data_dir))
+    assets += evaluation_assets
     sensor = build_review_sensor(config)
     return dg.Definitions(
         assets=assets,
         asset_checks=checks,
-        jobs=[build_conteb_job(config), *([build_train_job()] if config.training.tasks else [])],
+        jobs=[
+            build_conteb_job(config),
+            *([build_train_job()] if config.training.tasks else []),
+            *([build_evaluate_job()] if evaluation_assets else []),
+        ],
         sensors=[sensor] if sensor else [],
         resources={
             "settings": ConTEBSettings(config_path=str(config.config_path), data_dir=data_dir),

@@ -46,3 +46,14 @@ def build_train_job() -> dg.UnresolvedAssetJobDefinition:
         executor_def=dg.in_process_executor,  # each model trains in its own Pipes subprocess anyway
         description="Train InSeNT (and the +Training control) on the tasks named in conteb.yaml's training: block.",
     )
+
+
+def build_evaluate_job() -> dg.UnresolvedAssetJobDefinition:
+    """``evaluate_conteb``: every task's evaluation and the overall report."""
+    return dg.define_asset_job(
+        "evaluate_conteb",
+        selection=dg.AssetSelection.groups("evaluation"),
+        executor_def=dg.in_process_executor,  # one model load serves every task in the process
+        config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
+        description="Evaluate every configured retrieval system on every task; write data/reports/.",
+    )

@@ -449,3 +449,62 @@ class LateChunkingEncoder:
                 index = order[start : start + batch_size]
                 out[index] = self.forward_queries([queries[i] for i in index]).float().cpu().numpy()
         return out
+
+    TOKEN_SLICE_CHUNKS = 2048
+    """Chunks per slice in :meth:`encode_document_tokens` (bounds the float32 states held at once)."""
+
+    def encode_document_tokens(
+        self,
+        documents: list[list[str]],
+        mode: Literal["late", "independent"] = "late",
+        show_progress: bool = False,
+    ) -> list[list[np.ndarray]]:
+        """Inference, token mode: per document, per chunk a float16 ``[n_tokens, D]`` array, each token L2-normalised.
+
+        The tokens are those :meth:`forward_document_tokens` keeps (the first chunk of a window also holds ``[CLS]``
+        under the default policy); float16 halves the memory of a corpus of token vectors. Documents are encoded in
+        slices of at most ``TOKEN_SLICE_CHUNKS`` chunks so that only one slice's float32 states are held at a time.
+        """
+        if mode not in ("late", "independent"):
+            raise ValueError(f"unknown mode {mode!r}: expected 'late' or 'independent'")
+        dim = self.model.get_embedding_dimension()
+        out: list[list[np.ndarray]] = []
+        slices: list[list[list[str]]] = [[]]
+        size = 0
+        for document in documents:
+            if slices[-1] and size + len(document) > self.TOKEN_SLICE_CHUNKS:
+                slices.append([])
+                size = 0
+            slices[-1].append(document)
+            size += len(document)
+        with self._inference():
+            for part in tqdm(slices, desc="token vectors", disable=not show_progress or len(slices) < 2):
+                results = self._run(self._layouts(part, mode), tokens=True)
+                for chunks in results:
+                    out.append(
+                        [
+                            t.to(torch.float16).cpu().numpy() if t is not None else np.zeros((0, dim), np.float16)
+                            for t in chunks
+                        ]
+                    )
+        return out
+
+    def encode_query_tokens(
+        self, queries: list[str], batch_size: int = 128, show_progress: bool = False
+    ) -> list[np.ndarray]:
+        """Inference, token mode: per query a float32 ``[n_tokens, D]`` array (padding removed, tokens L2-normalised).
+
+        Same tokens as :meth:`forward_query_tokens`: ``query_prefix + query`` truncated to ``model.max_seq_length``,
+        ``[CLS]`` and ``[SEP]`` included.
+        """
+        out: list[np.ndarray] = [np.zeros((0, 0), np.float32)] * len(queries)
+        order = sorted(range(len(queries)), key=lambda i: len(queries[i]), reverse=True)
+        starts = range(0, len(order), batch_size)
+        with self._inference():
+            for start in tqdm(starts, desc="query tokens", disable=not show_progress):
+                index = order[start : start + batch_size]
+                vectors, mask = self.forward_query_tokens([queries[i] for i in index])
+                vectors, lengths = vectors.float().cpu().numpy(), mask.sum(dim=1).cpu().tolist()
+                for row, i in enumerate(index):
+                    out[i] = vectors[row, : lengths[row]].copy()
+        return out

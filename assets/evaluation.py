@@ -1,0 +1,166 @@
+"""Evaluation assets: ``[task]/evaluation`` per evaluated task, ``evaluation_report`` over all of them.
+
+Thin: the work is :func:`evaluation.runner.evaluate_task` (also behind ``conteb evaluate``) and the
+renderers of ``evaluation/report.py``. Each task asset records nDCG@10 per system as numeric metadata
+(plotted over time by Dagster) and the task report as Markdown with its plots embedded; its check
+``metrics_match_trec_eval`` recomputes nDCG@10 from the written TREC files with ``pytrec_eval``.
+"""
+
+from pathlib import Path
+
+import dagster as dg
+
+from assets.keys import CHUNK_CONTEXTS, CONTEB_DATASET
+from conteb.config import ProjectConfig
+from conteb.storage import models_dir, reports_dir
+from evaluation.load import CorpusError
+from evaluation.report import dagster_markdown_overall, dagster_markdown_task, write_reports, write_task_report
+from evaluation.results import TaskEvaluation
+from evaluation.runner import HEADLINE, evaluate_task, load_evaluation
+from evaluation.targets import EvalTarget, evaluation_targets
+from evaluation.verify import verify_against_trec_eval
+from pipelines.resources import ConTEBSettings
+
+GROUP = "evaluation"
+EVALUATION = "evaluation"
+REPORT = "evaluation_report"
+
+
+def evaluation_key(task: str) -> dg.AssetKey:
+    return dg.AssetKey([task, EVALUATION])
+
+
+def _upstream(config: ProjectConfig, target: EvalTarget) -> list[dg.AssetKey]:
+    """What the task's evaluation reads: its dataset, its chunk contexts, the trained models it compares."""
+    deps: list[dg.AssetKey] = []
+    task = next((t for t in config.tasks if t.name == target.name), None)
+    systems = config.evaluation.systems
+    if task is not None:
+        deps.append(dg.AssetKey([task.name, CONTEB_DATASET]))
+        if task.chunk_contexts and any(s.kind == "contextual" for s in systems):
+            deps.append(dg.AssetKey([task.name, CHUNK_CONTEXTS]))
+    if config.training.tasks:
+        trained = {getattr(s, "trained", None) for s in systems} - {None}
+        if not config.training.control:
+            trained.discard("finetune_control_model")
+        deps += [dg.AssetKey(name) for name in sorted(trained)]
+    return deps
+
+
+def run_metadata(evaluation: TaskEvaluation) -> dict[str, object]:
+    """Numeric nDCG@10 per system (Dagster plots it across materializations), counts and reasons."""
+    metadata: dict[str, object] = {
+        "documents": evaluation.n_documents,
+        "chunks": evaluation.n_chunks,
+        "queries": evaluation.n_queries,
+    }
+    for run in evaluation.runs:
+        if run.status == "ok":
+            metadata[f"{HEADLINE}/{run.system}"] = dg.MetadataValue.float(round(run.metrics[HEADLINE].value, 6))
+        else:
+            metadata[f"{run.status}/{run.system}"] = dg.MetadataValue.text(run.reason or "")
+    for comparison in evaluation.comparisons:
+        name = f"p_value/{comparison.system_a}_vs_{comparison.system_b}"
+        metadata[name] = dg.MetadataValue.float(comparison.p_value)
+    return metadata
+
+
+def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=evaluation_key(target.name),
+        group_name=GROUP,
+        deps=_upstream(config, target),
+        kinds={"python", "numpy"},
+        description=f"Every configured retrieval system on {target.name} ({target.path}): metrics with 95% "
+        "CIs, per-position, document-level, corpus-size scaling, chunk-size study, TREC run files.",
+        check_specs=[
+            dg.AssetCheckSpec(
+                "metrics_match_trec_eval",
+                asset=evaluation_key(target.name),
+                description="nDCG@10 of every system recomputed from its TREC run file with pytrec_eval.",
+            )
+        ],
+    )
+    def task_evaluation(context: dg.AssetExecutionContext, settings: ConTEBSettings):
+        data = settings.data_path
+        reports = reports_dir(data)
+        try:
+            corpus = target.load()
+        except CorpusError as error:
+            raise dg.Failure(description=f"{target.name}: {error}") from error
+        sources, why_not = target.sources()
+        evaluation = evaluate_task(
+            corpus,
+            config.evaluation,
+            models_dir=models_dir(data),
+            reports_dir=reports,
+            sources=sources,
+            llm_usage=target.llm_usage(data),
+            log=context.log.info,
+        )
+        if sources is None and why_not:
+            evaluation.chunk_size_note = why_not
+        paths = write_task_report(evaluation, reports)
+        failed = [run for run in evaluation.runs if run.status == "failed"]
+        metadata = {
+            **run_metadata(evaluation),
+            "report": dg.MetadataValue.md(dagster_markdown_task(evaluation)),
+            **{f"path/{name}": dg.MetadataValue.path(str(path)) for name, path in paths.items()},
+        }
+        if failed:
+            raise dg.Failure(
+                description="; ".join(f"{run.system}: {run.reason}" for run in failed),
+                metadata=metadata,
+            )
+        yield dg.MaterializeResult(metadata=metadata)
+        problems = verify_against_trec_eval(evaluation, reports)
+        yield dg.AssetCheckResult(
+            check_name="metrics_match_trec_eval",
+            passed=not problems,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata={
+                "systems checked": sum(r.status == "ok" for r in evaluation.runs),
+                "problems": "\n".join(problems),
+            },
+        )
+
+    return task_evaluation
+
+
+def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=dg.AssetKey(REPORT),
+        group_name=GROUP,
+        deps=[evaluation_key(t.name) for t in targets],
+        kinds={"python", "markdown", "html"},
+        description="results.json, report.md/.html and plots over every evaluated task (data/reports/).",
+    )
+    def evaluation_report(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
+        reports = reports_dir(settings.data_path)
+        evaluations = [e for t in targets if (e := load_evaluation(reports, t.name)) is not None]
+        missing = [t.name for t in targets if load_evaluation(reports, t.name) is None]
+        if missing:
+            context.log.warning(f"no evaluation yet for {missing}: left out of the report")
+        paths = write_reports(evaluations, reports)
+        context.log.info(f"report over {len(evaluations)} task(s): {paths.get('report.md')}")
+        metadata: dict[str, object] = {
+            "tasks": len(evaluations),
+            "report": dg.MetadataValue.md(dagster_markdown_overall(evaluations)),
+            **{f"path/{name}": dg.MetadataValue.path(str(path)) for name, path in paths.items()},
+        }
+        for evaluation in evaluations:
+            for run in evaluation.runs:
+                if run.status == "ok":
+                    value = round(run.metrics[HEADLINE].value, 6)
+                    metadata[f"{HEADLINE}/{evaluation.task}/{run.system}"] = dg.MetadataValue.float(value)
+        return dg.MaterializeResult(metadata=metadata)
+
+    return evaluation_report
+
+
+def build_evaluation_assets(config: ProjectConfig, data_dir: Path) -> list[dg.AssetsDefinition]:
+    """One evaluation asset per target of the ``evaluation:`` block, and the overall report."""
+    targets = evaluation_targets(config, data_dir)
+    if not targets:
+        return []
+    return [*(_task_asset(config, target) for target in targets), _report_asset(config, targets)]

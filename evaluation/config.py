@@ -1,0 +1,187 @@
+"""The ``evaluation:`` block of ``conteb.yaml``: which tasks, which systems, which statistics.
+
+Systems (``kind``):
+
+* ``bm25``: ``bm25s`` over words (``tokenizer: words``, stemming and stop words configurable) or over
+  the subword token ids of an embedding model's tokenizer (``tokenizer: model``, the public ConTEB code).
+* ``dense``: one vector per chunk from a sentence-transformers model; ``context: independent`` (chunks
+  alone) or ``late`` (late chunking). ``model`` names a model (``offline-minilm``, a hub id, a folder);
+  ``trained`` names a training asset (``insent_model`` / ``finetune_control_model``) whose folder is
+  ``<data>/models/<name>``.
+* ``contextual``: Anthropic's contextual retrieval: the LLM-written context of each chunk (the task's
+  ``chunk_contexts`` stage) prepended to the chunk, embedded independently.
+* ``late_interaction``: MaxSim over per-token vectors of each chunk (``context: late`` or ``independent``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SYSTEM_NAME_PATTERN = r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$"
+TRAINED_MODELS = ("insent_model", "finetune_control_model")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelOptions(_Strict):
+    """Fields shared by systems that embed with a model.
+
+    Prefixes: ``null`` takes the model's own (its sentence-transformers ``prompts`` ``query`` /
+    ``document``, else a known default for its name, else none); ``""`` forces none.
+    """
+
+    model: str | None = None  # default: offline-minilm unless ``trained`` is set
+    trained: Literal["insent_model", "finetune_control_model"] | None = None
+    query_prefix: str | None = None
+    document_prefix: str | None = None
+    max_length: int | None = Field(None, ge=8)  # tokens per window (default: the model's max_seq_length)
+    window_overlap_chunks: int = Field(2, ge=0)
+    token_budget: int = Field(16384, ge=512)  # padded tokens per forward batch
+    device: str | None = None  # default: CUDA when present, else CPU
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_model(cls, data):
+        if isinstance(data, dict) and data.get("model") is None and data.get("trained") is None:
+            data = {**data, "model": "offline-minilm"}
+        return data
+
+    @model_validator(mode="after")
+    def _one_model(self):
+        if self.trained is not None and self.model is not None:
+            raise ValueError("set either model (a name, hub id or folder) or trained (a training asset), not both")
+        return self
+
+
+class BM25System(_Strict):
+    kind: Literal["bm25"]
+    name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    tokenizer: Literal["words", "model"] = "words"
+    model: str = "offline-minilm"  # tokenizer: model: whose tokenizer gives the subword ids
+    stemmer: str | None = "english"  # PyStemmer language; null: no stemming
+    stopwords: str | None = "en"  # bm25s stop-word list; null: keep every word
+    k1: float = 1.5
+    b: float = 0.75
+    method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
+
+
+class DenseSystem(ModelOptions):
+    kind: Literal["dense"]
+    name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    context: Literal["independent", "late"] = "independent"
+
+
+class ContextualSystem(ModelOptions):
+    kind: Literal["contextual"]
+    name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    template: str = "{context}\n\n{chunk}"  # what is embedded; Anthropic prepends the context
+
+
+class LateInteractionSystem(ModelOptions):
+    kind: Literal["late_interaction"]
+    name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    context: Literal["independent", "late"] = "late"
+
+
+SystemConfig = Annotated[
+    BM25System | DenseSystem | ContextualSystem | LateInteractionSystem, Field(discriminator="kind")
+]
+
+
+class ExternalTask(_Strict):
+    """A ConTEB-layout dataset not built by this pipeline: a local folder or a hub dataset id."""
+
+    name: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+    path: str  # folder with documents/ and queries/ (or a hub id such as illuin-conteb/squad)
+    split: str = "test"
+
+
+class BootstrapConfig(_Strict):
+    resamples: int = Field(2000, ge=100)
+    confidence: float = Field(0.95, gt=0.5, lt=1.0)
+    seed: int = 0
+
+
+class SignificanceConfig(_Strict):
+    """Paired tests between systems on the same queries (``a`` vs ``b``, two-sided)."""
+
+    method: Literal["randomization", "bootstrap"] = "randomization"
+    resamples: int = Field(10000, ge=100)
+    metric: str = "ndcg@10"
+    comparisons: tuple[tuple[str, str], ...] = (
+        ("late-chunking", "independent"),
+        ("insent", "late-chunking"),
+        ("insent", "finetune-control"),
+        ("contextual", "independent"),
+    )
+
+
+class ScalingConfig(_Strict):
+    """Corpus-size scaling: nDCG@10 on ``repeats`` random subsets of n documents, n from 1 to all."""
+
+    points: int = Field(8, ge=2)  # distinct n values (geometric from 1 to all documents)
+    repeats: int = Field(5, ge=1)
+    seed: int = 0
+
+
+class ChunkSizeConfig(_Strict):
+    """Chunk-size robustness: re-chunk span-annotated tasks at each size and evaluate ``systems``."""
+
+    enabled: bool = True
+    sizes: tuple[int, ...] = (8000, 1000, 500, 300, 200, 100)
+    systems: tuple[str, ...] = ("bm25", "independent", "late-chunking")
+
+
+def default_systems() -> tuple[SystemConfig, ...]:
+    """Every baseline of the paper with the offline model; late interaction needs a multi-vector model."""
+    return (
+        BM25System(kind="bm25", name="bm25"),
+        BM25System(kind="bm25", name="bm25-subword", tokenizer="model", stemmer=None, stopwords=None),
+        DenseSystem(kind="dense", name="independent", context="independent"),
+        DenseSystem(kind="dense", name="late-chunking", context="late"),
+        DenseSystem(kind="dense", name="insent", trained="insent_model", context="late"),
+        DenseSystem(kind="dense", name="finetune-control", trained="finetune_control_model", context="independent"),
+        ContextualSystem(kind="contextual", name="contextual"),
+    )
+
+
+class EvaluationConfig(_Strict):
+    """The whole ``evaluation:`` block (every key optional)."""
+
+    tasks: tuple[str, ...] | None = None  # default: every task of the registry
+    external: tuple[ExternalTask, ...] = ()
+    systems: tuple[SystemConfig, ...] = Field(default_factory=default_systems)
+    cutoffs: tuple[int, ...] = (1, 5, 10, 50, 100)
+    top_k: int = Field(100, ge=1)  # ranks written per query to the TREC run files
+    query_block: int = Field(1024, ge=1)  # queries scored per matrix product (bounds memory: block x chunks)
+    bootstrap: BootstrapConfig = BootstrapConfig()
+    significance: SignificanceConfig = SignificanceConfig()
+    scaling: ScalingConfig = ScalingConfig()
+    chunk_sizes: ChunkSizeConfig = ChunkSizeConfig()
+
+    @model_validator(mode="after")
+    def _check_names(self):
+        names = [s.name for s in self.systems]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"systems: duplicate system name(s) {duplicates}")
+        for a, b in self.significance.comparisons:
+            if a == b:
+                raise ValueError(f"significance.comparisons: {a} compared with itself")
+        unknown = [n for n in self.chunk_sizes.systems if n not in names]
+        if unknown:
+            raise ValueError(f"chunk_sizes.systems: unknown system(s) {unknown}; declared: {names}")
+        external = [t.name for t in self.external]
+        if len(set(external)) != len(external):
+            raise ValueError("external: duplicate task names")
+        return self
+
+    def system(self, name: str) -> SystemConfig:
+        for system in self.systems:
+            if system.name == name:
+                return system
+        raise KeyError(f"no evaluation system named {name!r}; declared: {[s.name for s in self.systems]}")

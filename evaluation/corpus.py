@@ -1,0 +1,60 @@
+"""An evaluation corpus: the chunks and queries of one ConTEB task, in arrays the scorers use.
+
+Chunk order: documents in order of first appearance in ``documents``, each document's chunks by
+``chunk_index``. ``gold[q]`` is the row of query ``q``'s gold chunk (qrels: that chunk, relevance 1,
+as the public ConTEB evaluator).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class EvalCorpus:
+    """One task, ready to index and score. Lists of length C (chunks) or Q (queries)."""
+
+    name: str
+    source: str  # folder path or hub dataset id
+    split: str
+    chunk_ids: list[str]
+    chunks: list[str]  # the text to embed (``chunk`` column: reformulated where the task reformulates)
+    doc_ids: list[str]  # per chunk
+    chunk_index: np.ndarray  # int32 [C]: position of the chunk in its document
+    titles: list[str | None]  # per chunk
+    query_ids: list[str]
+    queries: list[str]
+    gold: np.ndarray  # int64 [Q]: row of the gold chunk
+    contexts: dict[str, str] | None = None  # chunk_id -> LLM-written context (contextual baseline), when available
+    notes: list[str] = field(default_factory=list)  # what loading skipped or repaired, and why
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.chunk_ids)
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.query_ids)
+
+    @property
+    def document_order(self) -> list[str]:
+        """Distinct document ids in corpus order."""
+        return list(dict.fromkeys(self.doc_ids))
+
+    @property
+    def n_documents(self) -> int:
+        return len(self.document_order)
+
+    def chunk_doc_index(self) -> np.ndarray:
+        """int64 [C]: index of each chunk's document in :attr:`document_order`."""
+        position = {doc: i for i, doc in enumerate(self.document_order)}
+        return np.fromiter((position[d] for d in self.doc_ids), dtype=np.int64, count=self.n_chunks)
+
+    def documents(self) -> list[list[str]]:
+        """Per document (corpus order), its chunk texts in order: the input of late chunking."""
+        grouped: dict[str, list[str]] = {}
+        for doc, text in zip(self.doc_ids, self.chunks, strict=True):
+            grouped.setdefault(doc, []).append(text)
+        return list(grouped.values())

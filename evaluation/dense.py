@@ -1,0 +1,129 @@
+"""Single-vector systems: ``dense`` (independent chunks or late chunking) and ``contextual`` (Anthropic's
+contextual retrieval).
+
+* ``dense``: :meth:`training.encoder.LateChunkingEncoder.encode_documents` over the corpus's documents (each
+  document's chunks in ``chunk_index`` order), ``mode`` = the system's ``context``; one L2-normalised float32
+  ``[D]`` vector per chunk. Independent vectors equal ``model.encode(document_prefix + chunk)``.
+* ``contextual``: each chunk embedded alone (independent mode) as ``template.format(context=..., chunk=...,
+  title=...)`` with its LLM-written context from ``corpus.contexts``; a chunk without a context is embedded alone
+  (counted in ``details["chunks_without_context"]``).
+
+Score of query ``q`` for chunk ``c``: ``query_vectors[q] @ chunk_vectors[c]`` (cosine: both are normalised).
+"""
+
+from __future__ import annotations
+
+import string
+import time
+from pathlib import Path
+
+import numpy as np
+
+from evaluation.config import ContextualSystem, DenseSystem
+from evaluation.corpus import EvalCorpus
+from evaluation.embedders import EncoderSetup, setup_encoder
+from evaluation.indexed import IndexedSystem, Log, NotRunnable, _no_log
+
+CONTEXT_LABELS = {"independent": "independent chunks", "late": "late chunking"}
+TEMPLATE_FIELDS = {"context", "chunk", "title"}
+
+
+def document_rows(corpus: EvalCorpus) -> list[np.ndarray]:
+    """Per document (corpus order), the int64 rows of its chunks sorted by ``chunk_index``."""
+    doc_index = corpus.chunk_doc_index()
+    order = np.lexsort((np.asarray(corpus.chunk_index), doc_index))  # by document, then chunk_index
+    bounds = np.flatnonzero(np.diff(doc_index[order])) + 1
+    return np.split(order.astype(np.int64), bounds) if order.size else []
+
+
+def encode_chunks(setup: EncoderSetup, texts: list[str], groups: list[np.ndarray], mode: str, show_progress: bool):
+    """float32 ``[C, D]`` chunk vectors: ``texts`` grouped into documents by ``groups`` (rows), encoded in ``mode``."""
+    documents = [[texts[r] for r in rows] for rows in groups]
+    encoded = setup.encoder.encode_documents(documents, mode=mode, show_progress=show_progress)  # type: ignore[arg-type]
+    dim = setup.encoder.model.get_embedding_dimension()
+    vectors = np.zeros((len(texts), dim), dtype=np.float32)
+    for rows, array in zip(groups, encoded, strict=True):
+        vectors[rows] = array
+    return vectors
+
+
+def template_problem(template: str) -> str | None:
+    """Why ``template`` cannot be filled (unknown field, bad syntax), or None."""
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as error:
+        return f"template {template!r} is not a format string: {error}"
+    unknown = sorted(fields - TEMPLATE_FIELDS)
+    if unknown or "" in fields:
+        return f"template {template!r} uses unknown field(s) {unknown or ['{}']}; known: {sorted(TEMPLATE_FIELDS)}"
+    if "chunk" not in fields:
+        return f"template {template!r} does not contain {{chunk}}"
+    return None
+
+
+def contextual_problem(system: ContextualSystem, corpus: EvalCorpus) -> str | None:
+    """Missing chunk contexts or an unusable template."""
+    if not corpus.contexts:
+        return "no chunk contexts for this task: set chunk_contexts: true and configure an LLM"
+    return template_problem(system.template)
+
+
+def contextual_texts(system: ContextualSystem, corpus: EvalCorpus) -> tuple[list[str], int]:
+    """The text embedded per chunk, and how many chunks had no context (embedded alone)."""
+    contexts = corpus.contexts or {}
+    texts, missing = [], 0
+    for cid, chunk, title in zip(corpus.chunk_ids, corpus.chunks, corpus.titles, strict=True):
+        context = contexts.get(cid)
+        if context is None or not context.strip():
+            missing += 1
+            texts.append(chunk)
+        else:
+            texts.append(system.template.format(context=context, chunk=chunk, title=title or ""))
+    return texts, missing
+
+
+def prepare_single_vector(
+    system: DenseSystem | ContextualSystem,
+    corpus: EvalCorpus,
+    models_dir: Path,
+    *,
+    show_progress: bool = False,
+    log: Log = _no_log,
+) -> IndexedSystem:
+    """Encode chunks and queries; the scorer is ``query_vectors[rows] @ chunk_vectors.T`` (float32 ``[B, C]``)."""
+    if isinstance(system, ContextualSystem):
+        problem = contextual_problem(system, corpus)
+        if problem:
+            raise NotRunnable(problem)
+    setup = setup_encoder(system, models_dir)
+    details = dict(setup.details)
+    groups = document_rows(corpus)
+    if isinstance(system, ContextualSystem):
+        texts, missing = contextual_texts(system, corpus)
+        mode = "independent"
+        details.update(template=system.template, chunks_without_context=missing)
+        what = f"contextual retrieval · LLM context + chunk, embedded independently · {setup.spec.label}"
+    else:
+        texts, mode = list(corpus.chunks), system.context
+        what = f"dense · {CONTEXT_LABELS[system.context]} · {setup.spec.label}"
+    details["context"] = mode
+
+    started = time.perf_counter()
+    chunk_vectors = encode_chunks(setup, texts, groups, mode, show_progress)
+    index_seconds = time.perf_counter() - started
+    details["truncated_chunks"] = setup.encoder.truncated_chunks
+    log(
+        f"{system.name}: encoded {corpus.n_chunks:,} chunks of {len(groups):,} documents in {index_seconds:.1f} s "
+        f"({mode}, {setup.device})"
+    )
+    started = time.perf_counter()
+    query_vectors = setup.encoder.encode_queries(list(corpus.queries), show_progress=show_progress)
+    query_seconds = time.perf_counter() - started
+    log(f"{system.name}: encoded {corpus.n_queries:,} queries in {query_seconds:.1f} s")
+    chunks_t = np.ascontiguousarray(chunk_vectors.T)
+
+    def score_block(rows: np.ndarray) -> np.ndarray:
+        return query_vectors[np.asarray(rows, dtype=np.int64)] @ chunks_t
+
+    description = f"{what} ({setup.prefixes.describe()})"
+    return IndexedSystem(score_block, index_seconds, query_seconds, description, details)

@@ -1,0 +1,170 @@
+"""Load a ConTEB-layout task (a local folder or a Hugging Face hub dataset id) as an :class:`EvalCorpus`.
+
+Layout (the public ConTEB one, and what ``build_conteb`` publishes): config ``documents`` with
+``chunk_id`` and ``chunk`` (``doc_id``/``chunk_index`` optional: derived from ``chunk_id`` =
+``"{doc_id}_{chunk_index}"``), config ``queries`` with ``query`` and the gold ``chunk_id``
+(``query_id`` optional: ``"q{row}"``). Local folders are read with pyarrow from
+``<config>/<split>-*.parquet`` (or ``data/<config>/...``); anything else goes through
+``datasets.load_dataset(path, config, split=split)``, which is also how hub ids load where a network
+exists. Bad rows raise :class:`CorpusError` naming the file, the row and the reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evaluation.corpus import EvalCorpus
+
+
+class CorpusError(ValueError):
+    """The task's files are unusable for evaluation; the message names the file, row and reason."""
+
+
+def _split_files(folder: Path, config: str, split: str) -> list[Path]:
+    for base in (folder / config, folder / "data" / config):
+        files = sorted(base.glob(f"{split}-*.parquet")) + sorted(base.glob(f"{split}.parquet"))
+        if files:
+            return files
+    return []
+
+
+def read_config_table(path: str, config: str, split: str) -> tuple[pa.Table, str]:
+    """The ``config`` table of ``split`` and a label of where it came from (for error messages)."""
+    folder = Path(path).expanduser()
+    if folder.is_dir():
+        files = _split_files(folder, config, split)
+        if files:
+            return pa.concat_tables([pq.read_table(f) for f in files], promote_options="default"), str(files[0])
+    import datasets
+
+    try:
+        dataset = datasets.load_dataset(str(folder) if folder.is_dir() else path, config, split=split)
+    except Exception as error:  # datasets raises many types; name what was asked for
+        raise CorpusError(f"{path}: cannot load config {config!r} split {split!r}: {error}") from error
+    return dataset.with_format("arrow")[:], f"{path} [{config}/{split}]"
+
+
+def _bad(where: str, row: int, reason: str) -> CorpusError:
+    return CorpusError(f"{where}: row {row}: {reason}")
+
+
+def _require(table: pa.Table, where: str, columns: tuple[str, ...]) -> None:
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise CorpusError(f"{where}: missing column(s) {missing}; has {table.column_names}")
+
+
+def _split_chunk_id(chunk_id: str, where: str, row: int) -> tuple[str, int]:
+    doc, sep, index = chunk_id.rpartition("_")
+    if not sep or not index.isdigit():
+        raise _bad(where, row, f"chunk_id {chunk_id!r} is not '<doc_id>_<chunk_index>' and there is no doc_id column")
+    return doc, int(index)
+
+
+def corpus_from_tables(
+    documents: pa.Table,
+    queries: pa.Table,
+    *,
+    name: str,
+    source: str,
+    split: str,
+    documents_label: str = "documents",
+    queries_label: str = "queries",
+    contexts: dict[str, str] | None = None,
+) -> EvalCorpus:
+    """Validate and order the two tables (see the module docstring for the columns)."""
+    _require(documents, documents_label, ("chunk_id", "chunk"))
+    _require(queries, queries_label, ("query", "chunk_id"))
+    chunk_ids = documents.column("chunk_id").to_pylist()
+    texts = documents.column("chunk").to_pylist()
+    if not chunk_ids:
+        raise CorpusError(f"{documents_label}: no chunks")
+    has_doc = "doc_id" in documents.column_names and "chunk_index" in documents.column_names
+    doc_ids = documents.column("doc_id").to_pylist() if has_doc else None
+    indices = documents.column("chunk_index").to_pylist() if has_doc else None
+    titles = documents.column("title").to_pylist() if "title" in documents.column_names else [None] * len(chunk_ids)
+    rows = []
+    seen: dict[str, int] = {}
+    for row, (chunk_id, text) in enumerate(zip(chunk_ids, texts, strict=True)):
+        if chunk_id is None or text is None:
+            raise CorpusError(f"{documents_label}: row {row}: null chunk_id or chunk")
+        if chunk_id in seen:
+            raise _bad(documents_label, row, f"duplicate chunk_id {chunk_id!r} (first at row {seen[chunk_id]})")
+        seen[chunk_id] = row
+        if any(c.isspace() for c in chunk_id):
+            raise _bad(documents_label, row, f"chunk_id {chunk_id!r} contains whitespace (TREC files split on it)")
+        doc, index = (doc_ids[row], indices[row]) if has_doc else _split_chunk_id(chunk_id, documents_label, row)
+        rows.append((doc, int(index), row))
+    first_seen = {doc: i for i, (doc, _, _) in reversed(list(enumerate(rows)))}
+    order = sorted(range(len(rows)), key=lambda i: (first_seen[rows[i][0]], rows[i][1]))
+    ordered = [rows[i][2] for i in order]
+    position = {chunk_ids[r]: i for i, r in enumerate(ordered)}
+
+    query_texts = queries.column("query").to_pylist()
+    golds = queries.column("chunk_id").to_pylist()
+    qids = (
+        queries.column("query_id").to_pylist()
+        if "query_id" in queries.column_names
+        else [f"q{row}" for row in range(queries.num_rows)]
+    )
+    if not query_texts:
+        raise CorpusError(f"{queries_label}: no queries")
+    seen_q: dict[str, int] = {}
+    gold = np.empty(len(qids), dtype=np.int64)
+    for row, (qid, text, chunk_id) in enumerate(zip(qids, query_texts, golds, strict=True)):
+        if qid is None or any(c.isspace() for c in str(qid)):
+            raise CorpusError(f"{queries_label}: row {row}: query_id {qid!r} is null or contains whitespace")
+        if qid in seen_q:
+            raise CorpusError(f"{queries_label}: row {row}: duplicate query_id {qid!r} (first at row {seen_q[qid]})")
+        seen_q[qid] = row
+        if not text or not text.strip():
+            raise CorpusError(f"{queries_label}: row {row}: query {qid!r} is empty")
+        if chunk_id not in position:
+            raise _bad(queries_label, row, f"query {qid!r}: gold chunk_id {chunk_id!r} is not in documents")
+        gold[row] = position[chunk_id]
+    return EvalCorpus(
+        name=name,
+        source=source,
+        split=split,
+        chunk_ids=[chunk_ids[r] for r in ordered],
+        chunks=[texts[r] for r in ordered],
+        doc_ids=[rows[i][0] for i in order],
+        chunk_index=np.array([rows[i][1] for i in order], dtype=np.int32),
+        titles=[titles[r] for r in ordered],
+        query_ids=[str(q) for q in qids],
+        queries=query_texts,
+        gold=gold,
+        contexts=contexts,
+    )
+
+
+def load_corpus(
+    path: str | Path, *, name: str, split: str = "test", contexts: dict[str, str] | None = None
+) -> EvalCorpus:
+    """The task at ``path`` (folder or hub id), validated; ``contexts`` (chunk_id -> LLM context) when known."""
+    documents, doc_label = read_config_table(str(path), "documents", split)
+    queries, query_label = read_config_table(str(path), "queries", split)
+    return corpus_from_tables(
+        documents,
+        queries,
+        name=name,
+        source=str(path),
+        split=split,
+        documents_label=doc_label,
+        queries_label=query_label,
+        contexts=contexts,
+    )
+
+
+def read_contexts(path: Path) -> dict[str, str] | None:
+    """``chunk_id -> context`` from a ``chunk_contexts`` stage table, or None when the file is absent or empty."""
+    if not path.is_file():
+        return None
+    table = pq.read_table(path, columns=["chunk_id", "context"])
+    if table.num_rows == 0:
+        return None
+    return dict(zip(table.column("chunk_id").to_pylist(), table.column("context").to_pylist(), strict=True))

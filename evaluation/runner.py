@@ -1,0 +1,338 @@
+"""Evaluate the configured systems on one task: index, rank, measure, test, and write the run files.
+
+``evaluate_task`` is what the Dagster asset ``[task]/evaluation`` and ``conteb evaluate`` both call.
+Files under ``reports_dir`` (fixed layout, other tools read it)::
+
+    runs/<task>/qrels.trec                 qid 0 chunk_id 1
+    runs/<task>/<system>.trec              qid Q0 chunk_id rank score system (top_k per query)
+    runs/<task>/<system>.metrics.parquet   per-query metrics (query_id + one column per metric)
+    tasks/<task>/evaluation.json           the TaskEvaluation (every number of the reports)
+
+Evaluating a subset of systems keeps the earlier results of the others (merged by system name), so
+comparisons can use per-query metrics written by an earlier run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from conteb.storage import write_parquet_atomic, write_text_atomic
+from evaluation import trec
+from evaluation.config import EvaluationConfig, SystemConfig
+from evaluation.corpus import EvalCorpus
+from evaluation.metrics import metrics_from_gold_rank
+from evaluation.ranking import rank_corpus
+from evaluation.rechunk import rechunk_corpus
+from evaluation.results import ChunkSizePoint, Comparison, SystemRun, TaskEvaluation, from_json, to_json
+from evaluation.stats import paired_test, summarize
+from evaluation.systems import IndexedSystem, NotRunnable, prepare_system, requirement_problem
+from evaluation.views import by_position, sample_subsets, scaling_curve, scaling_sizes
+
+logger = logging.getLogger(__name__)
+
+HEADLINE = "ndcg@10"
+
+
+@dataclass(frozen=True)
+class LLMUsage:
+    """What the task's chunk contexts cost (from the LLM ledger)."""
+
+    tokens: int
+    usd: float
+
+
+@dataclass(frozen=True)
+class SpanSources:
+    """Original documents and span-annotated queries (``SOURCE_DOCUMENTS`` / ``SOURCE_QUERIES``)."""
+
+    documents: pa.Table
+    queries: pa.Table
+
+
+def runs_dir(reports_dir: Path, task: str) -> Path:
+    return reports_dir / "runs" / task
+
+
+def evaluation_path(reports_dir: Path, task: str) -> Path:
+    return reports_dir / "tasks" / task / "evaluation.json"
+
+
+def per_query_path(reports_dir: Path, task: str, system: str) -> Path:
+    return runs_dir(reports_dir, task) / f"{system}.metrics.parquet"
+
+
+def load_evaluation(reports_dir: Path, task: str) -> TaskEvaluation | None:
+    """The task's last ``evaluation.json``, or None."""
+    path = evaluation_path(reports_dir, task)
+    return from_json(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _relative(path: Path, reports_dir: Path) -> str:
+    return str(path.relative_to(reports_dir))
+
+
+class _Evaluator:
+    """State shared by the systems of one task evaluation."""
+
+    def __init__(
+        self,
+        corpus: EvalCorpus,
+        config: EvaluationConfig,
+        models_dir: Path,
+        reports_dir: Path,
+        log: Callable[[str], None],
+        show_progress: bool,
+    ) -> None:
+        self.corpus = corpus
+        self.config = config
+        self.models_dir = models_dir
+        self.reports_dir = reports_dir
+        self.log = log
+        self.show_progress = show_progress
+        self.doc_ids = corpus.document_order
+        self.chunk_doc = corpus.chunk_doc_index()
+        sizes = scaling_sizes(len(self.doc_ids), config.scaling.points)
+        self.subsets, self.subset_size = sample_subsets(
+            len(self.doc_ids), sizes, config.scaling.repeats, config.scaling.seed
+        )
+
+    def _summary(self, values: np.ndarray):
+        b = self.config.bootstrap
+        return summarize(values, b.resamples, b.confidence, b.seed)
+
+    def _rank(self, indexed: IndexedSystem, corpus: EvalCorpus, subsets: np.ndarray | None, label: str):
+        done = 0
+        next_log = max(1, corpus.n_queries // 4)
+
+        def progress(n: int) -> None:
+            nonlocal done, next_log
+            done += n
+            if done >= next_log or done == corpus.n_queries:
+                self.log(f"{label}: ranked {done:,}/{corpus.n_queries:,} queries over {corpus.n_chunks:,} chunks")
+                next_log = done + max(1, corpus.n_queries // 4)
+
+        doc_ids = corpus.document_order
+        return rank_corpus(
+            indexed.score_block,
+            corpus.n_queries,
+            corpus.chunk_ids,
+            corpus.gold,
+            corpus.chunk_doc_index(),
+            doc_ids,
+            top_k=self.config.top_k,
+            block=self.config.query_block,
+            subsets=subsets,
+            progress=progress,
+        )
+
+    def run_system(self, system: SystemConfig, llm_usage: LLMUsage | None) -> tuple[SystemRun, dict[str, np.ndarray]]:
+        corpus = self.corpus
+        base = SystemRun(task=corpus.name, system=system.name, kind=system.kind, status="not_run")
+        problem = requirement_problem(system, corpus, self.models_dir)
+        if problem:
+            self.log(f"{system.name}: not run: {problem}")
+            base.reason = problem
+            return base, {}
+        self.log(f"{system.name}: indexing {corpus.n_chunks:,} chunks of {corpus.n_documents:,} documents")
+        try:
+            indexed = prepare_system(system, corpus, self.models_dir, show_progress=self.show_progress, log=self.log)
+        except NotRunnable as reason:
+            self.log(f"{system.name}: not run: {reason}")
+            base.reason = str(reason)
+            return base, {}
+        started = time.perf_counter()
+        ranking = self._rank(indexed, corpus, self.subsets, system.name)
+        rank_seconds = time.perf_counter() - started
+        per_query = metrics_from_gold_rank(ranking.gold_rank, self.config.cutoffs)
+        headline = per_query[HEADLINE]
+        run_path = runs_dir(self.reports_dir, corpus.name) / f"{system.name}.trec"
+        trec.write_run(run_path, corpus.query_ids, corpus.chunk_ids, ranking.top_index, ranking.top_score, system.name)
+        table = pa.table({"query_id": corpus.query_ids, **{name: values for name, values in per_query.items()}})
+        write_parquet_atomic(table, per_query_path(self.reports_dir, corpus.name, system.name))
+        b = self.config.bootstrap
+        run = SystemRun(
+            task=corpus.name,
+            system=system.name,
+            kind=system.kind,
+            status="ok",
+            description=indexed.description,
+            metrics={name: self._summary(values) for name, values in per_query.items()},
+            document_ndcg10=self._summary(metrics_from_gold_rank(ranking.doc_rank, (10,))[HEADLINE]),
+            by_position=by_position(headline, corpus.chunk_index[corpus.gold], b.resamples, b.confidence, b.seed),
+            scaling=scaling_curve(ranking.subset_rank, self.subset_size),
+            index_seconds=round(indexed.index_seconds, 3),
+            documents_per_second=round(corpus.n_documents / indexed.index_seconds, 3)
+            if indexed.index_seconds > 0
+            else None,
+            query_seconds=round(indexed.query_seconds + rank_seconds, 3),
+            llm_tokens=llm_usage.tokens if llm_usage and system.kind == "contextual" else None,
+            llm_usd=llm_usage.usd if llm_usage and system.kind == "contextual" else None,
+            run_file=_relative(run_path, self.reports_dir),
+            details=indexed.details,
+        )
+        self.log(
+            f"{system.name}: nDCG@10 {run.metrics[HEADLINE].value:.3f} "
+            f"[{run.metrics[HEADLINE].ci_low:.3f}, {run.metrics[HEADLINE].ci_high:.3f}] over {corpus.n_queries:,} "
+            f"queries; indexed in {indexed.index_seconds:.1f} s"
+        )
+        return run, per_query
+
+    def chunk_size_points(self, sources: SpanSources, systems: Sequence[SystemConfig]) -> list[ChunkSizePoint]:
+        points = []
+        for size in self.config.chunk_sizes.sizes:
+            corpus = rechunk_corpus(sources.documents, sources.queries, size, name=self.corpus.name, split="test")
+            self.log(f"chunk size {size}: {corpus.n_chunks:,} chunks, {corpus.n_queries:,} queries")
+            for system in systems:
+                if requirement_problem(system, corpus, self.models_dir):
+                    continue
+                try:
+                    indexed = prepare_system(system, corpus, self.models_dir, show_progress=self.show_progress)
+                except NotRunnable:
+                    continue
+                ranking = self._rank(indexed, corpus, None, f"{system.name}@{size}")
+                summary = self._summary(metrics_from_gold_rank(ranking.gold_rank, (10,))[HEADLINE])
+                points.append(
+                    ChunkSizePoint(
+                        task=self.corpus.name,
+                        system=system.name,
+                        chunk_size=size,
+                        value=summary.value,
+                        ci_low=summary.ci_low,
+                        ci_high=summary.ci_high,
+                        n_queries=summary.n_queries,
+                        n_chunks=corpus.n_chunks,
+                    )
+                )
+                self.log(f"chunk size {size}: {system.name} nDCG@10 {summary.value:.3f}")
+        return points
+
+
+def _read_per_query(reports_dir: Path, task: str, system: str, metric: str) -> dict[str, float] | None:
+    path = per_query_path(reports_dir, task, system)
+    if not path.is_file():
+        return None
+    table = pq.read_table(path, columns=["query_id", metric])
+    return dict(zip(table.column("query_id").to_pylist(), table.column(metric).to_pylist(), strict=True))
+
+
+def compare_systems(
+    evaluation: TaskEvaluation, config: EvaluationConfig, reports_dir: Path, query_ids: Sequence[str]
+) -> list[Comparison]:
+    """The configured paired tests between systems that both ran (on the task's current queries)."""
+    significance = config.significance
+    ok = {run.system for run in evaluation.runs if run.status == "ok"}
+    comparisons = []
+    for a, b in significance.comparisons:
+        if a not in ok or b not in ok:
+            continue
+        values_a = _read_per_query(reports_dir, evaluation.task, a, significance.metric)
+        values_b = _read_per_query(reports_dir, evaluation.task, b, significance.metric)
+        if values_a is None or values_b is None:
+            continue
+        shared = [q for q in query_ids if q in values_a and q in values_b]
+        x = np.array([values_a[q] for q in shared], dtype=np.float64)
+        y = np.array([values_b[q] for q in shared], dtype=np.float64)
+        p_value = paired_test(x, y, significance.method, significance.resamples, config.bootstrap.seed)
+        comparisons.append(
+            Comparison(
+                task=evaluation.task,
+                system_a=a,
+                system_b=b,
+                metric=significance.metric,
+                mean_a=float(x.mean()),
+                mean_b=float(y.mean()),
+                difference=float(x.mean() - y.mean()),
+                p_value=float(p_value),
+                n_queries=len(shared),
+                method=significance.method,
+                resamples=significance.resamples,
+            )
+        )
+    return comparisons
+
+
+def evaluate_task(
+    corpus: EvalCorpus,
+    config: EvaluationConfig,
+    *,
+    models_dir: Path,
+    reports_dir: Path,
+    systems: Sequence[str] | None = None,
+    sources: SpanSources | None = None,
+    llm_usage: LLMUsage | None = None,
+    chunk_sizes: bool = True,
+    log: Callable[[str], None] = logger.info,
+    show_progress: bool = False,
+) -> TaskEvaluation:
+    """Evaluate ``systems`` (default: every configured one) on ``corpus`` and write the task's files.
+
+    Systems with a missing requirement are recorded as ``not_run`` with the reason; a system that
+    raises is recorded as ``failed`` with the error and the others still run (callers decide whether
+    a failure fails the run). ``sources`` enable the chunk-size study (span-annotated tasks only).
+    """
+    selected = [config.system(name) for name in systems] if systems else list(config.systems)
+    evaluator = _Evaluator(corpus, config, models_dir, reports_dir, log, show_progress)
+    task_runs = runs_dir(reports_dir, corpus.name)
+    qrels_path = trec.write_qrels(
+        task_runs / "qrels.trec", corpus.query_ids, [corpus.chunk_ids[g] for g in corpus.gold]
+    )
+    previous = load_evaluation(reports_dir, corpus.name)
+    runs: dict[str, SystemRun] = {}
+    if previous is not None and systems:
+        runs = {run.system: run for run in previous.runs if run.system in {s.name for s in config.systems}}
+    log(
+        f"{corpus.name}: {corpus.n_documents:,} documents, {corpus.n_chunks:,} chunks, {corpus.n_queries:,} queries; "
+        f"systems: {', '.join(s.name for s in selected)}"
+    )
+    for system in selected:
+        try:
+            run, _ = evaluator.run_system(system, llm_usage)
+        except Exception as error:  # one broken system must not hide the others' results
+            logger.exception("system %s failed on %s", system.name, corpus.name)
+            log(f"{system.name}: FAILED: {type(error).__name__}: {error}")
+            run = SystemRun(
+                task=corpus.name,
+                system=system.name,
+                kind=system.kind,
+                status="failed",
+                reason=f"{type(error).__name__}: {error}",
+            )
+        runs[system.name] = run
+    order = [s.name for s in config.systems]
+    evaluation = TaskEvaluation(
+        task=corpus.name,
+        source=corpus.source,
+        split=corpus.split,
+        n_documents=corpus.n_documents,
+        n_chunks=corpus.n_chunks,
+        n_queries=corpus.n_queries,
+        runs=sorted(runs.values(), key=lambda r: order.index(r.system)),
+        qrels_file=_relative(qrels_path, reports_dir),
+        notes=list(corpus.notes),
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    )
+    evaluation.comparisons = compare_systems(evaluation, config, reports_dir, corpus.query_ids)
+    study = config.chunk_sizes
+    if not (study.enabled and chunk_sizes):
+        evaluation.chunk_size_note = "chunk-size study disabled"
+        if previous is not None:
+            evaluation.chunk_sizes = previous.chunk_sizes
+    elif sources is None:
+        evaluation.chunk_size_note = "no span-annotated source documents for this task: chunk-size study not run"
+    else:
+        study_systems = [config.system(name) for name in study.systems if not systems or name in systems]
+        evaluation.chunk_sizes = evaluator.chunk_size_points(sources, study_systems)
+        if systems and previous is not None:
+            kept = [p for p in previous.chunk_sizes if p.system not in {s.name for s in study_systems}]
+            evaluation.chunk_sizes = kept + evaluation.chunk_sizes
+    write_text_atomic(to_json(evaluation), evaluation_path(reports_dir, corpus.name))
+    return evaluation

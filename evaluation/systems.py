@@ -1,0 +1,66 @@
+"""Retrieval systems: check what a system needs, then index a corpus and return a scorer.
+
+The runner calls :func:`requirement_problem` (cheap, no model load) and :func:`prepare_system`, then scores blocks of
+queries with :attr:`IndexedSystem.score_block` (float32 ``[B, C]`` over every chunk, corpus order).
+
+One module per kind: :mod:`evaluation.bm25` (``bm25``), :mod:`evaluation.dense` (``dense``, ``contextual``),
+:mod:`evaluation.late_interaction` (``late_interaction``); models and prefixes: :mod:`evaluation.embedders`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evaluation.bm25 import bm25_problem, prepare_bm25
+from evaluation.config import BM25System, ContextualSystem, DenseSystem, LateInteractionSystem, SystemConfig
+from evaluation.corpus import EvalCorpus
+from evaluation.dense import contextual_problem, prepare_single_vector
+from evaluation.embedders import clear_model_cache, model_problem
+from evaluation.indexed import IndexedSystem, Log, NotRunnable, _no_log
+from evaluation.late_interaction import prepare_late_interaction
+
+__all__ = ["IndexedSystem", "NotRunnable", "clear_model_cache", "prepare_system", "requirement_problem"]
+
+
+def requirement_problem(system: SystemConfig, corpus: EvalCorpus, models_dir: Path) -> str | None:
+    """Why ``system`` cannot run on ``corpus`` (checked before any model loads), or None.
+
+    Reasons: a trained model not there yet (``<models_dir>/<trained>`` missing or holding no saved model), a model
+    folder that does not exist, no chunk contexts for ``contextual`` (or a template with unknown fields), an unknown
+    stemmer or stop-word language for ``bm25``. A hub id is only found out when loading (:class:`NotRunnable` then).
+    """
+    match system:
+        case BM25System():
+            return bm25_problem(system)
+        case ContextualSystem():
+            return contextual_problem(system, corpus) or model_problem(system, Path(models_dir))
+        case DenseSystem() | LateInteractionSystem():
+            return model_problem(system, Path(models_dir))
+    raise TypeError(f"unknown system config {system!r}")  # pragma: no cover
+
+
+def prepare_system(
+    system: SystemConfig,
+    corpus: EvalCorpus,
+    models_dir: Path,
+    *,
+    show_progress: bool = False,
+    log: Log = _no_log,
+) -> IndexedSystem:
+    """Index ``corpus`` and encode its queries for ``system``.
+
+    Raises :class:`NotRunnable` with the reason of :func:`requirement_problem`, or when a hub model cannot be loaded.
+    Logs counts and timings through ``log``.
+    """
+    problem = requirement_problem(system, corpus, models_dir)
+    if problem:
+        raise NotRunnable(problem)
+    models_dir = Path(models_dir)
+    match system:
+        case BM25System():
+            return prepare_bm25(system, corpus, show_progress=show_progress, log=log)
+        case DenseSystem() | ContextualSystem():
+            return prepare_single_vector(system, corpus, models_dir, show_progress=show_progress, log=log)
+        case LateInteractionSystem():
+            return prepare_late_interaction(system, corpus, models_dir, show_progress=show_progress, log=log)
+    raise TypeError(f"unknown system config {system!r}")  # pragma: no cover

@@ -1,0 +1,100 @@
+"""Which ConTEB tasks ``evaluate_conteb`` / ``conteb evaluate`` evaluate, and where their inputs are.
+
+A target is a task of the registry (its published folder ``data/conteb/<task>``, its chunk contexts
+and span-annotated sources from the stage tables) or an ``evaluation.external`` dataset (a folder or
+a hub id: no stage tables, so contexts are absent and the chunk-size study rebuilds documents from
+the chunks' offsets when the queries carry answer spans).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from conteb.config import ProjectConfig
+from conteb.storage import dataset_dir, llm_cache_path, stage_dir
+from evaluation.corpus import EvalCorpus
+from evaluation.load import load_corpus, read_config_table, read_contexts
+from evaluation.rechunk import sources_from_dataset
+from evaluation.runner import LLMUsage, SpanSources
+from evaluation.systems import NotRunnable
+
+
+@dataclass(frozen=True)
+class EvalTarget:
+    """One task to evaluate. ``stages`` is the stage-table folder (registry tasks only)."""
+
+    name: str
+    path: str
+    split: str
+    stages: Path | None = None
+    span_annotated: bool = True
+
+    def load(self) -> EvalCorpus:
+        """The corpus, with the LLM chunk contexts when the task produced them."""
+        contexts = read_contexts(self.stages / "chunk_contexts.parquet") if self.stages else None
+        return load_corpus(self.path, name=self.name, split=self.split, contexts=contexts)
+
+    def sources(self) -> tuple[SpanSources | None, str | None]:
+        """Span-annotated original documents for the chunk-size study, or None and why not."""
+        if self.stages is not None:
+            documents, queries = self.stages / "source_documents.parquet", self.stages / "source_queries.parquet"
+            if not self.span_annotated:
+                return None, "the task pairs queries by LLM, not by answer span: chunk-size study not run"
+            if documents.is_file() and queries.is_file():
+                return SpanSources(pq.read_table(documents), pq.read_table(queries)), None
+            return None, f"{documents} missing: materialize the task's source assets first"
+        try:
+            documents, _ = read_config_table(self.path, "documents", self.split)
+            queries, _ = read_config_table(self.path, "queries", self.split)
+            return SpanSources(*sources_from_dataset(documents, queries)), None
+        except NotRunnable as reason:
+            return None, str(reason)
+
+    def llm_usage(self, data_dir: Path) -> LLMUsage | None:
+        """Tokens and dollars the task's chunk contexts cost, from the LLM ledger (None when never paid)."""
+        path = llm_cache_path(data_dir)
+        if self.stages is None or not path.is_file():
+            return None
+        from llm.cache import AnswerCache
+
+        cache = AnswerCache(path)
+        try:
+            usage = cache.usage(f"{self.name}/chunk_contexts")
+        finally:
+            cache.close()
+        if usage.calls == 0:
+            return None
+        return LLMUsage(tokens=usage.prompt_tokens + usage.completion_tokens, usd=usage.cost_usd)
+
+
+def evaluation_targets(config: ProjectConfig, data_dir: Path) -> list[EvalTarget]:
+    """Every target of the ``evaluation:`` block, registry tasks first."""
+    targets = [
+        EvalTarget(
+            name=task.name,
+            path=str(dataset_dir(data_dir, task.name)),
+            split=task.split,
+            stages=stage_dir(data_dir, task.name),
+            span_annotated=task.uses_span_pairing,
+        )
+        for task in config.evaluated_tasks
+    ]
+    targets += [EvalTarget(name=t.name, path=t.path, split=t.split) for t in config.evaluation.external]
+    return targets
+
+
+def find_target(config: ProjectConfig, data_dir: Path, name_or_path: str, split: str = "test") -> EvalTarget:
+    """A configured target by name, else a folder path or hub id evaluated ad hoc (named after its last part)."""
+    for target in evaluation_targets(config, data_dir):
+        if target.name == name_or_path:
+            return target
+    for task in config.tasks:  # a registry task left out of evaluation.tasks can still be evaluated by name
+        if task.name == name_or_path:
+            return EvalTarget(
+                task.name, str(dataset_dir(data_dir, task.name)), task.split, stage_dir(data_dir, task.name)
+            )
+    name = Path(name_or_path.rstrip("/")).name.lower().replace("_", "-") or "task"
+    return EvalTarget(name=name, path=name_or_path, split=split)

@@ -1,0 +1,89 @@
+"""Model resolution, the per-process model cache and prefix resolution (``evaluation.embedders``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import evaluation.embedders as embedders
+from evaluation.config import ContextualSystem, DenseSystem, LateInteractionSystem
+from evaluation.embedders import KNOWN_PREFIXES, looks_like_path, model_problem, setup_encoder
+from evaluation.systems import clear_model_cache, prepare_system
+from tests.evaluation.toy import save_tiny_model, toy_corpus
+
+
+@pytest.fixture
+def counted_loads(monkeypatch) -> list[str]:
+    """Names passed to ``load_model`` by the cache (a fresh cache for the test)."""
+    calls: list[str] = []
+    real = embedders.load_model
+
+    def counting(name, device=None, max_seq_length=None):
+        calls.append(name)
+        return real(name, device=device, max_seq_length=max_seq_length)
+
+    monkeypatch.setattr(embedders, "load_model", counting)
+    clear_model_cache()
+    yield calls
+    clear_model_cache()
+
+
+def test_four_minilm_systems_share_one_load(counted_loads, tmp_path):
+    corpus = toy_corpus(contexts={"paris_0": "About Paris."})
+    systems = [
+        DenseSystem(kind="dense", name="a", context="independent"),
+        DenseSystem(kind="dense", name="b", context="late", query_prefix="q: "),
+        ContextualSystem(kind="contextual", name="c"),
+        LateInteractionSystem(kind="late_interaction", name="d"),
+    ]
+    for system in systems:
+        prepare_system(system, corpus, tmp_path)
+    assert counted_loads == ["offline-minilm"]
+
+
+def test_new_weights_are_loaded_again(counted_loads, tmp_path):
+    folder = save_tiny_model(tmp_path / "m")
+    system = DenseSystem(kind="dense", name="t", model=str(folder))
+    first = setup_encoder(system, tmp_path)
+    assert setup_encoder(system, tmp_path).encoder.model is first.encoder.model
+    weights = folder / "model.safetensors"
+    stat = weights.stat()
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert setup_encoder(system, tmp_path).encoder.model is not first.encoder.model
+    assert len(counted_loads) == 2
+    assert first.load_seconds > 0 and setup_encoder(system, tmp_path).load_seconds == 0.0
+
+
+def test_prefixes_from_model_prompts_and_explicit_empty_wins(tmp_path):
+    folder = save_tiny_model(tmp_path / "m", prompts={"query": "query: ", "document": "passage: "})
+    setup = setup_encoder(DenseSystem(kind="dense", name="t", model=str(folder)), tmp_path)
+    assert (setup.prefixes.query, setup.prefixes.document) == ("query: ", "passage: ")
+    assert setup.prefixes.query_source == "model prompts"
+    assert setup.encoder.query_prefix == "query: " and setup.encoder.document_prefix == "passage: "
+    forced = setup_encoder(DenseSystem(kind="dense", name="t", model=str(folder), query_prefix=""), tmp_path)
+    assert forced.prefixes.query == "" and forced.prefixes.query_source == "config"
+    assert forced.prefixes.document == "passage: "
+
+
+def test_known_prefixes_by_base_model_name(tmp_path):
+    folder = save_tiny_model(tmp_path / "m", base_model="nomic-ai/modernbert-embed-base")
+    setup = setup_encoder(DenseSystem(kind="dense", name="t", model=str(folder)), tmp_path)
+    assert (setup.prefixes.query, setup.prefixes.document) == KNOWN_PREFIXES["nomic-ai/modernbert-embed-base"]
+    assert setup.prefixes.document_source == "known default for nomic-ai/modernbert-embed-base"
+    assert setup.details["document_prefix"] == "search_document: "
+    assert setup.prefixes.describe() == "prefixes: query 'search_query: ', document 'search_document: '"
+
+
+def test_minilm_has_no_prefixes(tmp_path):
+    setup = setup_encoder(DenseSystem(kind="dense", name="t"), tmp_path)
+    assert setup.prefixes.describe() == "prefixes: none"
+    assert setup.details["base_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_path_like_names():
+    assert looks_like_path("/abs/model") and looks_like_path("./m") and looks_like_path("a/b/c")
+    assert not looks_like_path("nomic-ai/modernbert-embed-base") and not looks_like_path("offline-minilm")
+    assert model_problem(DenseSystem(kind="dense", name="t", model="./no-such-folder"), Path(".")) is not None
+    assert model_problem(DenseSystem(kind="dense", name="t", model="org/hub-model"), Path(".")) is None

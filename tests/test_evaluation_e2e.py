@@ -1,0 +1,168 @@
+"""End-to-end: build the sample, then ``evaluate_conteb`` in process and ``conteb evaluate``.
+
+Checks that every configured system either reports or says why not, that the report files exist,
+that the numbers agree across Markdown, HTML, results.json and pytrec_eval on the TREC files, and
+that the contextual baseline shows what its LLM contexts cost.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from click.testing import CliRunner
+
+from conteb.cli import main as conteb_cli
+from conteb.config import load_config
+from evaluation.trec import read_qrels, read_run
+from llm.testserver import OpenAICompatibleServer
+from pipelines.definitions import build_definitions
+from tests.conftest import SAMPLE_DIR
+
+SYSTEMS = """\
+evaluation:
+  systems:
+    - {name: bm25, kind: bm25}
+    - {name: bm25-subword, kind: bm25, tokenizer: model, stemmer: null, stopwords: null}
+    - {name: independent, kind: dense, model: offline-minilm, context: independent}
+    - {name: late-chunking, kind: dense, model: offline-minilm, context: late}
+    - {name: insent, kind: dense, trained: insent_model, context: late}
+    - {name: contextual, kind: contextual, model: offline-minilm}
+    - {name: late-interaction, kind: late_interaction, model: offline-minilm, context: late}
+  bootstrap: {resamples: 200}
+  significance: {resamples: 500}
+  scaling: {points: 4, repeats: 2}
+  chunk_sizes: {sizes: [1000, 300], systems: [bm25, late-chunking]}
+"""
+
+
+def registry(tmp_path: Path, llm_url: str | None = None) -> Path:
+    llm = f"llm:\n  base_url: {llm_url}\n  backoff_initial_s: 0.01\n" if llm_url else ""
+    path = tmp_path / "conteb.yaml"
+    path.write_text(
+        f"{llm}tasks:\n  - name: sample\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n"
+        f"    chunk_contexts: true\n{SYSTEMS}"
+    )
+    return path
+
+
+def materialize(config_path: Path, job: str, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
+    defs = build_definitions(load_config(config_path))
+    return defs.resolve_job_def(job).execute_in_process(instance=instance, raise_on_error=False)
+
+
+def markdown_ndcg(text: str, system: str) -> str:
+    """The nDCG@10 cell of ``system`` in the overall Markdown table (first number after its name)."""
+    row = next(line for line in text.splitlines() if line.startswith("|") and f" {system} " in line)
+    return re.search(r"(\d\.\d{3}) \[", row).group(1)
+
+
+@pytest.fixture(scope="module")
+def server():
+    def answer(body):
+        assert body["response_format"]["json_schema"]["name"] == "chunk_context"
+        return {"context": "From the sample corpus; the passage continues the document's topic."}
+
+    with OpenAICompatibleServer(answer) as running:
+        yield running
+
+
+def test_evaluate_conteb_on_the_sample(tmp_path: Path, isolated_env: Path, server, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-eval")
+    config = registry(tmp_path, server.url)
+    instance = dg.DagsterInstance.ephemeral()
+    assert materialize(config, "build_conteb", instance).success
+    result = materialize(config, "evaluate_conteb", instance)
+    assert result.success
+
+    reports = isolated_env / "reports"
+    evaluation = json.loads((reports / "tasks" / "sample" / "evaluation.json").read_text())
+    runs = {run["system"]: run for run in evaluation["runs"]}
+    assert runs["insent"]["status"] == "not_run" and "insent_model" in runs["insent"]["reason"]
+    for name in ("bm25", "bm25-subword", "independent", "late-chunking", "contextual", "late-interaction"):
+        assert runs[name]["status"] == "ok", runs[name]
+        assert 0.0 < runs[name]["metrics"]["ndcg@10"]["value"] <= 1.0
+        assert (reports / runs[name]["run_file"]).is_file()
+    assert runs["contextual"]["llm_tokens"] > 0 and runs["contextual"]["llm_usd"] is not None
+    assert runs["late-chunking"]["by_position"] and runs["late-chunking"]["scaling"]
+    assert {(p["system"], p["chunk_size"]) for p in evaluation["chunk_sizes"]} == {
+        (s, n) for s in ("bm25", "late-chunking") for n in (1000, 300)
+    }
+    assert any(c["system_a"] == "late-chunking" and c["system_b"] == "independent" for c in evaluation["comparisons"])
+
+    # The fixed layout other tools read.
+    records = json.loads((reports / "results.json").read_text())
+    assert {tuple(sorted(r)) for r in records} == {
+        ("ci_high", "ci_low", "metric", "n_queries", "system", "task", "value")
+    }
+    ndcg = {r["system"]: r["value"] for r in records if r["task"] == "sample" and r["metric"] == "ndcg@10"}
+    qrels = read_qrels(reports / "runs" / "sample" / "qrels.trec")
+    assert len(qrels) == evaluation["n_queries"]
+    run = read_run(reports / "runs" / "sample" / "bm25.trec")
+    assert max(len(ranked) for ranked in run.values()) == min(100, evaluation["n_chunks"])
+
+    # Markdown, HTML and JSON show the same numbers.
+    markdown = (reports / "report.md").read_text()
+    html = (reports / "report.html").read_text()
+    for system, value in ndcg.items():
+        assert markdown_ndcg(markdown, system) == f"{value:.3f}"
+        assert f"{value:.3f}" in html
+    for name in ("overview.png", "chunk_sizes.png"):
+        assert (reports / name).read_bytes().startswith(b"\x89PNG")
+    for name in ("report.md", "report.html", "positions.png", "scaling.png"):
+        assert (reports / "tasks" / "sample" / name).is_file()
+
+    # Dagster: numeric metadata per system, the report as Markdown, the trec_eval check passed.
+    event = instance.get_latest_materialization_event(dg.AssetKey(["sample", "evaluation"]))
+    metadata = event.asset_materialization.metadata
+    assert metadata["ndcg@10/bm25"].value == pytest.approx(ndcg["bm25"], abs=1e-6)
+    assert "data:image/png;base64," in metadata["report"].value
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    assert checks == {"metrics_match_trec_eval": True}
+    report_event = instance.get_latest_materialization_event(dg.AssetKey("evaluation_report"))
+    assert "ndcg@10/sample/bm25" in report_event.asset_materialization.metadata
+
+
+def test_conteb_evaluate_cli_and_an_external_folder(tmp_path: Path, isolated_env: Path) -> None:
+    config = registry(tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+    assert materialize(config, "build_conteb", instance).success
+    runner = CliRunner()
+
+    result = runner.invoke(
+        conteb_cli, ["--config", str(config), "evaluate", "--task", "sample", "--system", "bm25", "--no-chunk-sizes"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "bm25" in result.output and "nDCG@10" in result.output
+    evaluation = json.loads((isolated_env / "reports" / "tasks" / "sample" / "evaluation.json").read_text())
+    assert [run["system"] for run in evaluation["runs"]] == ["bm25"]
+
+    # A second system later keeps the first one's results.
+    result = runner.invoke(
+        conteb_cli, ["--config", str(config), "evaluate", "--task", "sample", "--system", "contextual"]
+    )
+    assert result.exit_code == 0, result.output
+    evaluation = json.loads((isolated_env / "reports" / "tasks" / "sample" / "evaluation.json").read_text())
+    statuses = {run["system"]: run["status"] for run in evaluation["runs"]}
+    assert statuses == {"bm25": "ok", "contextual": "not_run"}  # offline: no chunk contexts
+
+    # Any ConTEB-layout folder (not built by this registry): by path, chunk-size study from offsets.
+    external = tmp_path / "elsewhere" / "my-task"
+    shutil.copytree(isolated_env / "conteb" / "sample", external)
+    result = runner.invoke(
+        conteb_cli, ["--config", str(config), "evaluate", "--task", str(external), "--system", "bm25"]
+    )
+    assert result.exit_code == 0, result.output
+    evaluation = json.loads((isolated_env / "reports" / "tasks" / "my-task" / "evaluation.json").read_text())
+    assert evaluation["runs"][0]["status"] == "ok"
+    assert {p["chunk_size"] for p in evaluation["chunk_sizes"]} == {1000, 300}
+
+
+def test_unknown_system_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(conteb_cli, ["--config", str(registry(tmp_path)), "evaluate", "--system", "nope"])
+    assert result.exit_code == 2
+    assert "nope" in result.output
