@@ -14,11 +14,8 @@ from assets.keys import CHUNK_CONTEXTS, CONTEB_DATASET
 from conteb.config import ProjectConfig
 from conteb.storage import models_dir, reports_dir
 from evaluation.load import CorpusError
-from evaluation.report import dagster_markdown_overall, dagster_markdown_task, write_reports, write_task_report
-from evaluation.results import TaskEvaluation
-from evaluation.runner import HEADLINE, evaluate_task, load_evaluation
+from evaluation.results import HEADLINE, TaskEvaluation
 from evaluation.targets import EvalTarget, evaluation_targets
-from evaluation.verify import verify_against_trec_eval
 from pipelines.resources import ConTEBSettings
 
 GROUP = "evaluation"
@@ -82,6 +79,11 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
         ],
     )
     def task_evaluation(context: dg.AssetExecutionContext, settings: ConTEBSettings):
+        # Imported here: torch and sentence-transformers would otherwise load in every step process.
+        from evaluation.report import dagster_markdown_task, write_task_report
+        from evaluation.runner import evaluate_task
+        from evaluation.verify import verify_against_trec_eval
+
         data = settings.data_path
         reports = reports_dir(data)
         try:
@@ -136,6 +138,9 @@ def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.Assets
         description="results.json, report.md/.html and plots over every evaluated task (data/reports/).",
     )
     def evaluation_report(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
+        from evaluation.report import dagster_markdown_overall, write_reports
+        from evaluation.runner import load_evaluation
+
         reports = reports_dir(settings.data_path)
         evaluations = [e for t in targets if (e := load_evaluation(reports, t.name)) is not None]
         missing = [t.name for t in targets if load_evaluation(reports, t.name) is None]

@@ -27,7 +27,8 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
     """Evaluate retrieval systems on ConTEB tasks; write data/reports/ (results.json, reports, TREC runs)."""
     from evaluation.load import CorpusError
     from evaluation.report import write_reports, write_task_report
-    from evaluation.runner import HEADLINE, evaluate_task, load_evaluation
+    from evaluation.results import HEADLINE
+    from evaluation.runner import evaluate_task, load_evaluation
     from evaluation.targets import evaluation_targets, find_target
 
     try:

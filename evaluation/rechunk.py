@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +29,14 @@ from curation.chunking import chunk_documents
 from curation.pairing import pair_by_span
 from evaluation.corpus import EvalCorpus
 from evaluation.indexed import NotRunnable
+
+
+@dataclass(frozen=True)
+class SpanSources:
+    """Original documents and span-annotated queries (``SOURCE_DOCUMENTS`` / ``SOURCE_QUERIES`` tables)."""
+
+    documents: pa.Table
+    queries: pa.Table
 
 
 def rechunk_corpus(

@@ -13,6 +13,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+HEADLINE = "ndcg@10"
+"""The metric of the tables, the numeric Dagster metadata and the paired tests' default."""
+
+
+@dataclass(frozen=True)
+class LLMUsage:
+    """What a task's LLM chunk contexts cost (from the LLM ledger), shown beside the contextual score."""
+
+    tokens: int
+    usd: float
+
 
 @dataclass
 class Summary:

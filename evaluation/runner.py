@@ -18,7 +18,6 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,31 +30,22 @@ from evaluation.config import EvaluationConfig, SystemConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.metrics import metrics_from_gold_rank
 from evaluation.ranking import rank_corpus
-from evaluation.rechunk import rechunk_corpus
-from evaluation.results import ChunkSizePoint, Comparison, SystemRun, TaskEvaluation, from_json, to_json
+from evaluation.rechunk import SpanSources, rechunk_corpus
+from evaluation.results import (
+    HEADLINE,
+    ChunkSizePoint,
+    Comparison,
+    LLMUsage,
+    SystemRun,
+    TaskEvaluation,
+    from_json,
+    to_json,
+)
 from evaluation.stats import paired_test, summarize
 from evaluation.systems import IndexedSystem, NotRunnable, prepare_system, requirement_problem
 from evaluation.views import by_position, sample_subsets, scaling_curve, scaling_sizes
 
 logger = logging.getLogger(__name__)
-
-HEADLINE = "ndcg@10"
-
-
-@dataclass(frozen=True)
-class LLMUsage:
-    """What the task's chunk contexts cost (from the LLM ledger)."""
-
-    tokens: int
-    usd: float
-
-
-@dataclass(frozen=True)
-class SpanSources:
-    """Original documents and span-annotated queries (``SOURCE_DOCUMENTS`` / ``SOURCE_QUERIES``)."""
-
-    documents: pa.Table
-    queries: pa.Table
 
 
 def runs_dir(reports_dir: Path, task: str) -> Path:
@@ -189,7 +179,9 @@ class _Evaluator:
     def chunk_size_points(self, sources: SpanSources, systems: Sequence[SystemConfig]) -> list[ChunkSizePoint]:
         points = []
         for size in self.config.chunk_sizes.sizes:
-            corpus = rechunk_corpus(sources.documents, sources.queries, size, name=self.corpus.name, split="test")
+            corpus = rechunk_corpus(
+                sources.documents, sources.queries, size, name=self.corpus.name, split=self.corpus.split
+            )
             self.log(f"chunk size {size}: {corpus.n_chunks:,} chunks, {corpus.n_queries:,} queries")
             for system in systems:
                 if requirement_problem(system, corpus, self.models_dir):

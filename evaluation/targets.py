@@ -16,10 +16,10 @@ import pyarrow.parquet as pq
 from conteb.config import ProjectConfig
 from conteb.storage import dataset_dir, llm_cache_path, stage_dir
 from evaluation.corpus import EvalCorpus
+from evaluation.indexed import NotRunnable
 from evaluation.load import load_corpus, read_config_table, read_contexts
-from evaluation.rechunk import sources_from_dataset
-from evaluation.runner import LLMUsage, SpanSources
-from evaluation.systems import NotRunnable
+from evaluation.rechunk import SpanSources, sources_from_dataset
+from evaluation.results import LLMUsage
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SAMPLE_DIR
 
 ASSET_NODES = "{ assetNodes { assetKey { path } groupName jobNames } }"
 LAUNCH = """
@@ -48,16 +49,31 @@ def graphql(port: int, query: str, variables: dict | None = None) -> dict:
     return payload["data"]
 
 
+def light_registry(folder: Path) -> Path:
+    """The repository's conteb.yaml with a two-system evaluation (the full one is tested in process)."""
+    registry = yaml.safe_load((ROOT / "conteb.yaml").read_text())
+    for task in registry["tasks"]:
+        task["source"]["path"] = str(SAMPLE_DIR)
+    registry["evaluation"] = {
+        "systems": [{"name": "bm25", "kind": "bm25"}, {"name": "independent", "kind": "dense"}],
+        "chunk_sizes": {"enabled": False, "systems": []},
+    }
+    path = folder / "conteb-ui.yaml"
+    path.write_text(yaml.safe_dump(registry))
+    return path
+
+
 @pytest.fixture
 def dagster_dev(isolated_env: Path):
     port = free_port()
+    registry = light_registry(isolated_env.parent)
     dagster = Path(sys.executable).parent / "dagster"
     log = open(isolated_env.parent / "dagster-dev.log", "w")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
         [str(dagster), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
         cwd=ROOT,
         # -w and DAGSTER_MODULE_NAME (exported by the Makefile) would be two code-location pointers
-        env={k: v for k, v in os.environ.items() if k != "DAGSTER_MODULE_NAME"},
+        env={**{k: v for k, v in os.environ.items() if k != "DAGSTER_MODULE_NAME"}, "CONTEB_CONFIG": str(registry)},
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
@@ -87,11 +103,15 @@ def dagster_dev(isolated_env: Path):
 def test_ui_groups_assets_by_task_and_materializes_them(dagster_dev: int, isolated_env: Path) -> None:
     nodes = graphql(dagster_dev, ASSET_NODES)["assetNodes"]
     keys = [node["assetKey"]["path"] for node in nodes]
-    assert {node["groupName"] for node in nodes} == {"sample"}
-    names = {path[1] for path in keys}
-    assert all(path[0] == "sample" for path in keys)
+    assert {node["groupName"] for node in nodes} == {"sample", "evaluation"}
+    curation = [node for node in nodes if node["groupName"] == "sample"]
+    names = {node["assetKey"]["path"][1] for node in curation}
+    assert all(node["assetKey"]["path"][0] == "sample" for node in curation)
     assert {"chunks", "paired_queries", "reformulated_chunks", "synthetic_queries", "conteb_dataset"} <= names
-    assert all("build_conteb" in node["jobNames"] for node in nodes)
+    assert all("build_conteb" in node["jobNames"] for node in curation)
+    evaluation = {tuple(node["assetKey"]["path"]) for node in nodes if node["groupName"] == "evaluation"}
+    assert evaluation == {("sample", "evaluation"), ("evaluation_report",)}
+    assert all("evaluate_conteb" in node["jobNames"] for node in nodes if node["groupName"] == "evaluation")
 
     params = {
         "selector": {
@@ -106,7 +126,7 @@ def test_ui_groups_assets_by_task_and_materializes_them(dagster_dev: int, isolat
     launched = graphql(dagster_dev, LAUNCH, {"params": params})["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     run_id = launched["run"]["runId"]
-    status, deadline = None, time.monotonic() + 240
+    status, deadline = None, time.monotonic() + 300
     while time.monotonic() < deadline:
         status = graphql(dagster_dev, RUN_STATUS, {"id": run_id})["runOrError"]["status"]
         if status in ("SUCCESS", "FAILURE", "CANCELED"):
@@ -114,3 +134,4 @@ def test_ui_groups_assets_by_task_and_materializes_them(dagster_dev: int, isolat
         time.sleep(2)
     assert status == "SUCCESS"
     assert (isolated_env / "conteb" / "sample" / "documents" / "test-00000-of-00001.parquet").exists()
+    assert (isolated_env / "reports" / "results.json").exists()
