@@ -14,10 +14,12 @@ memory of each case can be read off:
 * ``rank``: ``rank_corpus(dense_scorer(q, c), ..., top_k=--top-k, block=--block)``: gold ranks, top-k in trec
   order, document ranks;
 * ``rank_subsets``: the same plus the corpus-size scaling subsets of the pipeline
-  (``sample_subsets(D, scaling_sizes(D, 8), repeats=5)``: 36 subsets at D ~ 10k).
+  (``sample_subsets(D, scaling_sizes(D, 8), repeats=5)``: 36 subsets at D ~ 10k);
+* ``rank_callable``: ``rank`` with a plain ``lambda rows: q[rows] @ c.T`` scorer: no reused buffer and no
+  position-major layout (document maxima by ``np.maximum.reduceat``), what any other scorer gets.
 
 Each time is the minimum of ``--repeat`` runs (``time.perf_counter``), one per subprocess, the cases interleaved
-(all four, then all four again, ...) so that load from other processes on a shared machine falls on every case
+(all cases, then all again, ...) so that load from other processes on a shared machine falls on every case
 alike; peak RSS is the largest of the runs. Ratio = case time /
 ``product`` time (target <= 2 for ``rank``). A few gold ranks of each ``rank*`` case are checked against a direct
 count after timing (:func:`check_gold_ranks`).
@@ -48,7 +50,7 @@ import numpy as np
 from evaluation.ranking import dense_scorer, rank_corpus
 from evaluation.views import sample_subsets, scaling_sizes
 
-CASES = ("product", "block_matmul", "rank", "rank_subsets")
+CASES = ("product", "block_matmul", "rank", "rank_subsets", "rank_callable")
 TARGET_RATIO = 2.0
 
 
@@ -96,8 +98,9 @@ def run_case(case: str, args: argparse.Namespace) -> dict:
             for s in range(0, len(q), args.block):
                 np.matmul(q[s : s + args.block], c.T, out=buffer[: min(args.block, len(q) - s)])
         else:
+            scorer = dense_scorer(q, c) if case != "rank_callable" else (lambda rows: q[rows] @ c.T)
             result = rank_corpus(
-                dense_scorer(q, c),
+                scorer,
                 len(q),
                 data["chunk_ids"],
                 data["gold"],

@@ -23,6 +23,7 @@ from evaluation.config import ContextualSystem, DenseSystem
 from evaluation.corpus import EvalCorpus
 from evaluation.embedders import EncoderSetup, setup_encoder
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, _no_log
+from evaluation.ranking import dense_scorer
 
 CONTEXT_LABELS = {"independent": "independent chunks", "late": "late chunking"}
 TEMPLATE_FIELDS = {"context", "chunk", "title"}
@@ -120,10 +121,7 @@ def prepare_single_vector(
     query_vectors = setup.encoder.encode_queries(list(corpus.queries), show_progress=show_progress)
     query_seconds = time.perf_counter() - started
     log(f"{system.name}: encoded {corpus.n_queries:,} queries in {query_seconds:.1f} s")
-    chunks_t = np.ascontiguousarray(chunk_vectors.T)
-
-    def score_block(rows: np.ndarray) -> np.ndarray:
-        return query_vectors[np.asarray(rows, dtype=np.int64)] @ chunks_t
-
+    # A DenseScorer: rank_corpus uses its fast paths (columns grouped by document, one reused buffer).
+    score_block = dense_scorer(query_vectors, chunk_vectors)
     description = f"{what} ({setup.prefixes.describe()})"
     return IndexedSystem(score_block, index_seconds, query_seconds, description, details)

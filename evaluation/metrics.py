@@ -19,10 +19,11 @@ Every metric is 0 for a query with ``R = 0``.
 Ranking order (trec_eval ``form_res_rels.c``, ``comp_sim_docno``): each query's documents are sorted
 by score descending, and equal scores by document id *descending* in ``strcmp`` order
 (``return strcmp(ptr2->docno, ptr1->docno)``), so among equal scores the lexicographically larger id
-ranks first (``"b"`` before ``"a"``, ``"9"`` before ``"10"``). Verified with pytrec_eval 0.5
-(pytrec-eval-terrier). trec_eval stores scores as C ``float`` (``TEXT_RESULTS.sim`` in
-``trec_format.h``), so scores that are equal once rounded to float32 tie: :func:`evaluate_run` rounds to
-float32 before sorting, as pytrec_eval does (0.1 and 0.1 + 1e-12 tie there). ``-0.0`` ties ``0.0``.
+ranks first (``"b"`` before ``"a"``, ``"9"`` before ``"10"``). Verified empirically with
+pytrec-eval-terrier 0.5.11 (tests/evaluation/test_metrics.py). trec_eval stores scores as C ``float``
+(``TEXT_RESULTS.sim`` in ``trec_format.h``), so scores that are equal once rounded to float32 tie:
+:func:`evaluate_run` rounds to float32 before sorting, as pytrec_eval does (0.1 and 0.1 + 1e-12 tie
+there). ``-0.0`` ties ``0.0``.
 
 Which queries :func:`evaluate_run` scores (as pytrec_eval): the qids present in both the run and the
 qrels, where the qrels list at least one judged document (relevance 0 included; such a query scores 0).

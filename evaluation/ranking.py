@@ -26,8 +26,9 @@ Per block (``B`` queries), all vectorised over the block:
 * document scores: when the scorer can permute its columns (``permuted``, :class:`DenseScorer`), the
   chunks are laid out position-major (see :class:`_Documents`) and a document's max is a running
   ``np.maximum`` over contiguous slices; otherwise ``np.maximum.reduceat`` over each document's run;
-* subsets: the float32 "beats the gold" matrix times the ``[C, 1 + S]`` chunk-in-subset matrix (one
-  BLAS product; column 0 counts all chunks, i.e. the gold rank).
+* subsets: the "beats the gold" mask summed per document (position-major slices, as the max) and
+  multiplied by the ``[D, 1 + S]`` document-in-subset matrix; otherwise the float32 mask times the
+  ``[C, 1 + S]`` chunk-in-subset matrix (one BLAS product each way).
 """
 
 from __future__ import annotations
@@ -137,6 +138,7 @@ class _Documents:
                 col_doc = grouped
             self.starts = starts
             slot_doc = col_doc[starts]
+        self.slot_doc = slot_doc
         self.slot_of_doc = np.full(len(doc_key), -1, dtype=np.int64)
         self.slot_of_doc[slot_doc] = np.arange(len(slot_doc))
         self.slot_key = doc_key[slot_doc]
@@ -147,17 +149,24 @@ class _Documents:
             if self.permutation is not None:
                 scores = np.take(scores, self.permutation, axis=1)
             return np.maximum.reduceat(scores, self.starts, axis=1)
+        return self._reduce_slices(scores, np.maximum, scores.dtype)
+
+    def count(self, mask: np.ndarray) -> np.ndarray:
+        """float32 [B, documents with chunks]: true values of ``mask`` per document (position-major only)."""
+        return self._reduce_slices(mask, np.add, np.float32)
+
+    def _reduce_slices(self, values: np.ndarray, ufunc: np.ufunc, dtype: type) -> np.ndarray:
         first = int(self.widths[0])
-        best = np.empty((scores.shape[0], first), dtype=scores.dtype)
-        rows = max(8, min(256, 2**18 // first))  # keep a row band of ``best`` in cache across the slices
-        for r0 in range(0, scores.shape[0], rows):
-            band, out = scores[r0 : r0 + rows], best[r0 : r0 + rows]
+        result = np.empty((values.shape[0], first), dtype=dtype)
+        rows = max(8, min(256, 2**18 // first))  # a row band of ``result`` stays in cache across the slices
+        for r0 in range(0, values.shape[0], rows):
+            band, out = values[r0 : r0 + rows], result[r0 : r0 + rows]
             np.copyto(out, band[:, :first])
             offset = first
             for width in self.widths[1:]:
-                np.maximum(out[:, :width], band[:, offset : offset + width], out=out[:, :width])
+                ufunc(out[:, :width], band[:, offset : offset + width], out=out[:, :width])
                 offset += width
-        return best
+        return result
 
 
 def position_major(chunk_doc: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
@@ -294,12 +303,18 @@ def rank_corpus(
     top = _TopK(col_key, k)
     gold_doc = chunk_doc[gold]
 
-    # Counting matrix [C, 1 + S] (float32 sums of 0/1 are exact below 2**24): column 0 counts every
-    # chunk (the gold rank), column 1 + s the chunks of subset s's documents.
+    # Subset counts: "beats the gold" per chunk summed with weights [.., 1 + S] (float32 sums of 0/1 are
+    # exact below 2**24): weight column 0 counts everything (the gold rank), column 1 + s subset s. In the
+    # position-major layout per document first (cheap slices), then [B, D] @ [D, 1 + S]; otherwise per
+    # chunk, [B, C] @ [C, 1 + S] from a float32 copy of the mask.
     count_dtype = np.float32 if n_chunks < 2**24 else np.float64
-    subset_chunks = None
+    weights = None
     if subsets is not None:
-        subset_chunks = np.vstack([np.ones((1, n_chunks), dtype=bool), subsets[:, col_doc]]).T.astype(count_dtype)
+        with_all = np.vstack([np.ones((1, n_docs), dtype=bool), subsets])
+        if documents.widths is not None:
+            weights = with_all[:, documents.slot_doc].T.astype(count_dtype)
+        else:
+            weights = with_all[:, col_doc].T.astype(count_dtype)
 
     gold_rank = np.zeros(n_queries, dtype=np.int64)
     top_index = np.zeros((n_queries, k), dtype=np.int64)
@@ -311,7 +326,19 @@ def rank_corpus(
     into = getattr(score_block, "into", None)
     score_buffer = np.empty((rows_per_block, n_chunks), dtype=np.float32) if callable(into) else None
     mask = np.empty((rows_per_block, n_chunks), dtype=bool)
-    beats = np.empty((rows_per_block, n_chunks), dtype=count_dtype) if subsets is not None else None
+    beats = None
+    if weights is not None and documents.widths is None:
+        beats = np.empty((rows_per_block, n_chunks), dtype=count_dtype)
+
+    def count_beats(beat_mask: np.ndarray) -> np.ndarray:
+        """[n, 1 + S] (or [n, 1] without subsets) counts of the true values of ``beat_mask`` [n, C]."""
+        if weights is None:
+            return _count_rows(beat_mask)[:, None].astype(count_dtype)
+        if documents.widths is not None:
+            return documents.count(beat_mask) @ weights
+        as_float = beats[: len(beat_mask)]
+        np.copyto(as_float, beat_mask)
+        return as_float @ weights
 
     for start in range(0, n_queries, block):
         rows = np.arange(start, min(start + block, n_queries), dtype=np.int64)
@@ -330,20 +357,12 @@ def rank_corpus(
         # Gold rank: chunks strictly above the gold score, plus ties at it with a larger key.
         g = gold_col[rows]
         gold_score = scores[np.arange(b), g][:, None]
-        if subset_chunks is not None:
-            np.greater(scores, gold_score, out=beats[:b], casting="unsafe")
-            counts = beats[:b] @ subset_chunks
-        else:
-            np.greater(scores, gold_score, out=block_mask)
-            counts = _count_rows(block_mask)[:, None].astype(count_dtype)
+        np.greater(scores, gold_score, out=block_mask)
+        counts = count_beats(block_mask)
         np.equal(scores, gold_score, out=block_mask)
         tied = np.flatnonzero(_count_rows(block_mask) > 1)
         if len(tied):
-            tie_beats = block_mask[tied] & (col_key[None, :] > col_key[g[tied], None])
-            if subset_chunks is not None:
-                counts[tied] += tie_beats.astype(count_dtype) @ subset_chunks
-            else:
-                counts[tied, 0] += _count_rows(tie_beats)
+            counts[tied] += count_beats(block_mask[tied] & (col_key[None, :] > col_key[g[tied], None]))
         counts = np.rint(counts).astype(np.int64)
         gold_rank[rows] = 1 + counts[:, 0]
         if subset_rank is not None:
