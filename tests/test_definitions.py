@@ -32,12 +32,18 @@ def test_one_asset_per_task_and_stage_grouped_by_task(tmp_path: Path) -> None:
     defs = build_definitions(load_config(registry(tmp_path, ["sample", "my-task"])))
     graph = defs.resolve_asset_graph()
     keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
-    assert keys == {f"{task}/{stage}" for task in ("sample", "my-task") for stage in STAGES}
+    curation = {f"{task}/{stage}" for task in ("sample", "my-task") for stage in STAGES}
+    evaluation = {"sample/evaluation", "my-task/evaluation", "evaluation_report"}
+    assert keys == curation | evaluation
     assert graph.get(dg.AssetKey(["my-task", "chunks"])).group_name == "my_task"
+    assert {graph.get(dg.AssetKey.from_user_string(k)).group_name for k in evaluation} == {"evaluation"}
     checks = {key.name for key in graph.asset_check_keys}
-    assert "chunks_match_source" in checks and len(graph.asset_check_keys) == 10
-    job = defs.resolve_job_def("build_conteb")
-    assert len(job.asset_layer.selected_asset_keys) == len(keys)
+    assert "chunks_match_source" in checks and "metrics_match_trec_eval" in checks
+    assert len(graph.asset_check_keys) == 10 + 2
+    build = defs.resolve_job_def("build_conteb")
+    assert {k.to_user_string() for k in build.asset_layer.selected_asset_keys} == curation
+    evaluate = defs.resolve_job_def("evaluate_conteb")
+    assert {k.to_user_string() for k in evaluate.asset_layer.selected_asset_keys} == evaluation
 
 
 def test_executor_is_chosen_by_registry_size(tmp_path: Path) -> None:
