@@ -7,6 +7,7 @@ as the public ConTEB evaluator).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +47,17 @@ class EvalCorpus:
     @property
     def n_documents(self) -> int:
         return len(self.document_order)
+
+    def fingerprint(self) -> str:
+        """sha256 over chunk ids and texts, query ids and texts, and gold rows: the same corpus, the same value."""
+        digest = hashlib.sha256()
+        for values in (self.chunk_ids, self.chunks, self.query_ids, self.queries):
+            for value in values:
+                digest.update(value.encode("utf-8"))
+                digest.update(b"\x00")
+            digest.update(b"\x01")
+        digest.update(np.ascontiguousarray(self.gold, dtype=np.int64).tobytes())
+        return digest.hexdigest()
 
     def chunk_doc_index(self) -> np.ndarray:
         """int64 [C]: index of each chunk's document in :attr:`document_order`."""

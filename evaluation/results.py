@@ -129,6 +129,7 @@ class TaskEvaluation:
     qrels_file: str | None = None  # relative to the reports folder
     notes: list[str] = field(default_factory=list)
     created_at: str = ""  # ISO timestamp
+    corpus_fingerprint: str = ""  # EvalCorpus.fingerprint(): earlier results are merged only on the same corpus
 
     def run(self, system: str) -> SystemRun | None:
         return next((r for r in self.runs if r.system == system), None)

@@ -278,6 +278,13 @@ def evaluate_task(
         task_runs / "qrels.trec", corpus.query_ids, [corpus.chunk_ids[g] for g in corpus.gold]
     )
     previous = load_evaluation(reports_dir, corpus.name)
+    fingerprint = corpus.fingerprint()
+    if previous is not None and previous.corpus_fingerprint != fingerprint:
+        if systems:
+            log(
+                f"{corpus.name}: the corpus changed since the last evaluation: earlier results of other systems dropped"
+            )
+        previous = None
     runs: dict[str, SystemRun] = {}
     if previous is not None and systems:
         runs = {run.system: run for run in previous.runs if run.system in {s.name for s in config.systems}}
@@ -310,6 +317,7 @@ def evaluate_task(
         runs=sorted(runs.values(), key=lambda r: order.index(r.system)),
         qrels_file=_relative(qrels_path, reports_dir),
         notes=list(corpus.notes),
+        corpus_fingerprint=fingerprint,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )
     evaluation.comparisons = compare_systems(evaluation, config, reports_dir, corpus.query_ids)

@@ -1,0 +1,77 @@
+"""The runner: merging runs of earlier evaluations, refusing to merge across corpus changes, failures."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+import evaluation.runner as runner
+from evaluation.config import BM25System, EvaluationConfig
+from evaluation.runner import evaluate_task, load_evaluation
+from evaluation.verify import verify_against_trec_eval
+from tests.evaluation.toy import toy_corpus
+
+CONFIG = EvaluationConfig(
+    systems=(
+        BM25System(kind="bm25", name="bm25"),
+        BM25System(kind="bm25", name="bm25-plain", stemmer=None, stopwords=None),
+    ),
+    bootstrap={"resamples": 100},
+    significance={"resamples": 100, "comparisons": [("bm25", "bm25-plain")]},
+    chunk_sizes={"enabled": False, "systems": []},
+)
+
+
+def evaluate(corpus, reports: Path, systems=None):
+    return evaluate_task(corpus, CONFIG, models_dir=reports / "models", reports_dir=reports, systems=systems)
+
+
+def test_later_runs_of_one_system_keep_the_others(tmp_path: Path) -> None:
+    corpus = toy_corpus()
+    evaluate(corpus, tmp_path, ["bm25"])
+    second = evaluate(corpus, tmp_path, ["bm25-plain"])
+    assert [run.system for run in second.runs] == ["bm25", "bm25-plain"]
+    assert [(c.system_a, c.system_b) for c in second.comparisons] == [("bm25", "bm25-plain")]
+    assert load_evaluation(tmp_path, "toy").corpus_fingerprint == corpus.fingerprint()
+    assert verify_against_trec_eval(second, tmp_path) == []
+
+
+def test_a_changed_corpus_drops_earlier_results(tmp_path: Path) -> None:
+    evaluate(toy_corpus(), tmp_path, ["bm25"])
+    changed = toy_corpus()
+    changed = dataclasses.replace(changed, chunks=[*changed.chunks[:-1], "The city is known for its bridges."])
+    assert changed.fingerprint() != toy_corpus().fingerprint()
+    second = evaluate(changed, tmp_path, ["bm25-plain"])
+    assert [run.system for run in second.runs] == ["bm25-plain"]
+
+
+def test_a_failing_system_is_reported_and_the_others_still_run(tmp_path: Path, monkeypatch) -> None:
+    real = runner.prepare_system
+
+    def flaky(system, *args, **kwargs):
+        if system.name == "bm25":
+            raise RuntimeError("index exploded")
+        return real(system, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "prepare_system", flaky)
+    evaluation = evaluate(toy_corpus(), tmp_path)
+    statuses = {run.system: (run.status, run.reason) for run in evaluation.runs}
+    assert statuses == {"bm25": ("failed", "RuntimeError: index exploded"), "bm25-plain": ("ok", None)}
+
+
+def test_verify_catches_a_tampered_run_file(tmp_path: Path) -> None:
+    evaluation = evaluate(toy_corpus(), tmp_path)
+    path = tmp_path / evaluation.run("bm25").run_file
+    lines = path.read_text().splitlines()
+    first_query = lines[0].split()[0]
+    kept = [line for line in lines if line.split()[0] != first_query]  # that query now retrieves nothing
+    path.write_text("\n".join(kept) + "\n")
+    problems = verify_against_trec_eval(evaluation, tmp_path)
+    assert problems and "bm25: ndcg@10 reported" in problems[0]
+
+
+def test_unknown_system_names_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(KeyError, match="no evaluation system named 'ghost'"):
+        evaluate(toy_corpus(), tmp_path, ["ghost"])
