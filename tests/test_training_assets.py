@@ -20,6 +20,10 @@ def test_train_insent_job_trains_both_models_through_pipes(tmp_path: Path, isola
         f"tasks:\n  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n"
         "training:\n  tasks: [demo]\n  control: true\n"
         f"  settings: {{base_model: {base}, max_steps: 2, batch_docs: 2, eval_every: 2, checkpoint_every: 2}}\n"
+        "evaluation:\n  systems:\n"
+        "    - {name: insent, kind: dense, trained: insent_model, context: late}\n"
+        "    - {name: finetune-control, kind: dense, trained: finetune_control_model, context: independent}\n"
+        "  chunk_sizes: {enabled: false, systems: []}\n"
     )
     defs = build_definitions(load_config(config_path))
     instance = dg.DagsterInstance.ephemeral()
@@ -40,3 +44,13 @@ def test_train_insent_job_trains_both_models_through_pipes(tmp_path: Path, isola
         assert f"context: {context}" in (isolated_env / "models" / f"{name}.train.yaml").read_text()
     logs = "\n".join(e.message for e in instance.all_logs(result.run_id) if e.message)
     assert "step step=1" in logs  # the child's progress reached the Dagster run log
+
+    # The trained folders are what the evaluation's `trained:` systems load (lineage: models -> evaluation).
+    asset = defs.resolve_asset_graph().get(dg.AssetKey(["demo", "evaluation"]))
+    assert {dg.AssetKey("insent_model"), dg.AssetKey("finetune_control_model")} <= set(asset.parent_keys)
+    assert defs.resolve_job_def("evaluate_conteb").execute_in_process(instance=instance).success
+    event = instance.get_latest_materialization_event(dg.AssetKey(["demo", "evaluation"]))
+    metadata = event.asset_materialization.metadata
+    assert 0.0 <= metadata["ndcg@10/insent"].value <= 1.0
+    assert 0.0 <= metadata["ndcg@10/finetune-control"].value <= 1.0
+    assert "p_value/insent_vs_finetune-control" in metadata
