@@ -619,6 +619,15 @@ def overall_document(
     elif not studied:
         blocks.append(Paragraph((Span("No chunk-size study ran."),)))
 
+    per_task = [e for e in evaluations if f"positions/{e.task}" in images or f"scaling/{e.task}" in images]
+    if per_task:
+        blocks.append(Heading("nDCG@10 by gold-chunk position and by corpus size"))
+        for e in per_task:
+            blocks.append(Heading(e.task, 3))
+            for kind, alt in (("positions", "by gold-chunk position"), ("scaling", "vs corpus size")):
+                if f"{kind}/{e.task}" in images:
+                    blocks.append(Image(f"{e.task}: nDCG@10 {alt}", images[f"{kind}/{e.task}"]))
+
     blocks.append(Heading("Tasks"))
     blocks.append(
         BulletList(
@@ -744,6 +753,9 @@ def data_uri(png: bytes) -> str:
 def dagster_markdown_overall(evaluations: list[TaskEvaluation]) -> str:
     """The overall Markdown with its plots inlined as small ``data:`` URIs (``MetadataValue.md``)."""
     images = {"overview": data_uri(plots.plot_overview(evaluations, dpi=DAGSTER_DPI))}
+    for evaluation in evaluations:
+        images[f"positions/{evaluation.task}"] = data_uri(plots.plot_positions(evaluation, dpi=DAGSTER_DPI))
+        images[f"scaling/{evaluation.task}"] = data_uri(plots.plot_scaling(evaluation, dpi=DAGSTER_DPI))
     chunk_sizes = plots.plot_chunk_sizes(evaluations, dpi=DAGSTER_DPI)
     if chunk_sizes is not None:
         images["chunk_sizes"] = data_uri(chunk_sizes)
@@ -830,6 +842,9 @@ def write_reports(evaluations: list[TaskEvaluation], reports_dir: Path) -> dict[
         written.update(write_task_report(evaluation, reports_dir))
 
     tasks = {e.task: f"tasks/{folder}" for e, folder in zip(evaluations, folders, strict=True)}
+    for task, base in tasks.items():
+        overall_images[f"positions/{task}"] = f"{base}/positions.png"
+        overall_images[f"scaling/{task}"] = f"{base}/scaling.png"
     md_links = {task: f"{base}/report.md" for task, base in tasks.items()}
     html_links = {task: f"{base}/report.html" for task, base in tasks.items()}
     put("report.md", lambda p: write_text_atomic(render_overall_markdown(evaluations, overall_images, md_links), p))

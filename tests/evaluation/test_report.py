@@ -339,7 +339,7 @@ def test_same_renderer_for_paths_and_data_uris(evaluations: list[TaskEvaluation]
 
     overall = dagster_markdown_overall(evaluations)
     task = dagster_markdown_task(evaluations[0])
-    for markdown, count in ((overall, 2), (task, 3)):
+    for markdown, count in ((overall, 2 + 2 * len(evaluations)), (task, 3)):  # + positions, scaling per task
         uris = re.findall(r"\]\((data:image/png;base64,[A-Za-z0-9+/=]+)\)", markdown)
         assert len(uris) == count
         assert len(markdown.encode()) < 1_000_000
