@@ -12,10 +12,10 @@ import dagster as dg
 
 from assets.keys import CHUNK_CONTEXTS, CONTEB_DATASET
 from conteb.config import ProjectConfig
-from conteb.storage import models_dir, reports_dir
+from conteb.storage import reports_dir
 from evaluation.load import CorpusError
 from evaluation.results import HEADLINE, TaskEvaluation
-from evaluation.targets import EvalTarget, evaluation_targets
+from evaluation.targets import EvalTarget, evaluate_target, evaluation_targets
 from pipelines.resources import ConTEBSettings
 
 GROUP = "evaluation"
@@ -81,27 +81,14 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
     def task_evaluation(context: dg.AssetExecutionContext, settings: ConTEBSettings):
         # Imported here: torch and sentence-transformers would otherwise load in every step process.
         from evaluation.report import dagster_markdown_task, write_task_report
-        from evaluation.runner import evaluate_task
         from evaluation.verify import verify_against_trec_eval
 
         data = settings.data_path
         reports = reports_dir(data)
         try:
-            corpus = target.load()
+            evaluation = evaluate_target(target, config, data, log=context.log.info)
         except CorpusError as error:
             raise dg.Failure(description=f"{target.name}: {error}") from error
-        sources, why_not = target.sources()
-        evaluation = evaluate_task(
-            corpus,
-            config.evaluation,
-            models_dir=models_dir(data),
-            reports_dir=reports,
-            sources=sources,
-            llm_usage=target.llm_usage(data),
-            log=context.log.info,
-        )
-        if sources is None and why_not:
-            evaluation.chunk_size_note = why_not
         paths = write_task_report(evaluation, reports)
         failed = [run for run in evaluation.runs if run.status == "failed"]
         metadata = {
@@ -142,8 +129,9 @@ def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.Assets
         from evaluation.runner import load_evaluation
 
         reports = reports_dir(settings.data_path)
-        evaluations = [e for t in targets if (e := load_evaluation(reports, t.name)) is not None]
-        missing = [t.name for t in targets if load_evaluation(reports, t.name) is None]
+        loaded = {t.name: load_evaluation(reports, t.name) for t in targets}
+        evaluations = [e for e in loaded.values() if e is not None]
+        missing = [name for name, e in loaded.items() if e is None]
         if missing:
             context.log.warning(f"no evaluation yet for {missing}: left out of the report")
         paths = write_reports(evaluations, reports)

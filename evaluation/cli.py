@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from conteb.config import ConfigError, load_config
-from conteb.storage import models_dir, reports_dir, resolve_data_dir
+from conteb.storage import reports_dir, resolve_data_dir
 
 
 @click.command()
@@ -28,8 +28,8 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
     from evaluation.load import CorpusError
     from evaluation.report import write_reports, write_task_report
     from evaluation.results import HEADLINE
-    from evaluation.runner import evaluate_task, load_evaluation
-    from evaluation.targets import evaluation_targets, find_target
+    from evaluation.runner import load_evaluation
+    from evaluation.targets import evaluate_target, evaluation_targets, find_target
 
     try:
         config = load_config(ctx.obj)
@@ -51,26 +51,19 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
     for target in targets:
         click.echo(f"== {target.name} ({target.path}, split {target.split})")
         try:
-            corpus = target.load()
+            evaluation = evaluate_target(
+                target,
+                config,
+                data_dir,
+                systems=systems or None,
+                chunk_sizes=not no_chunk_sizes,
+                log=click.echo,
+                show_progress=True,
+            )
         except CorpusError as error:
             click.echo(f"{target.name}: {error}", err=True)
             failed = True
             continue
-        sources, why_not = target.sources()
-        evaluation = evaluate_task(
-            corpus,
-            config.evaluation,
-            models_dir=models_dir(data_dir),
-            reports_dir=reports,
-            systems=systems or None,
-            sources=sources,
-            llm_usage=target.llm_usage(data_dir),
-            chunk_sizes=not no_chunk_sizes,
-            log=click.echo,
-            show_progress=True,
-        )
-        if sources is None and why_not and not no_chunk_sizes:
-            evaluation.chunk_size_note = why_not
         write_task_report(evaluation, reports)
         for run in evaluation.runs:
             if run.status == "ok":

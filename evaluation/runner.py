@@ -88,12 +88,11 @@ class _Evaluator:
         self.reports_dir = reports_dir
         self.log = log
         self.show_progress = show_progress
-        self.doc_ids = corpus.document_order
-        self.chunk_doc = corpus.chunk_doc_index()
-        sizes = scaling_sizes(len(self.doc_ids), config.scaling.points)
+        sizes = scaling_sizes(corpus.n_documents, config.scaling.points)
         self.subsets, self.subset_size = sample_subsets(
-            len(self.doc_ids), sizes, config.scaling.repeats, config.scaling.seed
+            corpus.n_documents, sizes, config.scaling.repeats, config.scaling.seed
         )
+        self.skipped: list[str] = []  # chunk-size study: systems left out at a size, and why
 
     def _summary(self, values: np.ndarray):
         b = self.config.bootstrap
@@ -110,35 +109,34 @@ class _Evaluator:
                 self.log(f"{label}: ranked {done:,}/{corpus.n_queries:,} queries over {corpus.n_chunks:,} chunks")
                 next_log = done + max(1, corpus.n_queries // 4)
 
-        doc_ids = corpus.document_order
         return rank_corpus(
             indexed.score_block,
             corpus.n_queries,
             corpus.chunk_ids,
             corpus.gold,
             corpus.chunk_doc_index(),
-            doc_ids,
+            corpus.document_order,
             top_k=self.config.top_k,
             block=self.config.query_block,
             subsets=subsets,
             progress=progress,
         )
 
-    def run_system(self, system: SystemConfig, llm_usage: LLMUsage | None) -> tuple[SystemRun, dict[str, np.ndarray]]:
+    def run_system(self, system: SystemConfig, llm_usage: LLMUsage | None) -> SystemRun:
         corpus = self.corpus
         base = SystemRun(task=corpus.name, system=system.name, kind=system.kind, status="not_run")
         problem = requirement_problem(system, corpus, self.models_dir)
         if problem:
             self.log(f"{system.name}: not run: {problem}")
             base.reason = problem
-            return base, {}
+            return base
         self.log(f"{system.name}: indexing {corpus.n_chunks:,} chunks of {corpus.n_documents:,} documents")
         try:
             indexed = prepare_system(system, corpus, self.models_dir, show_progress=self.show_progress, log=self.log)
         except NotRunnable as reason:
             self.log(f"{system.name}: not run: {reason}")
             base.reason = str(reason)
-            return base, {}
+            return base
         started = time.perf_counter()
         ranking = self._rank(indexed, corpus, self.subsets, system.name)
         rank_seconds = time.perf_counter() - started
@@ -174,7 +172,7 @@ class _Evaluator:
             f"[{run.metrics[HEADLINE].ci_low:.3f}, {run.metrics[HEADLINE].ci_high:.3f}] over {corpus.n_queries:,} "
             f"queries; indexed in {indexed.index_seconds:.1f} s"
         )
-        return run, per_query
+        return run
 
     def chunk_size_points(self, sources: SpanSources, systems: Sequence[SystemConfig]) -> list[ChunkSizePoint]:
         points = []
@@ -184,11 +182,11 @@ class _Evaluator:
             )
             self.log(f"chunk size {size}: {corpus.n_chunks:,} chunks, {corpus.n_queries:,} queries")
             for system in systems:
-                if requirement_problem(system, corpus, self.models_dir):
-                    continue
                 try:
                     indexed = prepare_system(system, corpus, self.models_dir, show_progress=self.show_progress)
-                except NotRunnable:
+                except NotRunnable as reason:
+                    self.skipped.append(f"chunk size {size}: {system.name} not run: {reason}")
+                    self.log(self.skipped[-1])
                     continue
                 ranking = self._rank(indexed, corpus, None, f"{system.name}@{size}")
                 summary = self._summary(metrics_from_gold_rank(ranking.gold_rank, (10,))[HEADLINE])
@@ -260,6 +258,7 @@ def evaluate_task(
     reports_dir: Path,
     systems: Sequence[str] | None = None,
     sources: SpanSources | None = None,
+    no_sources_reason: str | None = None,
     llm_usage: LLMUsage | None = None,
     chunk_sizes: bool = True,
     log: Callable[[str], None] = logger.info,
@@ -269,7 +268,8 @@ def evaluate_task(
 
     Systems with a missing requirement are recorded as ``not_run`` with the reason; a system that
     raises is recorded as ``failed`` with the error and the others still run (callers decide whether
-    a failure fails the run). ``sources`` enable the chunk-size study (span-annotated tasks only).
+    a failure fails the run). ``sources`` enable the chunk-size study (span-annotated tasks only);
+    without them ``no_sources_reason`` is recorded as the study's note.
     """
     selected = [config.system(name) for name in systems] if systems else list(config.systems)
     evaluator = _Evaluator(corpus, config, models_dir, reports_dir, log, show_progress)
@@ -294,7 +294,7 @@ def evaluate_task(
     )
     for system in selected:
         try:
-            run, _ = evaluator.run_system(system, llm_usage)
+            run = evaluator.run_system(system, llm_usage)
         except Exception as error:  # one broken system must not hide the others' results
             logger.exception("system %s failed on %s", system.name, corpus.name)
             log(f"{system.name}: FAILED: {type(error).__name__}: {error}")
@@ -324,13 +324,15 @@ def evaluate_task(
     study = config.chunk_sizes
     if not (study.enabled and chunk_sizes):
         evaluation.chunk_size_note = "chunk-size study disabled"
-        if previous is not None:
+        if previous is not None and previous.chunk_sizes:
             evaluation.chunk_sizes = previous.chunk_sizes
+            evaluation.chunk_size_note = "chunk-size study not rerun (disabled): points of the previous evaluation"
     elif sources is None:
-        evaluation.chunk_size_note = "no span-annotated source documents for this task: chunk-size study not run"
+        evaluation.chunk_size_note = no_sources_reason or "no span-annotated source documents: chunk-size study not run"
     else:
         study_systems = [config.system(name) for name in study.systems if not systems or name in systems]
         evaluation.chunk_sizes = evaluator.chunk_size_points(sources, study_systems)
+        evaluation.notes += evaluator.skipped
         if systems and previous is not None:
             kept = [p for p in previous.chunk_sizes if p.system not in {s.name for s in study_systems}]
             evaluation.chunk_sizes = kept + evaluation.chunk_sizes

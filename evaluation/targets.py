@@ -8,18 +8,19 @@ the chunks' offsets when the queries carry answer spans).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from conteb.config import ProjectConfig
-from conteb.storage import dataset_dir, llm_cache_path, stage_dir
+from conteb.storage import dataset_dir, llm_cache_path, models_dir, reports_dir, stage_dir
 from evaluation.corpus import EvalCorpus
 from evaluation.indexed import NotRunnable
 from evaluation.load import load_corpus, read_config_table, read_contexts
 from evaluation.rechunk import SpanSources, sources_from_dataset
-from evaluation.results import LLMUsage
+from evaluation.results import LLMUsage, TaskEvaluation
 
 
 @dataclass(frozen=True)
@@ -98,3 +99,37 @@ def find_target(config: ProjectConfig, data_dir: Path, name_or_path: str, split:
             )
     name = Path(name_or_path.rstrip("/")).name.lower().replace("_", "-") or "task"
     return EvalTarget(name=name, path=name_or_path, split=split)
+
+
+def evaluate_target(
+    target: EvalTarget,
+    config: ProjectConfig,
+    data_dir: Path,
+    *,
+    systems: Sequence[str] | None = None,
+    chunk_sizes: bool = True,
+    log: Callable[[str], None] = print,
+    show_progress: bool = False,
+) -> TaskEvaluation:
+    """Load ``target`` and run :func:`evaluation.runner.evaluate_task` on it with its contexts, LLM cost and
+    span sources (read only when the chunk-size study runs). The one entry of the asset and the CLI.
+
+    Raises :class:`evaluation.load.CorpusError` when the task's files are unusable.
+    """
+    from evaluation.runner import evaluate_task  # torch and sentence-transformers: only when evaluating
+
+    corpus = target.load()
+    sources, why_not = target.sources() if chunk_sizes and config.evaluation.chunk_sizes.enabled else (None, None)
+    return evaluate_task(
+        corpus,
+        config.evaluation,
+        models_dir=models_dir(data_dir),
+        reports_dir=reports_dir(data_dir),
+        systems=systems,
+        sources=sources,
+        no_sources_reason=why_not,
+        llm_usage=target.llm_usage(data_dir),
+        chunk_sizes=chunk_sizes,
+        log=log,
+        show_progress=show_progress,
+    )

@@ -75,3 +75,12 @@ def test_verify_catches_a_tampered_run_file(tmp_path: Path) -> None:
 def test_unknown_system_names_are_refused(tmp_path: Path) -> None:
     with pytest.raises(KeyError, match="no evaluation system named 'ghost'"):
         evaluate(toy_corpus(), tmp_path, ["ghost"])
+
+
+def test_why_the_chunk_size_study_did_not_run_is_written_to_the_file(tmp_path: Path) -> None:
+    config = CONFIG.model_copy(update={"chunk_sizes": CONFIG.chunk_sizes.model_copy(update={"enabled": True})})
+    reason = "queries have no answer spans: the chunk-size study needs span-annotated queries"
+    evaluate_task(
+        toy_corpus(), config, models_dir=tmp_path, reports_dir=tmp_path, systems=["bm25"], no_sources_reason=reason
+    )
+    assert load_evaluation(tmp_path, "toy").chunk_size_note == reason
