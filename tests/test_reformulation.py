@@ -159,11 +159,14 @@ def test_missing_result_is_a_failure() -> None:
     )
 
 
-def _sample_lyon(body_edit: BodyEdit | None = None) -> tuple[pa.Table, pa.Table, dict[str, list[str]]]:
-    """The sample's Lyon document chunked and paired (``body_edit`` may rewrite the text first)."""
+SAMPLE_CITY, SAMPLE_CITY_NAME = "arlenmouth", "Arlenmouth"  # a city document of data/sample
+
+
+def _sample_city(body_edit: BodyEdit | None = None) -> tuple[pa.Table, pa.Table, dict[str, list[str]]]:
+    """The sample's Arlenmouth document chunked and paired (``body_edit`` may rewrite the text first)."""
     source = load_sample(SAMPLE)
-    documents = source.documents_table().filter(pc.equal(source.documents_table()["doc_id"], "lyon"))
-    queries = source.queries_table().filter(pc.equal(source.queries_table()["doc_id"], "lyon"))
+    documents = source.documents_table().filter(pc.equal(source.documents_table()["doc_id"], SAMPLE_CITY))
+    queries = source.queries_table().filter(pc.equal(source.queries_table()["doc_id"], SAMPLE_CITY))
     if body_edit is not None:
         text, queries = body_edit(documents["text"][0].as_py(), queries)
         documents = documents.set_column(documents.schema.get_field_index("text"), "text", pa.array([text]))
@@ -180,7 +183,7 @@ def _assert_masked_without_losing_answers(
 ) -> ReformulationOutput:
     themes, _ = themes_table(documents, None, None)
     output = apply_reformulations(chunks, themes, answers, None, None, None)
-    variants = theme_variants("Lyon", [])
+    variants = theme_variants(SAMPLE_CITY_NAME, [])
     for row in output.table.to_pylist():
         if row["chunk_index"] > 0:
             assert find_mentions(row["chunk"], variants) == [], row["chunk_id"]
@@ -189,31 +192,34 @@ def _assert_masked_without_losing_answers(
     return output
 
 
-def test_sample_lyon_masking() -> None:
-    documents, chunks, answers = _sample_lyon()
+def test_sample_city_masking() -> None:
+    documents, chunks, answers = _sample_city()
     assert chunks.num_rows > 3 and sum(len(a) for a in answers.values()) == 6
     output = _assert_masked_without_losing_answers(documents, chunks, answers)
     assert output.stats["lost_answers"] == 0 and output.stats["masked"] == chunks.num_rows - 1
 
 
-def test_sample_lyon_naming_its_subject_everywhere() -> None:
-    """The sample names Lyon only in its first paragraph: name it in later ones too, and add an
+def test_sample_city_naming_its_subject_everywhere() -> None:
+    """The sample names Arlenmouth only in its first paragraph: name it in later ones too, and add an
     answer that contains the name — masking must remove every mention and flag that answer as lost."""
 
     def edit(text: str, queries: pa.Table) -> tuple[str, pa.Table]:
-        text = text.replace("The city ", "Lyon ").replace("the city", "Lyon").replace("The metro", "The Lyon metro")
+        name = SAMPLE_CITY_NAME
+        text = text.replace("The city ", f"{name} ").replace("the city", name)
+        text = text.replace("The tram network", f"The {name} tram network")
         rows = queries.to_pylist()
         for row in rows:  # answers moved with the edit: find them again (each occurs once)
             answer = row["answers"][0]["text"]
             assert text.count(answer) == 1
             row["answers"] = [{"text": answer, "char_start": text.index(answer)}]
-        extra = dict(rows[0], query_id="lyon-extra", query="What is the name of the metro?")
-        extra["answers"] = [{"text": "Lyon metro", "char_start": text.index("Lyon metro")}]
+        extra = dict(rows[0], query_id=f"{SAMPLE_CITY}-extra", query="What is the name of the tram network?")
+        extra["answers"] = [{"text": f"{name} tram network", "char_start": text.index(f"{name} tram network")}]
         return text, pa.Table.from_pylist([*rows, extra], schema=queries.schema)
 
-    documents, chunks, answers = _sample_lyon(edit)
+    documents, chunks, answers = _sample_city(edit)
     later = [t for t, i in zip(chunks["og_chunk"].to_pylist(), chunks["chunk_index"].to_pylist(), strict=True) if i]
-    assert sum(len(find_mentions(t, theme_variants("Lyon", []))) for t in later) >= 5
+    assert sum(len(find_mentions(t, theme_variants(SAMPLE_CITY_NAME, []))) for t in later) >= 5
     output = _assert_masked_without_losing_answers(documents, chunks, answers)
     lost = {a for row in output.table.to_pylist() for a in row["lost_answers"]}
-    assert lost == {"Lyon metro"} and output.stats["lost_answers"] == 1 and output.stats["leaks"] == 0
+    assert lost == {f"{SAMPLE_CITY_NAME} tram network"}
+    assert output.stats["lost_answers"] == 1 and output.stats["leaks"] == 0

@@ -56,4 +56,8 @@ def test_runnable_systems_score_every_chunk(system, sample_corpus, tmp_path):
     gold_scores = scores[rows, sample_corpus.gold]
     top1 = float(np.mean(scores.argmax(axis=1) == sample_corpus.gold))
     mrr = float(np.mean(1.0 / (1 + (scores > gold_scores[:, None]).sum(axis=1))))
-    assert top1 > 0.4 and mrr > 0.55, (system.name, top1, mrr)
+    # Well above chance, not high: in the sample's same-template documents only context tells the later
+    # chunks apart (data/sample/README.md). Chance: top-1 1/n, MRR of a random ranking H(n)/n.
+    n = sample_corpus.n_chunks
+    chance_top1, chance_mrr = 1 / n, sum(1 / k for k in range(1, n + 1)) / n
+    assert top1 > 3 * chance_top1 and mrr > 2 * chance_mrr, (system.name, top1, mrr, n)

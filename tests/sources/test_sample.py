@@ -1,16 +1,56 @@
+"""The bundled sample (data/sample): well formed, and a controlled context-dependent task (see its README)."""
+
+from collections import Counter
+
 from curation.sources.sample import load_sample
+from curation.themes import find_mentions, theme_from_title, theme_variants
 from tests.conftest import SAMPLE_DIR
+
+CITIES = {"arlenmouth", "corvessa", "drevnik", "pellbridge", "salvenne", "torrisk"}
+CLUBS = {"brackwater-rovers", "dynamo-korvel", "fc-eisenau", "olimpia-vescara", "redcliffe-albion", "sporting-almadra"}
+PARAGRAPHS = 7  # the template of both families: overview naming the entity, then six indirect paragraphs
+
+
+def _entity_words(title: str) -> list[str]:
+    """The theme, its aliases and every word of them that could name the entity on its own ("Rovers")."""
+    theme, aliases = theme_from_title(title)
+    names = [theme, *aliases]
+    words = [word for name in names for word in name.split() if len(word) > 2 and word.upper() != word]
+    return [*names, *words]
 
 
 def test_bundled_sample_is_well_formed() -> None:
     result = load_sample(SAMPLE_DIR)
-    assert 8 <= len(result.documents) <= 12
-    assert all(3000 <= len(doc.text) <= 8000 for doc in result.documents)
-    assert len(result.queries) >= 40
+    assert {doc.doc_id for doc in result.documents} == CITIES | CLUBS
+    assert all(3000 <= len(doc.text) <= 6000 for doc in result.documents)
     assert result.quarantine == []
     texts = {doc.doc_id: doc.text for doc in result.documents}
+    assert len(result.queries) >= 60
+    assert set(Counter(q.doc_id for q in result.queries).values()) <= {5, 6, 7}
     for query in result.queries:
         [(answer, start)] = query.answers
         assert texts[query.doc_id][start : start + len(answer)] == answer, query.query_id
-    later = sum(1 for q in result.queries if q.answers[0][1] >= 1000)
-    assert later / len(result.queries) >= 0.6  # most answers sit in chunks that do not name the subject
+        assert texts[query.doc_id].count(answer) == 1, query.query_id  # the offset names the only occurrence
+
+
+def test_bundled_sample_is_context_dependent() -> None:
+    """Same template per family; the entity is named in the first paragraph only; every question names it."""
+    result = load_sample(SAMPLE_DIR)
+    paragraphs = {doc.doc_id: doc.text.split("\n\n") for doc in result.documents}
+    assert all(len(parts) == PARAGRAPHS for parts in paragraphs.values())
+    for doc in result.documents:
+        variants = theme_variants(*theme_from_title(doc.title))
+        assert find_mentions(paragraphs[doc.doc_id][0], variants), doc.doc_id
+        for other in result.documents:  # no later paragraph names its own entity, nor any other one
+            words = theme_variants(other.title, _entity_words(other.title))
+            for index, paragraph in enumerate(paragraphs[doc.doc_id]):
+                if index > 0 or other.doc_id != doc.doc_id:
+                    assert find_mentions(paragraph, words) == [], (doc.doc_id, index, other.doc_id)
+    titles = {doc.doc_id: doc.title for doc in result.documents}
+    for query in result.queries:
+        variants = theme_variants(*theme_from_title(titles[query.doc_id]))
+        assert find_mentions(query.query, variants), query.query_id
+    first_end = {doc_id: len(parts[0]) for doc_id, parts in paragraphs.items()}
+    starts = [(q.answers[0][1], first_end[q.doc_id]) for q in result.queries]
+    assert sum(start >= 1000 for start, _ in starts) / len(starts) >= 0.6  # most answers after the first chunk
+    assert sum(start < end for start, end in starts) >= len(CITIES | CLUBS)  # controls in the naming paragraph
