@@ -20,15 +20,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
-import datetime as dt
 import json
-import platform
 import random
 import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import torch
+from record import result_header  # bench/record.py (the script's folder is on sys.path)
 
 from curation.sources.squad import load_squad_json
 from evaluation.config import BM25System, DenseSystem
@@ -121,13 +120,7 @@ def main() -> None:
                 }
             )
             print(json.dumps(rows[-1]), flush=True)
-    result = {
-        "when": dt.datetime.now(dt.UTC).isoformat(timespec="minutes"),
-        "machine": f"{platform.processor() or platform.machine()}, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads",
-        "args": {k: str(v) for k, v in vars(args).items()},
-        "rows": rows,
-    }
+    result = result_header(args, rows)
     print("\n| chunk size | system | nDCG@10 [95% CI] | later chunks | doc-level | chunks | index s |")
     print("|---:|---|---|---:|---:|---:|---:|")
     for row in rows:

@@ -5,9 +5,11 @@ Systems (``kind``):
 * ``bm25``: ``bm25s`` over words (``tokenizer: words``, stemming and stop words configurable) or over
   the subword token ids of an embedding model's tokenizer (``tokenizer: model``, the public ConTEB code).
 * ``dense``: one vector per chunk from a sentence-transformers model; ``context: independent`` (chunks
-  alone) or ``late`` (late chunking). ``model`` names a model (``offline-minilm``, a hub id, a folder);
-  ``trained`` names a training asset (``insent_model`` / ``finetune_control_model``) whose folder is
-  ``<data>/models/<name>``.
+  alone), ``late`` (late chunking; ``window_policy: anchored`` starts every later window with the document's
+  head, see :mod:`training.encoder`) or ``title`` (the cheapest contextual chunk header: ``title_template``
+  filled with the document's title and the chunk, embedded alone; a chunk without a title is embedded alone).
+  ``model`` names a model (``offline-minilm``, a hub id, a folder); ``trained`` names a training asset
+  (``insent_model`` / ``finetune_control_model``) whose folder is ``<data>/models/<name>``.
 * ``contextual``: Anthropic's contextual retrieval: the LLM-written context of each chunk (the task's
   ``chunk_contexts`` stage) prepended to the chunk, embedded independently.
 * ``late_interaction``: MaxSim over per-token vectors of each chunk (``context: late`` or ``independent``).
@@ -15,9 +17,10 @@ Systems (``kind``):
 
 from __future__ import annotations
 
+import string
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SYSTEM_NAME_PATTERN = r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$"
 TRAINED_MODELS = ("insent_model", "finetune_control_model")
@@ -40,6 +43,10 @@ class ModelOptions(_Strict):
     document_prefix: str | None = None
     max_length: int | None = Field(None, ge=8)  # tokens per window (default: the model's max_seq_length)
     window_overlap_chunks: int = Field(2, ge=0)
+    # plain windows, or anchored: every window after the first starts with the document's head (title + first
+    # chunk, at most floor(anchor_share * max_length) tokens); late chunking only
+    window_policy: Literal["plain", "anchored"] = "plain"
+    anchor_share: float = Field(0.4, gt=0.0, lt=1.0)
     token_budget: int = Field(16384, ge=512)  # padded tokens per forward batch
     device: str | None = None  # default: CUDA when present, else CPU
 
@@ -69,10 +76,29 @@ class BM25System(_Strict):
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
 
 
+TITLE_TEMPLATE_FIELDS = frozenset({"title", "chunk"})
+
+
 class DenseSystem(ModelOptions):
     kind: Literal["dense"]
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
-    context: Literal["independent", "late"] = "independent"
+    context: Literal["independent", "late", "title"] = "independent"
+    title_template: str = "{title}\n\n{chunk}"  # context: title: what is embedded per chunk (fields: title, chunk)
+
+    @field_validator("title_template")
+    @classmethod
+    def _title_template(cls, template: str) -> str:
+        try:
+            fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+        except ValueError as error:
+            raise ValueError(f"title_template {template!r} is not a format string: {error}") from None
+        unknown = sorted(fields - TITLE_TEMPLATE_FIELDS)
+        if unknown or "chunk" not in fields:
+            raise ValueError(
+                f"title_template {template!r} must contain {{chunk}} and may use only {sorted(TITLE_TEMPLATE_FIELDS)}"
+                f"{f'; unknown: {unknown}' if unknown else ''}"
+            )
+        return template
 
 
 class ContextualSystem(ModelOptions):
@@ -117,6 +143,8 @@ class SignificanceConfig(_Strict):
         ("insent", "late-chunking"),
         ("insent", "finetune-control"),
         ("contextual", "independent"),
+        ("late-chunking-anchored", "late-chunking"),
+        ("late-chunking-anchored", "independent"),
     )
 
 
@@ -129,11 +157,15 @@ class ScalingConfig(_Strict):
 
 
 class ChunkSizeConfig(_Strict):
-    """Chunk-size robustness: re-chunk span-annotated tasks at each size and evaluate ``systems``."""
+    """Chunk-size robustness: re-chunk span-annotated tasks at each size and evaluate ``systems``.
+
+    Without an explicit ``systems``, the default names that the ``evaluation:`` block declares are studied (a
+    custom systems list need not declare every default); an explicit name that is not declared is an error.
+    """
 
     enabled: bool = True
     sizes: tuple[int, ...] = (8000, 1000, 500, 300, 200, 100)
-    systems: tuple[str, ...] = ("bm25", "independent", "late-chunking")
+    systems: tuple[str, ...] = ("bm25", "independent", "late-chunking", "title-prefix", "late-chunking-anchored")
 
 
 def default_systems() -> tuple[SystemConfig, ...]:
@@ -143,6 +175,8 @@ def default_systems() -> tuple[SystemConfig, ...]:
         BM25System(kind="bm25", name="bm25-subword", tokenizer="model", stemmer=None, stopwords=None),
         DenseSystem(kind="dense", name="independent", context="independent"),
         DenseSystem(kind="dense", name="late-chunking", context="late"),
+        DenseSystem(kind="dense", name="late-chunking-anchored", context="late", window_policy="anchored"),
+        DenseSystem(kind="dense", name="title-prefix", context="title"),
         DenseSystem(kind="dense", name="insent", trained="insent_model", context="late"),
         DenseSystem(kind="dense", name="finetune-control", trained="finetune_control_model", context="independent"),
         ContextualSystem(kind="contextual", name="contextual"),
@@ -162,6 +196,24 @@ class EvaluationConfig(_Strict):
     significance: SignificanceConfig = SignificanceConfig()
     scaling: ScalingConfig = ScalingConfig()
     chunk_sizes: ChunkSizeConfig = ChunkSizeConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_chunk_size_systems(cls, data):
+        if not isinstance(data, dict) or "systems" not in data:
+            return data
+        chunk_sizes = data.get("chunk_sizes")
+        if chunk_sizes is None:
+            chunk_sizes = {}
+        if (
+            not isinstance(chunk_sizes, dict)
+            or "systems" in chunk_sizes
+            or not isinstance(data["systems"], list | tuple)
+        ):
+            return data
+        declared = {s.get("name") if isinstance(s, dict) else getattr(s, "name", None) for s in data["systems"]}
+        default = ChunkSizeConfig.model_fields["systems"].default
+        return {**data, "chunk_sizes": {**chunk_sizes, "systems": tuple(n for n in default if n in declared)}}
 
     @model_validator(mode="after")
     def _check_names(self):

@@ -3,7 +3,12 @@ contextual retrieval).
 
 * ``dense``: :meth:`training.encoder.LateChunkingEncoder.encode_documents` over the corpus's documents (each
   document's chunks in ``chunk_index`` order), ``mode`` = the system's ``context``; one L2-normalised float32
-  ``[D]`` vector per chunk. Independent vectors equal ``model.encode(document_prefix + chunk)``.
+  ``[D]`` vector per chunk. Independent vectors equal ``model.encode(document_prefix + chunk)``. Late chunking
+  passes each document's title (its first chunk's ``title``; used by ``window_policy: anchored``) and reports the
+  encode cost (``windows``, ``tokens_forwarded``, ``anchor_tokens``: head tokens, included in the former).
+* ``dense`` with ``context: title`` (the title-prefix baseline, the cheapest contextual chunk header): each chunk
+  embedded alone (independent mode) as ``title_template.format(title=..., chunk=...)``; a chunk without a title
+  (null or blank) is embedded alone, counted in ``details["chunks_without_title"]``.
 * ``contextual``: each chunk embedded alone (independent mode) as ``template.format(context=..., chunk=...,
   title=...)`` with its LLM-written context from ``corpus.contexts``; a chunk without a context is embedded alone
   (counted in ``details["chunks_without_context"]``).
@@ -25,7 +30,7 @@ from evaluation.embedders import EncoderSetup, setup_encoder
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, _no_log
 from evaluation.ranking import dense_scorer
 
-CONTEXT_LABELS = {"independent": "independent chunks", "late": "late chunking"}
+CONTEXT_LABELS = {"independent": "independent chunks", "late": "late chunking", "title": "title + chunk"}
 TEMPLATE_FIELDS = {"context", "chunk", "title"}
 
 
@@ -37,10 +42,30 @@ def document_rows(corpus: EvalCorpus) -> list[np.ndarray]:
     return np.split(order.astype(np.int64), bounds) if order.size else []
 
 
-def encode_chunks(setup: EncoderSetup, texts: list[str], groups: list[np.ndarray], mode: str, show_progress: bool):
-    """float32 ``[C, D]`` chunk vectors: ``texts`` grouped into documents by ``groups`` (rows), encoded in ``mode``."""
+def document_titles(corpus: EvalCorpus, groups: list[np.ndarray]) -> list[str | None]:
+    """Per document (the order of ``groups``), the title of its first chunk (by ``chunk_index``), or None."""
+    return [corpus.titles[int(rows[0])] if len(rows) else None for rows in groups]
+
+
+def encode_chunks(
+    setup: EncoderSetup,
+    texts: list[str],
+    groups: list[np.ndarray],
+    mode: str,
+    show_progress: bool,
+    titles: list[str | None] | None = None,
+):
+    """float32 ``[C, D]`` chunk vectors: ``texts`` grouped into documents by ``groups`` (rows), encoded in ``mode``.
+
+    ``titles``: one per document (anchored late chunking uses them).
+    """
     documents = [[texts[r] for r in rows] for rows in groups]
-    encoded = setup.encoder.encode_documents(documents, mode=mode, show_progress=show_progress)  # type: ignore[arg-type]
+    encoded = setup.encoder.encode_documents(
+        documents,
+        mode=mode,  # type: ignore[arg-type]
+        show_progress=show_progress,
+        titles=titles,
+    )
     dim = setup.encoder.model.get_embedding_dimension()
     vectors = np.zeros((len(texts), dim), dtype=np.float32)
     for rows, array in zip(groups, encoded, strict=True):
@@ -83,6 +108,18 @@ def contextual_texts(system: ContextualSystem, corpus: EvalCorpus) -> tuple[list
     return texts, missing
 
 
+def title_texts(system: DenseSystem, corpus: EvalCorpus) -> tuple[list[str], int]:
+    """The text embedded per chunk by ``context: title``, and how many chunks had no title (embedded alone)."""
+    texts, missing = [], 0
+    for chunk, title in zip(corpus.chunks, corpus.titles, strict=True):
+        if title is None or not title.strip():
+            missing += 1
+            texts.append(chunk)
+        else:
+            texts.append(system.title_template.format(title=title.strip(), chunk=chunk))
+    return texts, missing
+
+
 def prepare_single_vector(
     system: DenseSystem | ContextualSystem,
     corpus: EvalCorpus,
@@ -104,15 +141,29 @@ def prepare_single_vector(
         mode = "independent"
         details.update(template=system.template, chunks_without_context=missing)
         what = f"contextual retrieval · LLM context + chunk, embedded independently · {setup.spec.label}"
+    elif system.context == "title":
+        texts, missing = title_texts(system, corpus)
+        mode = "independent"
+        details.update(title_template=system.title_template, chunks_without_title=missing)
+        what = f"dense · {CONTEXT_LABELS['title']}, embedded independently · {setup.spec.label}"
     else:
         texts, mode = list(corpus.chunks), system.context
-        what = f"dense · {CONTEXT_LABELS[system.context]} · {setup.spec.label}"
-    details["context"] = mode
+        policy = " (anchored windows)" if mode == "late" and setup.encoder.window_policy == "anchored" else ""
+        what = f"dense · {CONTEXT_LABELS[system.context]}{policy} · {setup.spec.label}"
+    details["context"] = system.context if isinstance(system, DenseSystem) else mode
 
+    titles = document_titles(corpus, groups) if mode == "late" else None
+    encoder = setup.encoder
+    before = (encoder.forwarded_windows, encoder.forwarded_tokens, encoder.anchor_tokens)
     started = time.perf_counter()
-    chunk_vectors = encode_chunks(setup, texts, groups, mode, show_progress)
+    chunk_vectors = encode_chunks(setup, texts, groups, mode, show_progress, titles)
     index_seconds = time.perf_counter() - started
-    details["truncated_chunks"] = setup.encoder.truncated_chunks
+    details.update(
+        windows=encoder.forwarded_windows - before[0],
+        tokens_forwarded=encoder.forwarded_tokens - before[1],
+        anchor_tokens=encoder.anchor_tokens - before[2],
+    )
+    details["truncated_chunks"] = encoder.truncated_chunks
     log(
         f"{system.name}: encoded {corpus.n_chunks:,} chunks of {len(groups):,} documents in {index_seconds:.1f} s "
         f"({mode}, {setup.device})"

@@ -246,6 +246,8 @@ def setup_encoder(options: ModelOptions, models_dir: Path) -> EncoderSetup:
         query_prefix=prefixes.query,
         document_prefix=prefixes.document,
         token_budget=options.token_budget,
+        window_policy=options.window_policy,
+        anchor_share=options.anchor_share,
     )
     details = {
         "model": spec.label,
@@ -259,6 +261,8 @@ def setup_encoder(options: ModelOptions, models_dir: Path) -> EncoderSetup:
         "document_prefix_source": prefixes.document_source,
         "max_length": encoder.max_length,
         "window_overlap_chunks": encoder.window_overlap_chunks,
+        "window_policy": encoder.window_policy,
+        "anchor_share": encoder.anchor_share,
         "token_budget": encoder.token_budget,
     }
     return EncoderSetup(encoder, spec, prefixes, device, load_seconds, details)

@@ -1,7 +1,8 @@
 """Late interaction (ColBERT MaxSim) over per-token chunk vectors.
 
 Chunk tokens come from :meth:`training.encoder.LateChunkingEncoder.encode_document_tokens` (``context: late``: one
-pass over the document, each chunk keeps its own token states; ``independent``: each chunk alone), query tokens from
+pass over the document, each chunk keeps its own token states, each document's title passed for
+``window_policy: anchored``, whose head tokens are never kept; ``independent``: each chunk alone), query tokens from
 :meth:`~training.encoder.LateChunkingEncoder.encode_query_tokens`; every token vector is L2-normalised.
 
 Score (MaxSim, Khattab & Zaharia 2020): ``s(q, c) = Σ_i max_j <q_i, d_j>`` over the query's tokens ``i`` (``[CLS]``
@@ -28,7 +29,7 @@ import numpy as np
 
 from evaluation.config import LateInteractionSystem
 from evaluation.corpus import EvalCorpus
-from evaluation.dense import CONTEXT_LABELS, document_rows
+from evaluation.dense import CONTEXT_LABELS, document_rows, document_titles
 from evaluation.embedders import setup_encoder
 from evaluation.indexed import IndexedSystem, Log, _no_log
 
@@ -112,7 +113,10 @@ def prepare_late_interaction(
     groups = document_rows(corpus)
     started = time.perf_counter()
     documents = [[corpus.chunks[r] for r in rows] for rows in groups]
-    encoded = setup.encoder.encode_document_tokens(documents, mode=system.context, show_progress=show_progress)
+    titles = document_titles(corpus, groups) if system.context == "late" else None
+    encoded = setup.encoder.encode_document_tokens(
+        documents, mode=system.context, show_progress=show_progress, titles=titles
+    )
     per_chunk: list[np.ndarray] = [np.zeros(0)] * corpus.n_chunks
     for rows, chunks in zip(groups, encoded, strict=True):
         for row, tokens in zip(rows, chunks, strict=True):

@@ -11,6 +11,9 @@ Passage"), as summarised in ``DESIGN.md`` ("Late chunking (public code)"):
 * **Pooling**: a chunk's vector is the mean of the last hidden states of its own tokens, then L2 normalisation.
   The first chunk of a sequence also averages the leading ``[CLS]`` (``keep_cls_in_first``, as the public code);
   separators, the final ``[SEP]`` and the prefix are never pooled. ``exclude_special`` (ablation) drops ``[CLS]`` too.
+  With a non-empty ``document_prefix`` the first chunk does *not* average ``[CLS]`` (``cls_with_prefix=False``): the
+  public code (``LongContextEmbeddingModel.forward`` with ``add_prefixes``) cuts ``[CLS]`` and the prefix tokens off
+  the token states before pooling, so its chunk 0 starts at its own first token.
   Token mode keeps each chunk's token states, L2-normalised per token (ColBERT), over the same positions.
 * **Windows** (documents longer than ``max_length`` tokens, our rule): windows of whole chunks, filled greedily
   from the first chunk; the next window starts ``window_overlap_chunks`` chunks before the end of the previous
@@ -19,6 +22,17 @@ Passage"), as summarised in ``DESIGN.md`` ("Late chunking (public code)"):
   ``argmax_w min(tokens before the chunk in w, tokens after it in w)``, ties to the earlier window. A single
   chunk longer than ``max_length - 2 - len(prefix)`` tokens keeps its first tokens (counted in
   ``truncated_chunks``). A document that fits is one window: exactly the one-pass result.
+* **Anchored windows** (``window_policy="anchored"``, our rule, not in the public code): with a 512-token model most
+  windows of a long document never see its head, where the theme is named. Every window that does not start at
+  chunk 0 then begins with the document's *head*: ``[CLS] prefix head [SEP] c_a gap … c_{b-1} [SEP]``, where
+  ``head`` = the tokens of the document's title (when given, tokenized alone) followed by the first chunk's tokens,
+  cut to at most ``floor(anchor_share · max_length)`` tokens. The head is attended to but never pooled (neither
+  ``[CLS]``, which belongs to the head's segment, nor the head's ``[SEP]``; also in token mode). The ranges of such
+  windows are filled with the budget left after ``[CLS] prefix head [SEP]``; when a chunk does not fit next to the
+  full head, that window's head is cut to what fits (none at all: a plain window). The first window (from chunk 0)
+  is exactly the plain one, so a document that fits one window gives exactly the plain result. Ownership keeps the
+  rule above with positions as they are: head tokens count as context *before* the chunk (they are attended to).
+  ``anchor_tokens`` counts the head tokens added (an encode cost); titles are ignored by the plain policy.
 * **Independent** (the non-contextual baseline): each chunk laid out alone, ``[CLS] prefix chunk [SEP]``, through
   the same tokenization, batching and pooling code. ``PoolingPolicy.independent_pool="all"`` (default) averages
   every token of that sequence, which is sentence-transformers' mean pooling, so the vectors equal
@@ -58,6 +72,9 @@ class PoolingPolicy:
     independent_pool: Literal["all", "policy"] = "all"
     """Independent mode: ``all`` = every token of ``[CLS] prefix chunk [SEP]`` (= ``model.encode``); ``policy`` =
     the late-chunking rules applied to a one-chunk document."""
+    cls_with_prefix: bool = False
+    """With a non-empty document prefix, whether the first chunk still averages ``[CLS]``. Public code: no (it drops
+    ``[CLS]`` and the prefix tokens before pooling); without a prefix ``keep_cls_in_first`` alone decides."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +83,8 @@ class Window:
 
     ``spans[k]`` is the token range ``[start, end)`` of chunk ``chunk_ids[k]`` in ``input_ids`` (the chunk's own
     tokens; ``cls_in_first`` says whether position 0 is also pooled into ``spans[0]``). ``owned`` lists the chunk
-    indices (into the document's chunks) whose vector comes from this window.
+    indices (into the document's chunks) whose vector comes from this window. ``head`` is the token range of the
+    anchored head (``window_policy="anchored"``; never pooled), None in a plain window.
     """
 
     input_ids: list[int]
@@ -74,6 +92,7 @@ class Window:
     chunk_ids: list[int]
     owned: list[int]
     cls_in_first: bool = False
+    head: tuple[int, int] | None = None
 
 
 @dataclass
@@ -88,7 +107,12 @@ class LateChunkingEncoder:
     """Contextual chunk embeddings (late chunking) and query embeddings from a sentence-transformers model.
 
     ``max_length`` (tokens per window) defaults to ``model.max_seq_length``; ``token_budget`` bounds the padded
-    tokens of one forward batch (``batch size × longest window``).
+    tokens of one forward batch (``batch size × longest window``). ``window_policy`` / ``anchor_share``: plain or
+    anchored windows (module docstring).
+
+    Counters (cumulative over the encoder's life, for reports): ``truncated_chunks``; ``anchor_tokens`` (head tokens
+    added to anchored windows, their ``[SEP]`` excluded); ``forwarded_windows`` and ``forwarded_tokens`` (sequences
+    and real, unpadded tokens run through the transformer by the document paths).
     """
 
     def __init__(
@@ -100,7 +124,13 @@ class LateChunkingEncoder:
         query_prefix: str = "",
         document_prefix: str = "",
         token_budget: int = 16384,
+        window_policy: Literal["plain", "anchored"] = "plain",
+        anchor_share: float = 0.4,
     ) -> None:
+        if window_policy not in ("plain", "anchored"):
+            raise ValueError(f"window_policy must be 'plain' or 'anchored', got {window_policy!r}")
+        if not 0.0 < float(anchor_share) < 1.0:
+            raise ValueError(f"anchor_share must be in (0, 1), got {anchor_share}")
         self.model = model
         self.policy = policy or PoolingPolicy()
         self.tokenizer = model.tokenizer
@@ -110,7 +140,12 @@ class LateChunkingEncoder:
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.token_budget = int(token_budget)
+        self.window_policy: Literal["plain", "anchored"] = window_policy
+        self.anchor_share = float(anchor_share)
         self.truncated_chunks = 0
+        self.anchor_tokens = 0
+        self.forwarded_windows = 0
+        self.forwarded_tokens = 0
         tok = self.tokenizer
         if tok.cls_token_id is None or tok.sep_token_id is None:
             raise ValueError("the tokenizer needs a [CLS] and a [SEP] token for late chunking")
@@ -120,6 +155,7 @@ class LateChunkingEncoder:
         self.prefix_ids: list[int] = self._tokenize([document_prefix])[0] if document_prefix else []
         if self.max_length < len(self.prefix_ids) + 3:
             raise ValueError(f"max_length {self.max_length} leaves no room for a chunk")
+        self.head_cap = int(self.anchor_share * self.max_length)  # floor(anchor_share * max_length) head tokens
         self._use_sdpa()
 
     # ------------------------------------------------------------------ setup
@@ -198,8 +234,12 @@ class LateChunkingEncoder:
             plan = _Plan(chunks=[ids[:cap] for ids in plan.chunks], gaps=plan.gaps)
         return plan
 
-    def _window_ranges(self, plan: _Plan) -> list[tuple[int, int]]:
-        """Chunk ranges ``[a, b)`` of the windows (greedy fill, overlap of whole chunks, always progressing)."""
+    def _window_ranges(self, plan: _Plan, head: int = 0) -> list[tuple[int, int, int]]:
+        """Windows ``(a, b, h)``: chunks ``a..b-1`` and ``h`` head tokens (greedy fill, overlap of whole chunks).
+
+        The first window starts at chunk 0 without a head; later windows get ``head`` tokens (0 for plain windows)
+        plus their ``[SEP]``, fewer when chunk ``b`` would not fit next to the full head.
+        """
         n = len(plan.chunks)
         if n == 0:
             return []
@@ -207,27 +247,41 @@ class LateChunkingEncoder:
         chunk_sums = np.concatenate([[0], np.cumsum([len(ids) for ids in plan.chunks])])
         gap_sums = np.concatenate([[0], np.cumsum([len(ids) for ids in plan.gaps])])
 
-        def fits(a: int, b: int) -> bool:  # window over chunks a..b-1: [CLS] prefix chunks, gaps, [SEP]
-            tokens = fixed + chunk_sums[b] - chunk_sums[a] + gap_sums[b - 1] - gap_sums[a]
+        def fits(a: int, b: int, h: int) -> bool:  # [CLS] prefix (head [SEP]) c_a gap … c_{b-1} [SEP]
+            tokens = fixed + (h + 1 if h else 0) + chunk_sums[b] - chunk_sums[a] + gap_sums[b - 1] - gap_sums[a]
             return int(tokens) <= self.max_length
 
-        ranges: list[tuple[int, int]] = []
-        a = 0
+        ranges: list[tuple[int, int, int]] = []
+        a, h = 0, 0
         while True:
             b = a + 1
-            while b < n and fits(a, b + 1):
+            while b < n and fits(a, b + 1, h):
                 b += 1
-            ranges.append((a, b))
+            ranges.append((a, b, h))
             if b >= n:
                 return ranges
-            a_next = max(b - self.window_overlap_chunks, a + 1)
-            while not fits(a_next, b + 1):  # the overlap must leave room for chunk b
+            a_next, h = max(b - self.window_overlap_chunks, a + 1), head
+            while a_next < b and not fits(a_next, b + 1, h):  # the overlap must leave room for chunk b
                 a_next += 1
+            if not fits(a_next, b + 1, h):  # chunk b alone does not fit next to the full head: cut the head
+                room = self.max_length - fixed - 1 - len(plan.chunks[b])
+                h = max(0, min(head, room))
             a = a_next
 
-    def _build(self, plan: _Plan, a: int, b: int, *, pool_all: bool = False) -> Window:
-        """The window over chunks ``a..b-1``: ``[CLS] prefix c_a gap … c_{b-1} [SEP]`` and the chunk spans."""
+    def _head(self, plan: _Plan, title_ids: Sequence[int] | None) -> list[int]:
+        """The anchored head: title tokens, then the first chunk's tokens, cut to ``head_cap`` (empty when plain)."""
+        if self.window_policy != "anchored" or not plan.chunks:
+            return []
+        return [*(title_ids or []), *plan.chunks[0]][: self.head_cap]
+
+    def _build(self, plan: _Plan, a: int, b: int, *, pool_all: bool = False, head: Sequence[int] = ()) -> Window:
+        """The window over chunks ``a..b-1``: ``[CLS] prefix (head [SEP]) c_a gap … c_{b-1} [SEP]`` and its spans."""
         ids = [self.cls_id, *self.prefix_ids]
+        head_span = None
+        if head:
+            ids.extend(head)
+            head_span = (len(ids) - len(head), len(ids))
+            ids.append(self.sep_id)
         spans: list[tuple[int, int]] = []
         for index in range(a, b):
             if index > a:
@@ -239,13 +293,22 @@ class LateChunkingEncoder:
         if pool_all:
             spans = [(0, len(ids))] if not self.policy.exclude_special else spans
             return Window(ids, spans, list(range(a, b)), list(range(a, b)), cls_in_first=False)
-        cls = self.policy.keep_cls_in_first and not self.policy.exclude_special
-        return Window(ids, spans, list(range(a, b)), [], cls_in_first=cls)
+        cls = (
+            self.policy.keep_cls_in_first
+            and not self.policy.exclude_special
+            and (not self.prefix_ids or self.policy.cls_with_prefix)
+            and head_span is None  # [CLS] belongs to the head's segment, never pooled
+        )
+        return Window(ids, spans, list(range(a, b)), [], cls_in_first=cls, head=head_span)
 
-    def _layout_plan(self, plan: _Plan) -> list[Window]:
+    def _layout_plan(self, plan: _Plan, title_ids: Sequence[int] | None = None) -> list[Window]:
         """Windows of one tokenized document, each chunk owned by exactly one window."""
         plan = self._truncate(plan)
-        windows = [self._build(plan, a, b) for a, b in self._window_ranges(plan)]
+        head = self._head(plan, title_ids)
+        windows = []
+        for a, b, h in self._window_ranges(plan, len(head)):
+            windows.append(self._build(plan, a, b, head=head[:h]))
+            self.anchor_tokens += h
         best: dict[int, tuple[int, int]] = {}  # chunk -> (context on its poorer side, window index)
         for w, window in enumerate(windows):
             for chunk, (start, end) in zip(window.chunk_ids, window.spans, strict=True):
@@ -256,15 +319,34 @@ class LateChunkingEncoder:
             windows[w].owned.append(chunk)
         return windows
 
-    def layout(self, chunks: list[str]) -> list[Window]:
-        """The windows of one document (one window when it fits in ``max_length`` tokens)."""
-        return self._layout_plan(self._plans([chunks])[0])
+    def _title_ids(self, titles: Sequence[str | None] | None, n: int) -> list[list[int] | None]:
+        """Token ids of each document's title (None where absent or blank, or under the plain policy)."""
+        if titles is None or self.window_policy != "anchored":
+            return [None] * n
+        if len(titles) != n:
+            raise ValueError(f"titles: got {len(titles)} for {n} documents (one title, or None, per document)")
+        given = [i for i, t in enumerate(titles) if t is not None and t.strip()]
+        tokenized = self._tokenize([titles[i].strip() for i in given])  # type: ignore[union-attr]
+        out: list[list[int] | None] = [None] * n
+        for i, ids in zip(given, tokenized, strict=True):
+            out[i] = ids
+        return out
 
-    def _layouts(self, documents: Sequence[Sequence[str]], mode: Literal["late", "independent"]) -> list[list[Window]]:
-        """Windows per document; in independent mode one window per chunk."""
+    def layout(self, chunks: list[str], title: str | None = None) -> list[Window]:
+        """The windows of one document (one window when it fits in ``max_length`` tokens)."""
+        return self._layout_plan(self._plans([chunks])[0], self._title_ids([title], 1)[0])
+
+    def _layouts(
+        self,
+        documents: Sequence[Sequence[str]],
+        mode: Literal["late", "independent"],
+        titles: Sequence[str | None] | None = None,
+    ) -> list[list[Window]]:
+        """Windows per document; in independent mode one window per chunk (titles unused)."""
         plans = self._plans(documents)
         if mode == "late":
-            return [self._layout_plan(plan) for plan in plans]
+            title_ids = self._title_ids(titles, len(plans))
+            return [self._layout_plan(plan, t) for plan, t in zip(plans, title_ids, strict=True)]
         pool_all = self.policy.independent_pool == "all"
         layouts = []
         for plan in plans:
@@ -335,6 +417,8 @@ class LateChunkingEncoder:
             [None] * (max((c for w in windows for c in w.owned), default=-1) + 1) for windows in layouts
         ]
         lengths = [len(w.input_ids) for _, w in flat_windows]
+        self.forwarded_windows += len(lengths)
+        self.forwarded_tokens += sum(lengths)
         batches = list(self._batches(lengths))
         for batch in tqdm(batches, desc="late chunking", disable=not show_progress):
             windows = [flat_windows[i][1] for i in batch]
@@ -355,13 +439,18 @@ class LateChunkingEncoder:
         return results
 
     def forward_documents(
-        self, documents: list[list[str]], mode: Literal["late", "independent"] = "late"
+        self,
+        documents: list[list[str]],
+        mode: Literal["late", "independent"] = "late",
+        *,
+        titles: Sequence[str | None] | None = None,
     ) -> list[torch.Tensor]:
         """Training path (autograd on): per document a ``[n_chunks, D]`` tensor of L2-normalised chunk vectors.
 
-        ``mode="independent"`` encodes each chunk alone (the no-context "+Training" control).
+        ``mode="independent"`` encodes each chunk alone (the no-context "+Training" control). ``titles``: one per
+        document (or None), used by anchored windows only.
         """
-        results = self._run(self._layouts(documents, mode), tokens=False)
+        results = self._run(self._layouts(documents, mode, titles), tokens=False)
         dim = self.model.get_embedding_dimension()
         return [
             torch.stack(vectors) if vectors else torch.zeros(0, dim, device=self.device)  # type: ignore[arg-type]
@@ -369,10 +458,14 @@ class LateChunkingEncoder:
         ]
 
     def forward_document_tokens(
-        self, documents: list[list[str]], mode: Literal["late", "independent"] = "late"
+        self,
+        documents: list[list[str]],
+        mode: Literal["late", "independent"] = "late",
+        *,
+        titles: Sequence[str | None] | None = None,
     ) -> list[list[torch.Tensor]]:
         """Token mode (autograd on): per document, per chunk a ``[n_tokens, D]`` tensor, each token L2-normalised."""
-        return self._run(self._layouts(documents, mode), tokens=True)  # type: ignore[return-value]
+        return self._run(self._layouts(documents, mode, titles), tokens=True)  # type: ignore[return-value]
 
     def _query_features(self, queries: Sequence[str]) -> dict[str, torch.Tensor]:
         """Tokenized queries (with ``query_prefix``), truncated to ``model.max_seq_length``, on the model's device."""
@@ -423,16 +516,19 @@ class LateChunkingEncoder:
         documents: list[list[str]],
         mode: Literal["late", "independent"] = "late",
         show_progress: bool = False,
+        *,
+        titles: Sequence[str | None] | None = None,
     ) -> list[np.ndarray]:
         """Inference: per document a float32 ``[n_chunks, D]`` array, in the input order.
 
-        Windows of all documents are sorted by token length and batched by ``token_budget``.
+        Windows of all documents are sorted by token length and batched by ``token_budget``. ``titles``: one per
+        document (or None), used by anchored windows only.
         """
         if mode not in ("late", "independent"):
             raise ValueError(f"unknown mode {mode!r}: expected 'late' or 'independent'")
         dim = self.model.get_embedding_dimension()
         with self._inference():
-            results = self._run(self._layouts(documents, mode), tokens=False, show_progress=show_progress)
+            results = self._run(self._layouts(documents, mode, titles), tokens=False, show_progress=show_progress)
             return [
                 torch.stack(v).float().cpu().numpy() if v else np.zeros((0, dim), dtype=np.float32)  # type: ignore[arg-type]
                 for v in results
@@ -458,28 +554,35 @@ class LateChunkingEncoder:
         documents: list[list[str]],
         mode: Literal["late", "independent"] = "late",
         show_progress: bool = False,
+        *,
+        titles: Sequence[str | None] | None = None,
     ) -> list[list[np.ndarray]]:
         """Inference, token mode: per document, per chunk a float16 ``[n_tokens, D]`` array, each token L2-normalised.
 
         The tokens are those :meth:`forward_document_tokens` keeps (the first chunk of a window also holds ``[CLS]``
-        under the default policy); float16 halves the memory of a corpus of token vectors. Documents are encoded in
-        slices of at most ``TOKEN_SLICE_CHUNKS`` chunks so that only one slice's float32 states are held at a time.
+        under the default policy; never an anchored head); float16 halves the memory of a corpus of token vectors.
+        Documents are encoded in slices of at most ``TOKEN_SLICE_CHUNKS`` chunks so that only one slice's float32
+        states are held at a time. ``titles``: one per document (or None), used by anchored windows only.
         """
         if mode not in ("late", "independent"):
             raise ValueError(f"unknown mode {mode!r}: expected 'late' or 'independent'")
         dim = self.model.get_embedding_dimension()
+        if titles is not None and len(titles) != len(documents):
+            raise ValueError(f"titles: got {len(titles)} for {len(documents)} documents")
+        doc_titles = list(titles) if titles is not None else [None] * len(documents)
         out: list[list[np.ndarray]] = []
-        slices: list[list[list[str]]] = [[]]
+        slices: list[list[int]] = [[]]
         size = 0
-        for document in documents:
+        for index, document in enumerate(documents):
             if slices[-1] and size + len(document) > self.TOKEN_SLICE_CHUNKS:
                 slices.append([])
                 size = 0
-            slices[-1].append(document)
+            slices[-1].append(index)
             size += len(document)
         with self._inference():
             for part in tqdm(slices, desc="token vectors", disable=not show_progress or len(slices) < 2):
-                results = self._run(self._layouts(part, mode), tokens=True)
+                layouts = self._layouts([documents[i] for i in part], mode, [doc_titles[i] for i in part])
+                results = self._run(layouts, tokens=True)
                 for chunks in results:
                     out.append(
                         [

@@ -14,10 +14,24 @@ Both terms are InfoNCE (cross-entropy) losses on ``s · score`` with the similar
 context); ``L_batch`` teaches it to tell the gold chunk from the chunks of other documents. The paper default is
 ``λ_seq = 0.1``.
 
+Averaging (``average``): ``"query"`` (our default) is the mean over all queries of the batch, as written above, so
+every query weighs the same and a document with many queries weighs more. ``"document"`` is the public code's
+(``LongContextEmbeddingModel._compute_loss_weighted_inbatch_inseq``): each term is averaged over the queries of each
+document, then over the documents that have queries (``mean_d mean_{q ∈ d}``), so every document weighs the same.
+They coincide when every document has the same number of queries. We keep ``"query"`` as the default because it is
+the formula of the paper's text and it does not let one query of a sparsely annotated document weigh as much as
+dozens of another's; ``average="document"`` reproduces the public code.
+
 The score is either the cosine similarity of single vectors (:func:`cosine_scores`, the inputs already
 L2-normalised) or, for late-interaction models, the MaxSim of ColBERT (Khattab & Zaharia, 2020, "ColBERT:
 Efficient and Effective Passage Search via Contextualized Late Interaction over BERT") computed by
 :func:`maxsim_scores`. The losses only see a ``[Q, N, C]`` score tensor, so both share the same loss code.
+
+Scale of MaxSim: both score kinds are multiplied by the same ``scale`` (default 20). Cosine lies in ``[−1, 1]``, so
+its logits lie in ``[−20, 20]``; MaxSim is a *sum* over the query's ``Lq`` real tokens of cosines, so it lies in
+``[−Lq, Lq]`` (in practice ``[0, Lq]``, ``Lq`` ≈ 10–32) and ``20 · MaxSim`` gives a far sharper softmax. The public
+code's late-interaction loss (``_compute_late_interaction_loss``) applies *no* scale to MaxSim (scale 1, as
+PyLate's contrastive loss); set ``scale: 1`` with ``mode: tokens`` to reproduce it.
 
 Shape conventions (used throughout):
 
@@ -52,6 +66,7 @@ __all__ = [
 
 ScoreMode = Literal["single", "tokens"]
 LossVariant = Literal["weighted", "single_softmax"]
+Average = Literal["query", "document"]
 
 
 class InsentLoss(NamedTuple):
@@ -179,6 +194,16 @@ def _gold_and_masks(
     return logits, gold, valid, own_doc, gold_onehot
 
 
+def _average(per_query: Tensor, query_doc: Tensor, n_docs: int, average: Average) -> Tensor:
+    """Mean of ``per_query [Q]`` losses: over queries, or over the documents that have queries of their means."""
+    if average == "query":
+        return per_query.mean()
+    sums = per_query.new_zeros(n_docs).index_add(0, query_doc, per_query)
+    counts = torch.bincount(query_doc, minlength=n_docs).to(per_query.dtype)
+    has_queries = counts > 0
+    return (sums[has_queries] / counts[has_queries]).mean()
+
+
 def insent_loss(
     scores: Tensor,
     chunk_mask: Tensor,
@@ -186,6 +211,7 @@ def insent_loss(
     query_chunk: Tensor,
     lambda_seq: float = 0.1,
     scale: float = 20.0,
+    average: Average = "query",
 ) -> InsentLoss:
     """InSeNT loss (Conti et al., 2025): ``L = λ_seq · L_seq + (1 − λ_seq) · L_batch``.
 
@@ -194,9 +220,10 @@ def insent_loss(
         L_seq(q)   = logsumexp_{c ∈ S(q)} z(q, c) − z(q, g),   S(q) = real chunks of q's own document
         L_batch(q) = logsumexp_{c ∈ B(q)} z(q, c) − z(q, g),   B(q) = {g} ∪ real chunks of the other documents
 
-    each averaged over the queries. The other chunks of the query's own document are not candidates of ``L_batch``
-    (they are ``L_seq``'s negatives). Padding chunks (``chunk_mask`` False) are never candidates. Computed with
-    masks and ``logsumexp``, no loop over documents or queries.
+    each averaged over the queries (``average="query"``) or over the documents of the mean over each document's
+    queries (``average="document"``, the public code; see the module docstring). The other chunks of the query's
+    own document are not candidates of ``L_batch`` (they are ``L_seq``'s negatives). Padding chunks (``chunk_mask``
+    False) are never candidates. Computed with masks and ``logsumexp``, no loop over documents or queries.
 
     Edge cases: with a single document in the batch there is no in-batch negative, ``B(q) = {g}`` and
     ``L_batch(q) = log(1) = 0`` (finite, zero gradient); a document with a single chunk likewise gives
@@ -211,16 +238,20 @@ def insent_loss(
         query_chunk: ``Long[Q]``, the gold chunk (``0..C-1``) of each query within its document.
         lambda_seq: weight ``λ_seq ∈ [0, 1]`` of the in-sequence term (paper default 0.1).
         scale: similarity scale ``s = 1 / temperature`` (20 = temperature 0.05).
+        average: ``"query"`` (mean over queries) or ``"document"`` (mean over documents of per-document means).
 
     Returns:
         :class:`InsentLoss` of scalar tensors ``(total, in_sequence, in_batch)``.
     """
     if not 0.0 <= lambda_seq <= 1.0:
         raise ValueError(f"lambda_seq must be in [0, 1], got {lambda_seq}")
+    if average not in ("query", "document"):
+        raise ValueError(f"average must be 'query' or 'document', got {average!r}")
     _check_inputs(scores, chunk_mask, query_doc, query_chunk)
     logits, gold, valid, own_doc, gold_onehot = _gold_and_masks(scores, chunk_mask, query_doc, query_chunk, scale)
-    in_sequence = _info_nce(logits, valid & own_doc, gold).mean()
-    in_batch = _info_nce(logits, (valid & ~own_doc) | gold_onehot, gold).mean()
+    n_docs = scores.shape[1]
+    in_sequence = _average(_info_nce(logits, valid & own_doc, gold), query_doc, n_docs, average)
+    in_batch = _average(_info_nce(logits, (valid & ~own_doc) | gold_onehot, gold), query_doc, n_docs, average)
     total = lambda_seq * in_sequence + (1.0 - lambda_seq) * in_batch
     return InsentLoss(total=total, in_sequence=in_sequence, in_batch=in_batch)
 
@@ -232,7 +263,8 @@ def single_softmax_loss(
 
     ``L = mean_q [ logsumexp_{c ∈ A} scale · scores[q, c] − scale · scores[q, g(q)] ]`` with ``A`` every real chunk
     of every document of the batch: the query's own-document chunks and the other documents' chunks compete in one
-    softmax. Padding chunks are never candidates.
+    softmax. Padding chunks are never candidates. Always a mean over queries (the public code's ``inbatch_inseq``
+    loss is one cross-entropy over all queries, too).
 
     Args:
         scores: ``[Q, N, C]`` similarity scores.
@@ -263,9 +295,11 @@ class InsentLossModule(torch.nn.Module):
 
     Args:
         lambda_seq: weight of the in-sequence term (paper default 0.1).
-        scale: similarity scale, 1 / temperature (default 20).
+        scale: similarity scale, 1 / temperature (default 20), applied to cosine and to MaxSim alike (the public
+            code applies none to MaxSim: module docstring).
         mode: ``"single"`` (cosine) or ``"tokens"`` (MaxSim).
         variant: ``"weighted"`` or ``"single_softmax"``.
+        average: how the weighted loss's terms are averaged, ``"query"`` (default) or ``"document"`` (public code).
     """
 
     def __init__(
@@ -274,8 +308,11 @@ class InsentLossModule(torch.nn.Module):
         scale: float = 20.0,
         mode: ScoreMode = "single",
         variant: LossVariant = "weighted",
+        average: Average = "query",
     ) -> None:
         super().__init__()
+        if average not in ("query", "document"):
+            raise ValueError(f"average must be 'query' or 'document', got {average!r}")
         if mode not in ("single", "tokens"):
             raise ValueError(f"mode must be 'single' or 'tokens', got {mode!r}")
         if variant not in ("weighted", "single_softmax"):
@@ -286,6 +323,7 @@ class InsentLossModule(torch.nn.Module):
         self.scale = float(scale)
         self.mode: ScoreMode = mode
         self.variant: LossVariant = variant
+        self.average: Average = average
 
     def scores(
         self,
@@ -327,14 +365,19 @@ class InsentLossModule(torch.nn.Module):
         """
         scores = self.scores(query_repr, chunk_repr, query_mask, chunk_token_mask)
         if self.variant == "weighted":
-            return insent_loss(scores, chunk_mask, query_doc, query_chunk, self.lambda_seq, self.scale)
+            return insent_loss(scores, chunk_mask, query_doc, query_chunk, self.lambda_seq, self.scale, self.average)
         total = single_softmax_loss(scores, chunk_mask, query_doc, query_chunk, self.scale)
         with torch.no_grad():
-            terms = insent_loss(scores.detach(), chunk_mask, query_doc, query_chunk, self.lambda_seq, self.scale)
+            terms = insent_loss(
+                scores.detach(), chunk_mask, query_doc, query_chunk, self.lambda_seq, self.scale, self.average
+            )
         return InsentLoss(total=total, in_sequence=terms.in_sequence, in_batch=terms.in_batch)
 
     def extra_repr(self) -> str:
-        return f"lambda_seq={self.lambda_seq}, scale={self.scale}, mode={self.mode!r}, variant={self.variant!r}"
+        return (
+            f"lambda_seq={self.lambda_seq}, scale={self.scale}, mode={self.mode!r}, variant={self.variant!r}, "
+            f"average={self.average!r}"
+        )
 
 
 # --------------------------------------------------------------------------------------------------- padding

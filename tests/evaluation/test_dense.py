@@ -6,10 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
+from conteb.schemas import SOURCE_DOCUMENTS, SOURCE_QUERIES, table_from_rows
 from evaluation.config import ContextualSystem, DenseSystem
 from evaluation.dense import document_rows, template_problem
 from evaluation.embedders import load_cached, model_spec
+from evaluation.rechunk import rechunk_corpus
 from evaluation.systems import NotRunnable, prepare_system, requirement_problem
 from tests.evaluation.toy import DOCUMENTS, all_scores, save_tiny_model, toy_corpus
 from training.encoder import LateChunkingEncoder, PoolingPolicy
@@ -185,3 +188,107 @@ def test_every_document_is_encoded(tmp_path):
     indexed = prepare_system(LATE, corpus, tmp_path, log=logs.append)
     assert any(f"encoded {corpus.n_chunks:,} chunks of {len(DOCUMENTS)} documents" in line for line in logs)
     assert indexed.index_seconds > 0 and indexed.query_seconds > 0
+
+
+# ------------------------------------------------------------------ title prefix
+
+
+TITLE = DenseSystem(kind="dense", name="title-prefix", context="title")
+
+
+def test_title_prefix_embeds_title_then_chunk_and_counts_missing_titles(minilm, tmp_path):
+    corpus = toy_corpus()
+    corpus.titles[corpus.chunk_ids.index("oslo_0")] = None
+    corpus.titles[corpus.chunk_ids.index("lyon_1")] = "  "
+    indexed = prepare_system(TITLE, corpus, tmp_path)
+    assert indexed.details["chunks_without_title"] == 2 and indexed.details["context"] == "title"
+    assert indexed.details["title_template"] == "{title}\n\n{chunk}"
+    assert indexed.description.startswith("dense · title + chunk, embedded independently · offline-minilm")
+    texts = [
+        chunk if not (title and title.strip()) else f"{title}\n\n{chunk}"
+        for chunk, title in zip(corpus.chunks, corpus.titles, strict=True)
+    ]
+    assert texts[0] == "Paris\n\nParis is the capital of France and its largest city."
+    expected = minilm.encode(corpus.queries) @ minilm.encode(texts).T
+    scores = all_scores(indexed, corpus.n_queries)
+    np.testing.assert_allclose(scores, expected, atol=1e-5)
+    plain = all_scores(prepare_system(INDEPENDENT, corpus, tmp_path), corpus.n_queries)
+    untitled = [corpus.chunk_ids.index(c) for c in ("oslo_0", "lyon_1")]
+    titled = [r for r in range(corpus.n_chunks) if r not in untitled]
+    np.testing.assert_allclose(scores[:, untitled], plain[:, untitled], atol=1e-5)
+    assert np.abs(scores[:, titled] - plain[:, titled]).max(axis=0).min() > 1e-2  # every titled chunk moved
+
+
+def test_title_template_is_validated_and_used(tiny_folder, tmp_path):
+    system = DenseSystem(
+        kind="dense", name="t", context="title", model=str(tiny_folder), title_template="{title}: {chunk}"
+    )
+    assert prepare_system(system, toy_corpus(), tmp_path).details["title_template"] == "{title}: {chunk}"
+    for bad, reason in (("{title}", "must contain {chunk}"), ("{context} {chunk}", "unknown: \\['context'\\]")):
+        with pytest.raises(ValidationError, match=reason):
+            DenseSystem(kind="dense", name="t", context="title", title_template=bad)
+    with pytest.raises(ValidationError, match="not a format string"):
+        DenseSystem(kind="dense", name="t", context="title", title_template="{chunk")
+
+
+# ------------------------------------------------------------------ anchored late chunking
+
+
+def test_anchored_late_chunking_passes_document_titles(minilm, tmp_path):
+    corpus = toy_corpus(order=[4, 0, 5, 2, 3, 1])  # rows shuffled: titles must follow documents
+    corpus.titles[corpus.chunk_ids.index("lyon_1")] = "not the first chunk's title"
+    anchored = DenseSystem(kind="dense", name="a", context="late", window_policy="anchored", max_length=24)
+    plain = DenseSystem(kind="dense", name="p", context="late", max_length=24)
+    indexed = prepare_system(anchored, corpus, tmp_path)
+    details = indexed.details
+    assert details["window_policy"] == "anchored" and details["anchor_share"] == 0.4
+    assert details["anchor_tokens"] > 0 and details["windows"] > len(DOCUMENTS)
+    assert details["tokens_forwarded"] >= details["anchor_tokens"]
+    assert "(anchored windows)" in indexed.description
+    encoder = LateChunkingEncoder(minilm, max_length=24, window_policy="anchored")
+    documents = list(DOCUMENTS.values())
+    titles = [doc.title() for doc in DOCUMENTS]  # each document's first chunk's title
+    vectors = np.concatenate(encoder.encode_documents(documents, titles=titles))
+    rows = [corpus.chunk_ids.index(f"{doc}_{i}") for doc, chunks in DOCUMENTS.items() for i in range(len(chunks))]
+    expected = np.zeros_like(vectors)
+    expected[rows] = vectors
+    np.testing.assert_allclose(
+        all_scores(indexed, corpus.n_queries), minilm.encode(corpus.queries) @ expected.T, atol=1e-5
+    )
+    plain_scores = all_scores(prepare_system(plain, corpus, tmp_path), corpus.n_queries)
+    assert np.abs(all_scores(indexed, corpus.n_queries) - plain_scores).max() > 1e-3
+    assert prepare_system(plain, corpus, tmp_path).details["anchor_tokens"] == 0
+
+
+def test_anchored_equals_plain_when_documents_fit(tmp_path):
+    corpus = toy_corpus()
+    anchored = DenseSystem(kind="dense", name="a", context="late", window_policy="anchored")
+    a = all_scores(prepare_system(anchored, corpus, tmp_path), corpus.n_queries)
+    np.testing.assert_array_equal(a, all_scores(prepare_system(LATE, corpus, tmp_path), corpus.n_queries))
+
+
+def test_rechunked_corpus_keeps_titles_for_title_systems(tmp_path):
+    text = "Paris is the capital of France. " * 20 + "Its metro opened in 1900 for the fair. " * 10
+    documents = table_from_rows(
+        [{"doc_id": "paris", "title": "Paris", "text": text, "source": "t", "license": None, "metadata": None}],
+        SOURCE_DOCUMENTS,
+    )
+    start = text.index("1900")
+    queries = table_from_rows(
+        [
+            {
+                "query_id": "q0",
+                "doc_id": "paris",
+                "query": "When did the metro open?",
+                "answers": [{"text": "1900", "char_start": start}],
+                "source": "t",
+                "source_row": "0",
+            }
+        ],
+        SOURCE_QUERIES,
+    )
+    corpus = rechunk_corpus(documents, queries, 300, name="paris")
+    assert corpus.n_chunks > 2 and set(corpus.titles) == {"Paris"}
+    assert prepare_system(TITLE, corpus, tmp_path).details["chunks_without_title"] == 0
+    anchored = DenseSystem(kind="dense", name="a", context="late", window_policy="anchored", max_length=64)
+    assert prepare_system(anchored, corpus, tmp_path).details["anchor_tokens"] > 0

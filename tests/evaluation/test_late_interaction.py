@@ -103,3 +103,23 @@ def test_minilm_is_flagged_as_not_multi_vector(tmp_path):
     assert "independent chunks" in indexed.description
     scores = all_scores(indexed, corpus.n_queries)
     assert (scores.argmax(axis=1) == corpus.gold).all()  # MiniLM tokens still find these easy gold chunks
+
+
+def test_anchored_token_vectors_use_document_titles(tiny_folder, tmp_path):
+    corpus = toy_corpus()
+    options = dict(kind="late_interaction", model=str(tiny_folder), max_length=24)
+    anchored = LateInteractionSystem(name="a", window_policy="anchored", anchor_share=0.5, **options)
+    indexed = prepare_system(anchored, corpus, tmp_path)
+    assert indexed.details["window_policy"] == "anchored"
+    encoder = setup_encoder(anchored, tmp_path).encoder
+    documents = list(DOCUMENTS.values())
+    titles = [doc.title() for doc in DOCUMENTS]
+    tokens = [t for doc in encoder.encode_document_tokens(documents, mode="late", titles=titles) for t in doc]
+    assert encoder.anchor_tokens > 0
+    queries = encoder.encode_query_tokens(list(corpus.queries))
+    scores = all_scores(indexed, corpus.n_queries)
+    np.testing.assert_allclose(scores, brute_force(queries, tokens), atol=1e-4)
+    untitled = [t for doc in encoder.encode_document_tokens(documents, mode="late") for t in doc]
+    assert np.abs(scores - brute_force(queries, untitled)).max() > 1e-4  # the titles reached the heads
+    plain = all_scores(prepare_system(LateInteractionSystem(name="p", **options), corpus, tmp_path), corpus.n_queries)
+    assert np.abs(scores - plain).max() > 1e-4

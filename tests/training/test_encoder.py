@@ -98,8 +98,18 @@ def test_prefix_and_exclude_special(minilm: SentenceTransformer) -> None:
     prefix = ids(minilm, "search_document: ")
     assert window.input_ids[1 : 1 + len(prefix)] == prefix
     assert window.spans[0] == (1 + len(prefix), 1 + len(prefix) + 3)
+    # Public code with a prefix: [CLS] and the prefix are cut off before pooling, so chunk 0 has no [CLS].
+    assert not window.cls_in_first
     got = enc.encode_documents([CHUNKS])[0]
-    np.testing.assert_allclose(got, hand_vectors(minilm, window, [0, 1, 2], with_cls=True).numpy(), atol=1e-5)
+    np.testing.assert_allclose(got, hand_vectors(minilm, window, [0, 1, 2], with_cls=False).numpy(), atol=1e-5)
+    with_cls = hand_vectors(minilm, window, [0], with_cls=True)[0].numpy()
+    assert np.abs(got[0] - with_cls).max() > 1e-3  # the rule is observable
+    (tokens,) = enc.forward_document_tokens([CHUNKS])
+    assert tokens[0].shape[0] == 3  # chunk 0's own tokens only
+    kept = LateChunkingEncoder(minilm, PoolingPolicy(cls_with_prefix=True), document_prefix="search_document: ")
+    (window,) = kept.layout(CHUNKS)
+    assert window.cls_in_first
+    np.testing.assert_allclose(kept.encode_documents([CHUNKS])[0][0], with_cls, atol=1e-5)
 
     plain = LateChunkingEncoder(minilm, PoolingPolicy(exclude_special=True))
     (window,) = plain.layout(CHUNKS)
@@ -168,6 +178,151 @@ def test_oversize_chunk_is_truncated_and_counted(minilm: SentenceTransformer) ->
     assert all(len(w.input_ids) <= 64 for w in windows)
     assert sorted(c for w in windows for c in w.owned) == [0, 1, 2]
     assert enc.encode_documents([doc])[0].shape == (3, 384)
+
+
+# ---------------------------------------------------------------- anchored windows
+
+
+def anchored(model: SentenceTransformer, **kwargs) -> LateChunkingEncoder:
+    return LateChunkingEncoder(model, window_policy="anchored", **kwargs)
+
+
+def test_anchored_layout_positions(minilm: SentenceTransformer) -> None:
+    enc = anchored(minilm, max_length=64, anchor_share=0.4)
+    plain = LateChunkingEncoder(minilm, max_length=64).layout(LONG_DOC)
+    windows = enc.layout(LONG_DOC, title="Topic survey")
+    cls, sep = minilm.tokenizer.cls_token_id, minilm.tokenizer.sep_token_id
+    head = [*ids(minilm, "Topic survey"), *ids(minilm, LONG_DOC[0])][: int(0.4 * 64)]
+    assert len(head) == 20 and enc.head_cap == 25  # 2 title + 18 chunk tokens, under the cap
+    first = windows[0]  # the window from chunk 0 is exactly the plain one
+    assert (first.input_ids, first.spans, first.chunk_ids, first.head) == (
+        plain[0].input_ids,
+        plain[0].spans,
+        plain[0].chunk_ids,
+        None,
+    )
+    assert first.cls_in_first and len(windows) > 2
+    for window in windows[1:]:
+        assert window.chunk_ids[0] > 0 and not window.cls_in_first
+        assert window.head == (1, 1 + len(head))
+        assert window.input_ids[: 2 + len(head)] == [cls, *head, sep]
+        assert len(window.input_ids) <= 64
+        cursor = 2 + len(head)
+        for chunk, (start, end) in zip(window.chunk_ids, window.spans, strict=True):
+            assert start == cursor and window.input_ids[start:end] == ids(minilm, LONG_DOC[chunk])
+            assert window.input_ids[end] == sep
+            cursor = end + 1
+        assert cursor == len(window.input_ids)
+    assert sorted(c for w in windows for c in w.owned) == list(range(len(LONG_DOC)))
+    assert enc.anchor_tokens == len(head) * (len(windows) - 1)
+
+
+def test_anchored_head_is_attended_never_pooled(minilm: SentenceTransformer) -> None:
+    enc = anchored(minilm, max_length=64)
+    windows = enc.layout(LONG_DOC, title="Topic survey")
+    vectors = enc.encode_documents([LONG_DOC], titles=["Topic survey"])[0]
+    plain_vectors = LateChunkingEncoder(minilm, max_length=64).encode_documents([LONG_DOC])[0]
+    for window in windows:
+        expected = hand_vectors(minilm, window, window.owned, with_cls=window.cls_in_first)
+        np.testing.assert_allclose(vectors[window.owned], expected.numpy(), atol=1e-5)
+    window = windows[3]
+    a, b = window.head
+    assert all(end <= a or start >= b for start, end in window.spans)  # head outside every pooled span
+    # Pooling the head too would give another vector: the check above can fail.
+    transformer = minilm[0].auto_model
+    with torch.no_grad():
+        hidden = transformer(input_ids=torch.tensor([window.input_ids])).last_hidden_state[0]
+    k = window.chunk_ids.index(window.owned[0])
+    start, end = window.spans[k]
+    with_head = F.normalize(hidden[[*range(a, b), *range(start, end)]].mean(0), dim=-1).numpy()
+    assert np.abs(vectors[window.owned[0]] - with_head).max() > 1e-3
+    # The head is attended to: later chunks differ from the plain windows' vectors.
+    assert np.abs(vectors[5:] - plain_vectors[5:]).max() > 1e-3
+    np.testing.assert_array_equal(vectors[windows[0].owned], plain_vectors[windows[0].owned])
+
+
+@pytest.mark.parametrize("name", ["minilm", "modernbert"])
+def test_anchored_one_window_equals_plain_bitwise(name: str, request: pytest.FixtureRequest) -> None:
+    model = request.getfixturevalue(name)
+    docs, titles = [LONG_DOC[:4], CHUNKS], ["A title", None]
+    plain = LateChunkingEncoder(model)
+    enc = anchored(model)
+    assert all(len(enc.layout(d, title=t)) == 1 for d, t in zip(docs, titles, strict=True))
+    for got, want in zip(enc.encode_documents(docs, titles=titles), plain.encode_documents(docs), strict=True):
+        np.testing.assert_array_equal(got, want)
+    got_tokens = enc.encode_document_tokens(docs, titles=titles)
+    for got, want in zip(got_tokens, plain.encode_document_tokens(docs), strict=True):
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)
+    assert enc.anchor_tokens == 0
+
+
+def test_anchored_title_absent_blank_and_cap(minilm: SentenceTransformer) -> None:
+    chunk0 = ids(minilm, LONG_DOC[0])
+    no_title = anchored(minilm, max_length=64).layout(LONG_DOC)
+    blank = anchored(minilm, max_length=64).layout(LONG_DOC, title="  ")
+    titled = anchored(minilm, max_length=64).layout(LONG_DOC, title="Topic survey")
+    a, b = no_title[1].head
+    assert no_title[1].input_ids[a:b] == chunk0 and blank[1].input_ids == no_title[1].input_ids
+    a, b = titled[1].head
+    assert titled[1].input_ids[a:b][:2] == ids(minilm, "Topic survey")
+    small = anchored(minilm, max_length=64, anchor_share=0.1)  # cap floor(6.4) = 6 tokens
+    windows = small.layout(LONG_DOC, title="Topic survey")
+    assert all(w.head == (1, 7) for w in windows[1:])
+    assert windows[1].input_ids[1:7] == [*ids(minilm, "Topic survey"), *chunk0][:6]
+    # The plain policy ignores titles.
+    plain = LateChunkingEncoder(minilm, max_length=64)
+    assert [w.input_ids for w in plain.layout(LONG_DOC, title="Topic survey")] == [
+        w.input_ids for w in plain.layout(LONG_DOC)
+    ]
+
+
+def test_anchored_head_cut_next_to_a_long_chunk(minilm: SentenceTransformer) -> None:
+    enc = anchored(minilm, max_length=64, anchor_share=0.5)
+    long_chunk = "word " * 50  # fits a plain window, not next to a full head
+    doc = [LONG_DOC[0], LONG_DOC[1], long_chunk, "short end."]
+    n_long = len(ids(minilm, long_chunk))
+    assert n_long <= 62 and n_long + 3 + len(ids(minilm, LONG_DOC[0])) > 64
+    windows = enc.layout(doc)
+    assert all(len(w.input_ids) <= 64 for w in windows)
+    holder = next(w for w in windows if w.chunk_ids == [2])
+    assert holder.head is not None and holder.head[1] - holder.head[0] == 64 - 3 - n_long  # head cut to what fits
+    assert len(holder.input_ids) == 64 and windows[-1].head == (1, 1 + len(ids(minilm, LONG_DOC[0])))
+    assert sorted(c for w in windows for c in w.owned) == [0, 1, 2, 3]
+    assert enc.truncated_chunks == 0
+
+
+def test_anchored_token_mode_positions(minilm: SentenceTransformer) -> None:
+    enc = anchored(minilm, max_length=64)
+    windows = enc.layout(LONG_DOC, title="Topic survey")
+    (per_chunk,) = enc.forward_document_tokens([LONG_DOC], titles=["Topic survey"])
+    transformer = minilm[0].auto_model
+    for window in windows:
+        with torch.no_grad():
+            hidden = transformer(input_ids=torch.tensor([window.input_ids])).last_hidden_state[0]
+        for chunk in window.owned:
+            k = window.chunk_ids.index(chunk)
+            start, end = window.spans[k]
+            positions = [0, *range(start, end)] if k == 0 and window.cls_in_first else list(range(start, end))
+            expected = F.normalize(hidden[positions], dim=-1)
+            np.testing.assert_allclose(per_chunk[chunk].detach().numpy(), expected.numpy(), atol=1e-5)
+
+
+def test_anchored_training_path_and_counters(modernbert: SentenceTransformer) -> None:
+    enc = anchored(modernbert, max_length=48)
+    vectors = enc.forward_documents([LONG_DOC[:6], CHUNKS], titles=["Topics", None])
+    assert [v.shape for v in vectors] == [(6, 64), (3, 64)] and vectors[0].requires_grad
+    layout = enc.layout(LONG_DOC[:6], title="Topics")
+    assert len(layout) > 1 and all(w.head for w in layout[1:])
+    assert enc.forwarded_windows == len(layout) + 1
+    assert enc.forwarded_tokens == sum(len(w.input_ids) for w in layout) + len(enc.layout(CHUNKS)[0].input_ids)
+    with pytest.raises(ValueError, match="titles"):
+        enc.encode_documents([CHUNKS], titles=["a", "b"])
+    with pytest.raises(ValueError, match="window_policy"):
+        LateChunkingEncoder(modernbert, window_policy="sliding")  # type: ignore[arg-type]
+    for share in (0.0, 1.0):
+        with pytest.raises(ValueError, match="anchor_share"):
+            anchored(modernbert, anchor_share=share)
 
 
 # ---------------------------------------------------------------- modes, order, batching

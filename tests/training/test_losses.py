@@ -267,6 +267,66 @@ def test_hand_computed_value() -> None:
     assert result.total.item() == pytest.approx(lam * seq + (1 - lam) * in_batch, abs=1e-12)
 
 
+def test_hand_computed_query_and_document_averages() -> None:
+    """Document 0 has two queries, document 1 one: the two averages weigh them differently."""
+    s, lam = 20.0, 0.5
+    scores = torch.tensor(
+        [
+            [[0.9, 0.4], [0.7, 0.1]],  # query 0: document 0, gold chunk 0
+            [[0.3, 0.6], [0.5, 0.2]],  # query 1: document 0, gold chunk 1
+            [[0.2, 0.8], [0.6, 0.4]],  # query 2: document 1, gold chunk 0
+        ],
+        dtype=DTYPE,
+    )
+    chunk_mask = torch.tensor([[True, True], [True, True]])
+    query_doc, query_chunk = torch.tensor([0, 0, 1]), torch.tensor([0, 1, 0])
+
+    def lse(*values: float) -> float:
+        return math.log(sum(math.exp(s * v) for v in values))
+
+    seq = [lse(0.9, 0.4) - s * 0.9, lse(0.3, 0.6) - s * 0.6, lse(0.6, 0.4) - s * 0.6]
+    bat = [lse(0.9, 0.7, 0.1) - s * 0.9, lse(0.6, 0.5, 0.2) - s * 0.6, lse(0.6, 0.2, 0.8) - s * 0.6]
+    by_query = insent_loss(scores, chunk_mask, query_doc, query_chunk, lam, s)
+    assert by_query.in_sequence.item() == pytest.approx(sum(seq) / 3, abs=1e-12)
+    assert by_query.in_batch.item() == pytest.approx(sum(bat) / 3, abs=1e-12)
+    by_doc = insent_loss(scores, chunk_mask, query_doc, query_chunk, lam, s, average="document")
+    seq_doc = ((seq[0] + seq[1]) / 2 + seq[2]) / 2
+    bat_doc = ((bat[0] + bat[1]) / 2 + bat[2]) / 2
+    assert by_doc.in_sequence.item() == pytest.approx(seq_doc, abs=1e-12)
+    assert by_doc.in_batch.item() == pytest.approx(bat_doc, abs=1e-12)
+    assert by_doc.total.item() == pytest.approx(lam * seq_doc + (1 - lam) * bat_doc, abs=1e-12)
+    assert abs(by_doc.total.item() - by_query.total.item()) > 1e-3  # the averages differ here
+    # A document without queries does not count in the document average.
+    scores3 = torch.cat([scores, torch.full((3, 1, 2), 0.3, dtype=DTYPE)], dim=1)
+    mask3 = torch.ones(3, 2, dtype=torch.bool)
+    with_empty = insent_loss(scores3, mask3, query_doc, query_chunk, lam, s, average="document")
+    bat_empty = [lse(0.9, 0.7, 0.1, 0.3, 0.3) - s * 0.9, lse(0.6, 0.5, 0.2, 0.3, 0.3) - s * 0.6]
+    bat_empty.append(lse(0.6, 0.2, 0.8, 0.3, 0.3) - s * 0.6)
+    assert with_empty.in_sequence.item() == pytest.approx(seq_doc, abs=1e-12)
+    assert with_empty.in_batch.item() == pytest.approx(((bat_empty[0] + bat_empty[1]) / 2 + bat_empty[2]) / 2)
+    module = InsentLossModule(lam, s, average="document")
+    assert "average='document'" in repr(module)
+    with pytest.raises(ValueError, match="average"):
+        insent_loss(scores, chunk_mask, query_doc, query_chunk, average="batch")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="average"):
+        InsentLossModule(average="batch")  # type: ignore[arg-type]
+
+
+def test_module_passes_the_average() -> None:
+    batch = make_batch(3)
+    chunks, chunk_mask = pad_documents(batch.docs)
+    scores = cosine_scores(batch.queries, chunks)
+    for average in ("query", "document"):
+        for variant in ("weighted", "single_softmax"):
+            got = InsentLossModule(0.3, 20.0, variant=variant, average=average)(
+                batch.queries, chunks, chunk_mask, batch.query_doc, batch.query_chunk
+            )
+            want = insent_loss(scores, chunk_mask, batch.query_doc, batch.query_chunk, 0.3, 20.0, average)
+            assert torch.allclose(got.in_sequence, want.in_sequence) and torch.allclose(got.in_batch, want.in_batch)
+            if variant == "weighted":
+                assert torch.allclose(got.total, want.total)
+
+
 # ------------------------------------------------------------------------------------------ gradients and edge cases
 
 

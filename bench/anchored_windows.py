@@ -1,0 +1,218 @@
+"""Anchored windows for late chunking: untrained offline MiniLM, plain vs anchored windows, against independent
+chunks and the title-prefix baseline, on original chunks and on the context-dependent (masked) variant.
+
+Corpora (``../shared/data``): XQuAD (en), SQuAD v1.1 dev, COVID-QA, loaded with the project's source loader
+(:func:`curation.sources.squad.load_squad_json`), chunked at 1000 characters and paired by answer span
+(:func:`evaluation.rechunk.rechunk_corpus`: :mod:`curation.chunking` + :func:`curation.pairing.pair_by_span`).
+
+Variants:
+
+* ``original``: every chunk as written;
+* ``masked``: the context-dependent variant the pipeline builds without an LLM: themes from titles
+  (:func:`curation.themes.themes_table` with no LLM results) and :func:`curation.reformulation.apply_reformulations`
+  with no LLM results, i.e. every chunk but each document's first has its theme mentions masked ("the subject").
+  Queries and gold chunks are unchanged (pairing is on the original text).
+
+Systems (the same configs as ``evaluation.config.default_systems``): ``independent``, ``title-prefix``,
+``late-chunking`` (plain windows), ``late-chunking-anchored`` (``anchor_share`` 0.4 unless told). Chunks are encoded
+with the evaluation's own pieces (:func:`evaluation.embedders.setup_encoder`, :func:`evaluation.dense.encode_chunks`,
+:func:`~evaluation.dense.title_texts`, :func:`~evaluation.dense.document_titles`), as ``prepare_single_vector``
+does; the queries, the same for every system (one model, one query prefix), are encoded once per corpus, which is
+the only difference from ``prepare_system`` (it saves one query encode per system on CPU). Scoring:
+``dense_scorer`` → ``rank_corpus`` → ``metrics_from_gold_rank`` → ``summarize`` (bootstrap 95% CI) and
+``paired_test`` (randomization). Encode cost per system: seconds, windows and tokens forwarded (head tokens included,
+and counted apart as ``anchor_tokens``).
+
+Usage (from the repository root)::
+
+    nice -n 10 python bench/anchored_windows.py --corpus xquad --json /tmp/anchored-xquad.json
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import argparse
+import dataclasses
+import json
+import time
+
+import numpy as np
+import pyarrow as pa
+from record import result_header  # bench/record.py (the script's folder is on sys.path)
+
+from conteb.config import ChunkingConfig
+from curation.chunking import chunk_documents
+from curation.reformulation import apply_reformulations
+from curation.sources.squad import load_squad_json
+from curation.themes import themes_table
+from evaluation.config import DenseSystem
+from evaluation.corpus import EvalCorpus
+from evaluation.dense import document_rows, document_titles, encode_chunks, title_texts
+from evaluation.embedders import setup_encoder
+from evaluation.metrics import metrics_from_gold_rank
+from evaluation.ranking import dense_scorer, rank_corpus
+from evaluation.rechunk import rechunk_corpus
+from evaluation.stats import paired_test, summarize
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+CORPORA = {"xquad": "xquad-en.json.gz", "squad": "squad-v1.1-dev.json.gz", "covidqa": "covidqa-2020-04-23.json.gz"}
+CHUNK_SIZE = 1000
+COMPARISONS = (
+    ("late-chunking-anchored", "late-chunking"),
+    ("late-chunking-anchored", "independent"),
+    ("late-chunking", "independent"),
+    ("title-prefix", "independent"),
+)
+
+
+def systems(anchor_share: float) -> dict[str, DenseSystem]:
+    return {
+        "independent": DenseSystem(kind="dense", name="independent", context="independent"),
+        "title-prefix": DenseSystem(kind="dense", name="title-prefix", context="title"),
+        "late-chunking": DenseSystem(kind="dense", name="late-chunking", context="late"),
+        "late-chunking-anchored": DenseSystem(
+            kind="dense",
+            name="late-chunking-anchored",
+            context="late",
+            window_policy="anchored",
+            anchor_share=anchor_share,
+        ),
+    }
+
+
+def masked_variant(corpus: EvalCorpus, documents: pa.Table) -> tuple[EvalCorpus, dict[str, int]]:
+    """``corpus`` with the texts of the pipeline's offline reformulation (mask method, first chunks unchanged)."""
+    chunks = chunk_documents(documents, ChunkingConfig(chunk_size=CHUNK_SIZE, chunk_overlap=0)).chunks
+    themes, _ = themes_table(documents, None, None)
+    output = apply_reformulations(chunks, themes, {}, None, None, None)
+    text_of = dict(
+        zip(output.table.column("chunk_id").to_pylist(), output.table.column("chunk").to_pylist(), strict=True)
+    )
+    missing = [cid for cid in corpus.chunk_ids if cid not in text_of]
+    if missing:
+        raise SystemExit(f"reformulation has no row for {len(missing)} chunk(s), e.g. {missing[:3]}")
+    texts = [text_of[cid] for cid in corpus.chunk_ids]
+    changed = sum(a != b for a, b in zip(texts, corpus.chunks, strict=True))
+    stats = {**output.stats, "chunks_changed": changed}
+    return dataclasses.replace(corpus, chunks=texts, notes=[*corpus.notes, f"masked variant: {stats}"]), stats
+
+
+def encode_system(system: DenseSystem, corpus: EvalCorpus) -> tuple[np.ndarray, dict]:
+    """float32 ``[C, D]`` chunk vectors of ``system`` (as ``prepare_single_vector``) and its encode cost."""
+    setup = setup_encoder(system, ROOT / "data" / "models")
+    groups = document_rows(corpus)
+    if system.context == "title":
+        texts, missing = title_texts(system, corpus)
+        mode = "independent"
+    else:
+        texts, missing, mode = list(corpus.chunks), None, system.context
+    titles = document_titles(corpus, groups) if mode == "late" else None
+    encoder = setup.encoder
+    started = time.perf_counter()
+    vectors = encode_chunks(setup, texts, groups, mode, False, titles)
+    cost = {
+        "encode_s": round(time.perf_counter() - started, 1),
+        "windows": encoder.forwarded_windows,
+        "tokens_forwarded": encoder.forwarded_tokens,
+        "anchor_tokens": encoder.anchor_tokens,
+        "chunks_without_title": missing,
+        "truncated_chunks": encoder.truncated_chunks,
+    }
+    print(f"{system.name}: {cost}", flush=True)
+    return vectors, cost
+
+
+def evaluate(name: str, system: DenseSystem, corpus: EvalCorpus, query_vectors: np.ndarray) -> tuple[dict, np.ndarray]:
+    chunk_vectors, cost = encode_system(system, corpus)
+    ranking = rank_corpus(
+        dense_scorer(query_vectors, chunk_vectors),
+        corpus.n_queries,
+        corpus.chunk_ids,
+        corpus.gold,
+        corpus.chunk_doc_index(),
+        corpus.document_order,
+    )
+    ndcg = metrics_from_gold_rank(ranking.gold_rank, (10,))["ndcg@10"]
+    summary = summarize(ndcg)
+    later = corpus.chunk_index[corpus.gold] > 0
+    row = {
+        "system": name,
+        "ndcg@10": round(summary.value, 4),
+        "ci_low": round(summary.ci_low, 4),
+        "ci_high": round(summary.ci_high, 4),
+        "ndcg@10_later_chunks": round(float(ndcg[later].mean()), 4) if later.any() else None,
+        "later_queries": int(later.sum()),
+        "n_queries": corpus.n_queries,
+        "n_chunks": corpus.n_chunks,
+        "n_documents": corpus.n_documents,
+        **cost,
+    }
+    return row, ndcg
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", choices=sorted(CORPORA), default="xquad")
+    parser.add_argument("--variants", nargs="+", choices=["original", "masked"], default=["original", "masked"])
+    parser.add_argument("--systems", nargs="+", default=list(systems(0.4)))
+    parser.add_argument("--anchor-share", type=float, default=0.4)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    if not SHARED.is_dir():
+        sys.exit(f"{SHARED} is missing: the real corpora are needed (see shared/data/MANIFEST.md)")
+    configs = systems(args.anchor_share)
+    source = load_squad_json(SHARED / CORPORA[args.corpus])
+    documents, queries = source.documents_table(), source.queries_table()
+    original = rechunk_corpus(documents, queries, CHUNK_SIZE, name=args.corpus)
+    print(f"{args.corpus}: {documents.num_rows} documents, {original.n_chunks} chunks, {original.n_queries} queries")
+    rows: list[dict] = []
+    result = result_header(args, rows)
+    setup = setup_encoder(configs["independent"], ROOT / "data" / "models")
+    started = time.perf_counter()
+    query_vectors = setup.encoder.encode_queries(list(original.queries))
+    print(f"{original.n_queries} queries encoded in {time.perf_counter() - started:.1f} s", flush=True)
+    for variant in args.variants:
+        corpus, stats = (original, None) if variant == "original" else masked_variant(original, documents)
+        if stats:
+            print(f"masked variant: {stats}", flush=True)
+        per_query = {}
+        for name in args.systems:
+            row, ndcg = evaluate(name, configs[name], corpus, query_vectors)
+            row = {"corpus": args.corpus, "variant": variant, **row}
+            rows.append(row)
+            per_query[name] = ndcg
+            print(json.dumps(row), flush=True)
+        for a, b in COMPARISONS:
+            if a in per_query and b in per_query:
+                row = {
+                    "corpus": args.corpus,
+                    "variant": variant,
+                    "comparison": f"{a} vs {b}",
+                    "difference": round(float((per_query[a] - per_query[b]).mean()), 4),
+                    "p_value": paired_test(per_query[a], per_query[b]),
+                }
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        if args.json:  # after every variant, so that a stopped run keeps what finished
+            args.json.write_text(json.dumps(result, indent=2, default=str))
+    print("\n| variant | system | nDCG@10 [95% CI] | later chunks | encode s | windows | tokens (head) |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for row in rows:
+        if "system" in row:
+            print(
+                f"| {row['variant']} | {row['system']} | {row['ndcg@10']:.3f} [{row['ci_low']:.3f}, "
+                f"{row['ci_high']:.3f}] | {row['ndcg@10_later_chunks']} | {row['encode_s']} | {row['windows']:,} | "
+                f"{row['tokens_forwarded']:,} ({row['anchor_tokens']:,}) |"
+            )
+    for row in rows:
+        if "comparison" in row:
+            print(f"{row['variant']}: {row['comparison']}: {row['difference']:+.4f} (p = {row['p_value']:.4g})")
+
+
+if __name__ == "__main__":
+    main()

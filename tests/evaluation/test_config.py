@@ -1,0 +1,41 @@
+"""The ``evaluation:`` config block (``evaluation.config``): default systems, window options, chunk-size defaults."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from evaluation.config import DenseSystem, EvaluationConfig, LateInteractionSystem, default_systems
+
+
+def test_default_systems_include_title_prefix_and_anchored_late_chunking():
+    systems = {s.name: s for s in default_systems()}
+    anchored, title = systems["late-chunking-anchored"], systems["title-prefix"]
+    assert isinstance(anchored, DenseSystem) and anchored.context == "late"
+    assert anchored.window_policy == "anchored" and anchored.anchor_share == 0.4
+    assert systems["late-chunking"].window_policy == "plain"
+    assert isinstance(title, DenseSystem) and title.context == "title" and title.title_template == "{title}\n\n{chunk}"
+    config = EvaluationConfig()
+    assert {"title-prefix", "late-chunking-anchored"} <= set(config.chunk_sizes.systems)
+    assert ("late-chunking-anchored", "late-chunking") in config.significance.comparisons
+    assert ("late-chunking-anchored", "independent") in config.significance.comparisons
+
+
+def test_window_options_are_validated():
+    system = LateInteractionSystem(kind="late_interaction", name="li", window_policy="anchored", anchor_share=0.25)
+    assert system.window_policy == "anchored" and system.anchor_share == 0.25
+    for share in (0.0, 1.0, 1.5):
+        with pytest.raises(ValidationError, match="anchor_share"):
+            DenseSystem(kind="dense", name="d", context="late", anchor_share=share)
+    with pytest.raises(ValidationError, match="window_policy"):
+        DenseSystem(kind="dense", name="d", context="late", window_policy="sliding")
+
+
+def test_default_chunk_size_systems_follow_the_declared_systems():
+    systems = [{"name": "bm25", "kind": "bm25"}, {"name": "late-chunking", "kind": "dense", "context": "late"}]
+    config = EvaluationConfig.model_validate({"systems": systems})
+    assert config.chunk_sizes.systems == ("bm25", "late-chunking")  # defaults that are declared, in default order
+    config = EvaluationConfig.model_validate({"systems": systems, "chunk_sizes": {"sizes": [500]}})
+    assert config.chunk_sizes.systems == ("bm25", "late-chunking") and config.chunk_sizes.sizes == (500,)
+    with pytest.raises(ValidationError, match=r"unknown system\(s\) \['title-prefix'\]"):
+        EvaluationConfig.model_validate({"systems": systems, "chunk_sizes": {"systems": ["bm25", "title-prefix"]}})
