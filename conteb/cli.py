@@ -45,6 +45,17 @@ def validate(ctx: click.Context) -> None:
     """Validate the task registry."""
     config = _load(ctx)
     click.echo(f"{config.config_path}: {len(config.tasks)} task(s) OK: {', '.join(t.name for t in config.tasks)}")
+    for task in config.tasks:
+        click.echo(f"  {task.name}: {describe_splits(task)}")
+
+
+def describe_splits(task) -> str:
+    """``split test`` or ``splits train 0.5, test 0.5 (by document, seed 0); evaluated on test``."""
+    if task.splits is None:
+        return f"split {task.split}"
+    shares = ", ".join(f"{name} {fraction:g}" for name, fraction in task.splits.fractions.items())
+    train = f"; trained on {task.train_split}" if task.train_split else ""
+    return f"splits {shares} (by document, seed {task.splits.seed}){train}; evaluated on {task.evaluation_split}"
 
 
 @main.command()
@@ -67,7 +78,20 @@ def status(ctx: click.Context) -> None:
                 counts.append(f"{sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} {unit}")
         state = ", ".join(counts) if counts else "not built yet"
         click.echo(f"  {task.name:<20} {folder}  [{state}]")
+        click.echo(f"  {'':<20} {describe_splits(task)}{_split_rows(folder, task.split_names)}")
     _review_status(config, data_dir)
+
+
+def _split_rows(folder: Path, splits: tuple[str, ...]) -> str:
+    """`` (train: 40 chunks, test: 38 chunks)`` from the published documents shards, when built."""
+    from curation.dataset import data_file
+
+    rows = []
+    for split in splits:
+        path = folder / data_file("documents", split)
+        if path.is_file():
+            rows.append(f"{split}: {pq.ParquetFile(path).metadata.num_rows:,} chunks")
+    return f" ({', '.join(rows)})" if rows else ""
 
 
 def _review_status(config, data_dir: Path) -> None:

@@ -94,3 +94,31 @@ def no_empty_chunks(documents: pa.Table) -> CheckOutcome:
         if not chunk.strip() or not og.strip()
     ]
     return _outcome(bad, documents.num_rows)
+
+
+def splits_by_document(documents: dict[str, pa.Table], queries: dict[str, pa.Table]) -> CheckOutcome:
+    """Document-level splits hold: every split (``{split: table}``) has documents, no document is in
+    two splits, and each query's document (``doc_id``, else from ``chunk_id``) is in the query's split."""
+    bad = []
+    seen: dict[str, str] = {}
+    for split, table in documents.items():
+        if table.num_rows == 0:
+            bad.append(f"split {split!r}: no documents")
+        for doc_id in dict.fromkeys(table.column("doc_id").to_pylist()):
+            if doc_id in seen:
+                bad.append(f"document {doc_id!r}: in split {seen[doc_id]!r} and in split {split!r}")
+            else:
+                seen[doc_id] = split
+    checked = sum(t.num_rows for t in documents.values())
+    for split, table in queries.items():
+        checked += table.num_rows
+        doc_ids = (
+            table.column("doc_id").to_pylist()
+            if "doc_id" in table.column_names
+            else [cid.rsplit("_", 1)[0] for cid in table.column("chunk_id").to_pylist()]
+        )
+        for qid, doc_id in zip(table.column("query_id").to_pylist(), doc_ids, strict=True):
+            if seen.get(doc_id) != split:
+                where = f"split {seen[doc_id]!r}" if doc_id in seen else "no split"
+                bad.append(f"query {qid!r} (split {split!r}): its document {doc_id!r} is in {where}")
+    return _outcome(bad, checked)

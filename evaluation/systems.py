@@ -15,9 +15,11 @@ from evaluation.bm25 import bm25_problem, prepare_bm25
 from evaluation.config import BM25System, ContextualSystem, DenseSystem, LateInteractionSystem, SystemConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.dense import contextual_problem, prepare_single_vector
-from evaluation.embedders import clear_model_cache, model_problem
+from evaluation.embedders import clear_model_cache, model_problem, trained_folder
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, _no_log
 from evaluation.late_interaction import prepare_late_interaction
+from evaluation.leakage import training_overlap_problem
+from training.models import OFFLINE_MINILM
 
 __all__ = ["IndexedSystem", "NotRunnable", "clear_model_cache", "prepare_system", "requirement_problem"]
 
@@ -27,16 +29,35 @@ def requirement_problem(system: SystemConfig, corpus: EvalCorpus, models_dir: Pa
 
     Reasons: a trained model not there yet (``<models_dir>/<trained>`` missing or holding no saved model), a model
     folder that does not exist, no chunk contexts for ``contextual`` (or a template with unknown fields), an unknown
-    stemmer or stop-word language for ``bm25``. A hub id is only found out when loading (:class:`NotRunnable` then).
+    stemmer or stop-word language for ``bm25``, and train/test leakage: a model whose folder records (in
+    ``training_data.json``) documents of this corpus is refused, with a reason starting ``refused:``
+    (:mod:`evaluation.leakage`). A hub id is only found out when loading (:class:`NotRunnable` then).
     """
     match system:
         case BM25System():
             return bm25_problem(system)
         case ContextualSystem():
-            return contextual_problem(system, corpus) or model_problem(system, Path(models_dir))
+            return (
+                contextual_problem(system, corpus)
+                or model_problem(system, Path(models_dir))
+                or _leakage_problem(system, corpus, Path(models_dir))
+            )
         case DenseSystem() | LateInteractionSystem():
-            return model_problem(system, Path(models_dir))
+            return model_problem(system, Path(models_dir)) or _leakage_problem(system, corpus, Path(models_dir))
     raise TypeError(f"unknown system config {system!r}")  # pragma: no cover
+
+
+def _leakage_problem(
+    system: DenseSystem | ContextualSystem | LateInteractionSystem, corpus: EvalCorpus, models_dir: Path
+) -> str | None:
+    """The train/test overlap refusal for a ``trained:`` model, or a ``model:`` folder that records its data."""
+    if system.trained is not None:
+        folder = trained_folder(models_dir, system.trained)
+    elif system.model and system.model != OFFLINE_MINILM and Path(system.model).expanduser().is_dir():
+        folder = Path(system.model).expanduser()
+    else:
+        return None
+    return training_overlap_problem(folder, corpus)
 
 
 def prepare_system(

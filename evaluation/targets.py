@@ -4,6 +4,10 @@ A target is a task of the registry (its published folder ``data/conteb/<task>``,
 and span-annotated sources from the stage tables) or an ``evaluation.external`` dataset (a folder or
 a hub id: no stage tables, so contexts are absent and the chunk-size study rebuilds documents from
 the chunks' offsets when the queries carry answer spans).
+
+A registry task is evaluated on its ``evaluation_split`` (``test`` when it declares document-level
+``splits``, else its last declared split, else its one ``split``); its chunk-size study re-chunks only
+the source documents of that split.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from conteb.config import ProjectConfig
@@ -32,6 +38,7 @@ class EvalTarget:
     split: str
     stages: Path | None = None
     span_annotated: bool = True
+    split_by_document: bool = False  # the folder has several document-level splits: sources filtered to this one
 
     def load(self) -> EvalCorpus:
         """The corpus, with the LLM chunk contexts when the task produced them."""
@@ -45,7 +52,8 @@ class EvalTarget:
             if not self.span_annotated:
                 return None, "the task pairs queries by LLM, not by answer span: chunk-size study not run"
             if documents.is_file() and queries.is_file():
-                return SpanSources(pq.read_table(documents), pq.read_table(queries)), None
+                sources = SpanSources(pq.read_table(documents), pq.read_table(queries))
+                return (self._of_this_split(sources) if self.split_by_document else sources), None
             return None, f"{documents} missing: materialize the task's source assets first"
         try:
             documents, _ = read_config_table(self.path, "documents", self.split)
@@ -53,6 +61,15 @@ class EvalTarget:
             return SpanSources(*sources_from_dataset(documents, queries)), None
         except NotRunnable as reason:
             return None, str(reason)
+
+    def _of_this_split(self, sources: SpanSources) -> SpanSources:
+        """The source documents (and their queries) of the evaluated split only."""
+        published, _ = read_config_table(self.path, "documents", self.split)
+        kept = pa.array(sorted(set(published.column("doc_id").to_pylist())), pa.string())
+        return SpanSources(
+            sources.documents.filter(pc.is_in(sources.documents.column("doc_id"), kept)),
+            sources.queries.filter(pc.is_in(sources.queries.column("doc_id"), kept)),
+        )
 
     def llm_usage(self, data_dir: Path) -> LLMUsage | None:
         """Tokens and dollars the task's chunk contexts cost, from the LLM ledger (None when never paid)."""
@@ -77,9 +94,10 @@ def evaluation_targets(config: ProjectConfig, data_dir: Path) -> list[EvalTarget
         EvalTarget(
             name=task.name,
             path=str(dataset_dir(data_dir, task.name)),
-            split=task.split,
+            split=task.evaluation_split,
             stages=stage_dir(data_dir, task.name),
             span_annotated=task.uses_span_pairing,
+            split_by_document=task.splits is not None,
         )
         for task in config.evaluated_tasks
     ]
@@ -95,7 +113,12 @@ def find_target(config: ProjectConfig, data_dir: Path, name_or_path: str, split:
     for task in config.tasks:  # a registry task left out of evaluation.tasks can still be evaluated by name
         if task.name == name_or_path:
             return EvalTarget(
-                task.name, str(dataset_dir(data_dir, task.name)), task.split, stage_dir(data_dir, task.name)
+                task.name,
+                str(dataset_dir(data_dir, task.name)),
+                task.evaluation_split,
+                stage_dir(data_dir, task.name),
+                task.uses_span_pairing,
+                task.splits is not None,
             )
     name = Path(name_or_path.rstrip("/")).name.lower().replace("_", "-") or "task"
     return EvalTarget(name=name, path=name_or_path, split=split)

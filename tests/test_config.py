@@ -67,6 +67,14 @@ def test_config_env_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
             "tasks:\n  - name: t\n    source: {kind: sample}\n    pairing: fuzzy\n",
             r"task 't' \(tasks\[0\]\): pairing: Input should be 'span', 'llm' or 'both'",
         ),
+        (
+            "tasks:\n  - name: t\n    source: {kind: sample}\n    splits: {train: 0.6, test: 0.6, seed: 0}\n",
+            r"task 't' \(tasks\[0\]\): splits: fractions must sum to 1, got 1.2",
+        ),
+        (
+            "tasks:\n  - name: t\n    source: {kind: sample}\n    splits: {train: 1.0, seed: zero}\n",
+            r"task 't' \(tasks\[0\]\): splits.seed: Input should be a valid integer",
+        ),
         ("llm:\n  mode: turbo\ntasks: []\n", r"llm.mode: Input should be 'online' or 'batch'"),
         ("tasks: [unclosed\n", r"not valid YAML"),
         ("- just\n- a list\n", r"top level must be a mapping"),

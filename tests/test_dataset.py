@@ -2,6 +2,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import yaml
 
 from conteb.schemas import CHUNKS, PAIRED_QUERIES
@@ -96,3 +97,40 @@ def test_rewriting_with_another_split_removes_stale_shards(tmp_path: Path) -> No
     assert sorted(p.name for p in (tmp_path / "demo" / "documents").iterdir()) == ["validation-00000-of-00001.parquet"]
     assert not list((tmp_path / "demo").rglob("*.tmp"))
     assert pq.read_table(tmp_path / "demo" / "queries" / "validation-00000-of-00001.parquet").num_rows == 1
+
+
+def two_document_tables() -> tuple[pa.Table, pa.Table]:
+    documents, queries = sample_tables()
+    other = documents.slice(0, 1).to_pylist()[0] | {"chunk_id": "rome_0", "doc_id": "rome", "title": "Rome"}
+    return pa.concat_tables([documents, pa.Table.from_pylist([other], schema=documents.schema)]), queries
+
+
+def test_splits_by_document_with_a_split_without_queries(tmp_path: Path) -> None:
+    documents, queries = two_document_tables()
+    split_card = card("test")
+    split_card.splits = ("train", "test")
+    written = write_conteb_dataset(
+        tmp_path / "demo", documents, queries, split_card, assignment={"lyon": "train", "rome": "test"}
+    )
+    assert set(written) == {"documents/train", "documents/test", "queries/train", "card"}
+    assert load_conteb(tmp_path / "demo", "documents", "test")["chunk_id"] == ["rome_0"]
+    assert load_conteb(tmp_path / "demo", "queries", "train")["query_id"] == ["q1"]
+    text = (tmp_path / "demo" / "README.md").read_text()
+    front = yaml.safe_load(text.split("---")[1])
+    queries_files = next(c["data_files"] for c in front["configs"] if c["config_name"] == "queries")
+    assert queries_files == [{"split": "train", "path": "queries/train-00000-of-00001.parquet"}]
+    assert "**Splits without rows** (not published for that config): `queries/test`" in text
+    assert "| test | 1 | 1 | 0 |" in text  # documents, chunks, queries of the test split
+
+
+def test_a_document_without_a_split_is_an_error_naming_the_row(tmp_path: Path) -> None:
+    documents, queries = two_document_tables()
+    split_card = card("test")
+    split_card.splits = ("train", "test")
+    with pytest.raises(ValueError, match=r"documents: row 2: document 'rome' has no split"):
+        write_conteb_dataset(tmp_path / "demo", documents, queries, split_card, assignment={"lyon": "train"})
+    with pytest.raises(ValueError, match=r"split\(s\) \['test'\] have no documents"):
+        write_conteb_dataset(
+            tmp_path / "demo", documents, queries, split_card, assignment={"lyon": "train", "rome": "train"}
+        )
+    assert not (tmp_path / "demo" / "README.md").exists()

@@ -18,6 +18,7 @@ def test_train_insent_job_trains_both_models_through_pipes(tmp_path: Path, isola
     config_path = tmp_path / "conteb.yaml"
     config_path.write_text(
         f"tasks:\n  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n"
+        "    splits: {train: 0.5, test: 0.5, seed: 0}\n"
         "training:\n  tasks: [demo]\n  control: true\n"
         f"  settings: {{base_model: {base}, max_steps: 2, batch_docs: 2, eval_every: 2, checkpoint_every: 2}}\n"
         "evaluation:\n  systems:\n"

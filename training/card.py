@@ -3,10 +3,16 @@
 sentence-transformers writes its own README on ``model.save``; :func:`write_model_card` replaces it,
 keeping the front-matter fields that matter (``library_name``, ``pipeline_tag``) and adding
 ``base_model`` and the tags ``insent``, ``late-chunking``, ``conteb``.
+
+Next to it, :data:`TRAINING_DATA_FILE` (``training_data.json``) records the documents the model saw
+(training and validation), per task folder and split, machine-readable:
+``{"tasks": [{"folder": ..., "task": <folder name>, "split": ..., "doc_ids": [...]}]}``;
+:mod:`evaluation.leakage` refuses to evaluate the model on documents listed there.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +24,7 @@ if TYPE_CHECKING:
     from training.loop import TrainResult
 
 TAGS = ["insent", "late-chunking", "conteb"]
+TRAINING_DATA_FILE = "training_data.json"
 _KEPT_FRONT_MATTER = ("library_name", "pipeline_tag", "language", "license")
 
 
@@ -57,6 +64,33 @@ def _loss_curve(history: list[dict[str, float]], points: int = 20) -> str:
     return "| step | loss | L_seq | L_batch | lr |\n|---|---|---|---|---|\n" + rows
 
 
+def _split_note(splits: dict[str, str | None], folder: Path) -> str:
+    key = str(folder)
+    if key not in splits:
+        return ""
+    split = splits[key]
+    return f" (split `{split}`)" if split is not None else " (every split)"
+
+
+def _warnings(messages: list[str]) -> str:
+    return "".join(f"\n**Warning**: {message}\n" for message in messages)
+
+
+def _documents_seen(training_data: list[dict[str, Any]]) -> str:
+    if not training_data:
+        return "Not recorded."
+    rows = "\n".join(
+        f"| {entry['task']} | {entry['split'] if entry['split'] is not None else '(every split)'} | "
+        f"{len(entry['doc_ids'])} |"
+        for entry in training_data
+    )
+    return (
+        "The documents this model saw (training and validation), by task and split; their ids are in\n"
+        f"`{TRAINING_DATA_FILE}`. Evaluating it on a split that shares documents with these is refused.\n\n"
+        f"| task | split | documents |\n|---|---|---|\n{rows}"
+    )
+
+
 def _usage(mode: str) -> str:
     if mode == "tokens":
         return (
@@ -79,7 +113,7 @@ def render_model_card(config: TrainingConfig, result: TrainResult, front: dict[s
     front["base_model"] = config.base_model
     front["tags"] = TAGS
     stats = result.stats
-    data = "\n".join(f"- `{folder}`" for folder in config.data)
+    data = "\n".join(f"- `{folder}`{_split_note(stats.splits, folder)}" for folder in config.data)
     filtered = ", ".join(f"{reason}: {count}" for reason, count in sorted(stats.filtered.items())) or "none"
     hyper = {
         "mode": config.mode,
@@ -132,6 +166,10 @@ ConTEB task folders:
 | validation documents / queries | {stats.validation_documents} / {stats.validation_queries} |
 
 Filtered queries: {filtered}.
+{_warnings(stats.warnings)}
+### Documents seen
+
+{_documents_seen(result.training_data)}
 
 ## Training
 
@@ -157,9 +195,44 @@ chunks of a group of {config.batch_docs} validation documents.
 """
 
 
+def write_training_data(folder: Path, training_data: list[dict[str, Any]]) -> Path:
+    """Write ``folder/training_data.json`` (format in the module docstring)."""
+    path = Path(folder) / TRAINING_DATA_FILE
+    tasks = [
+        {"folder": str(e["folder"]), "task": e["task"], "split": e["split"], "doc_ids": list(e["doc_ids"])}
+        for e in training_data
+    ]
+    path.write_text(json.dumps({"tasks": tasks}, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def read_training_data(folder: Path) -> list[dict[str, Any]] | None:
+    """The ``tasks`` entries of ``folder/training_data.json``, or None when the file is absent.
+
+    Raises ``ValueError`` naming the file when it is not in the documented format.
+    """
+    path = Path(folder) / TRAINING_DATA_FILE
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not valid JSON: {error}") from None
+    tasks = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(tasks, list):
+        raise ValueError(f"{path}: expected {{'tasks': [...]}}")
+    for index, entry in enumerate(tasks):
+        if not (
+            isinstance(entry, dict) and isinstance(entry.get("task"), str) and isinstance(entry.get("doc_ids"), list)
+        ):
+            raise ValueError(f"{path}: tasks[{index}]: expected task (string), split and doc_ids (list)")
+    return tasks
+
+
 def write_model_card(folder: Path, config: TrainingConfig, result: TrainResult) -> Path:
-    """Overwrite ``folder/README.md`` with the InSeNT card."""
+    """Overwrite ``folder/README.md`` with the InSeNT card, and write ``training_data.json`` next to it."""
     path = Path(folder) / "README.md"
     text = render_model_card(config, result, read_front_matter(path))
     path.write_text(text, encoding="utf-8")
+    write_training_data(Path(folder), result.training_data)
     return path

@@ -26,6 +26,9 @@ class TrainingConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     data: list[Path] = Field(min_length=1)  # ConTEB task folders
+    # the split read from each folder (training.data.resolve_split: a folder without it but with a
+    # single split reads that one, with a warning); None: every shard of every split
+    split: str | None = Field("train", pattern=r"^[A-Za-z0-9_.-]+$")
     base_model: str = "offline-minilm"  # "offline-minilm", a local folder, or a hub name
     output: Path
     mode: Literal["single", "tokens"] = "single"  # single vector (cosine) | late interaction (MaxSim)
@@ -45,6 +48,12 @@ class TrainingConfig(BaseModel):
     max_grad_norm: float = Field(1.0, gt=0.0)
     max_length: int | None = Field(None, ge=8)  # tokens per window; None: the model's context
     window_overlap_chunks: int = Field(2, ge=0)
+    # plain windows, or anchored: every window after the first starts with the document's head (title + first
+    # chunk, at most floor(anchor_share * max_length) tokens), attended to but never pooled (training.encoder)
+    window_policy: Literal["plain", "anchored"] = "plain"
+    anchor_share: float = Field(0.4, gt=0.0, lt=1.0)
+    # weighted loss: mean over queries (ours) or over documents of per-document means (the public code)
+    loss_average: Literal["query", "document"] = "query"
     validation_fraction: float = Field(0.1, ge=0.0, lt=1.0)
     eval_every: int = Field(50, ge=0)  # 0: evaluate only before and after training
     log_every: int = Field(1, ge=1)
@@ -146,6 +155,9 @@ _CLI_FIELDS = {
     "bf16": "bf16",
     "gradient_checkpointing": "gradient_checkpointing",
     "validation_fraction": "validation_fraction",
+    "window_policy": "window_policy",
+    "loss_average": "loss_average",
+    "split": "split",
 }
 
 
@@ -168,12 +180,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--context", choices=["late", "independent"], help="independent: the no-context control (+Training)"
     )
     parser.add_argument("--loss", choices=["weighted", "single_softmax"])
+    parser.add_argument(
+        "--window-policy", choices=["plain", "anchored"], help="anchored: later windows start with the document's head"
+    )
+    parser.add_argument(
+        "--loss-average", choices=["query", "document"], help="document: per-document means (the public code)"
+    )
     parser.add_argument("--lr", type=float)
     parser.add_argument("--grad-accumulation", type=int)
     parser.add_argument("--max-length", type=int)
     parser.add_argument("--eval-every", type=int)
     parser.add_argument("--checkpoint-every", type=int)
     parser.add_argument("--validation-fraction", type=float)
+    parser.add_argument("--split", help="the split read from each task folder (default: train)")
     parser.add_argument("--seed", type=int)
     parser.add_argument("--device")
     parser.add_argument("--bf16", type=_bool_or_auto)

@@ -17,13 +17,20 @@ Rules (also stated in the model card):
 * A batch is ``batch_docs`` documents; the order is a seeded shuffle per epoch. A trailing batch of a
   single document (no in-batch negatives) joins the previous batch.
 * Several task folders: documents keep their ``doc_id``; a ``doc_id`` seen in two folders is
-  qualified as ``<folder name>/<doc_id>``.
+  qualified as ``<folder name>/<doc_id>`` (``source_doc_id`` keeps the published id).
+* Splits: each folder is read from one split (``TrainingConfig.split``, default ``train``; see
+  :func:`resolve_split`): only that split's shards of every config. A folder without that split but
+  with a single one is read from it, with a warning (it is the split the evaluation reads: the
+  trained model is then refused there, see :mod:`evaluation.leakage`); several splits and none of
+  them the one asked for is an error naming the splits found. ``split=None`` reads every shard.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import re
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -32,6 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 CONFIG_FOLDERS = ("documents", "queries", "synthetic_queries")
+_SHARD_NAME = re.compile(r"^(?P<split>.+?)(?:-\d{5}-of-\d{5})?\.parquet$")
 
 
 @dataclass
@@ -44,6 +52,10 @@ class TrainingSample:
     gold: list[int] = field(default_factory=list)  # gold[i]: position in ``chunks`` of queries[i]'s chunk
     task: str = ""
     n_tokens: int | None = None  # document tokens (chunks + separators), set by count_tokens
+    title: str | None = None  # the document's title (first non-null ``title`` of its chunks)
+    source_doc_id: str = ""  # the doc_id as published (``doc_id`` may be qualified by the folder name)
+    folder: str = ""  # the task folder it was read from
+    split: str | None = None  # the split it was read from (None: every shard)
 
 
 @dataclass
@@ -65,6 +77,8 @@ class DataStats:
     validation_documents: int = 0
     train_queries: int = 0
     validation_queries: int = 0
+    splits: dict[str, str | None] = field(default_factory=dict)  # folder -> split read (None: every shard)
+    warnings: list[str] = field(default_factory=list)  # e.g. a folder read from its only split, not 'train'
 
     def count_filtered(self, reason: str, amount: int = 1) -> None:
         self.filtered[reason] = self.filtered.get(reason, 0) + amount
@@ -73,9 +87,39 @@ class DataStats:
         return asdict(self)
 
 
-def read_config_table(folder: Path, config: str) -> pa.Table | None:
-    """All Parquet shards of ``folder/config/`` (every split) as one table, or None when absent."""
-    files = sorted((folder / config).glob("*.parquet"))
+def shard_split(path: Path) -> str:
+    """The split a shard belongs to: ``<split>-00000-of-00001.parquet`` or ``<split>.parquet``."""
+    match = _SHARD_NAME.match(path.name)
+    return match["split"] if match else path.stem
+
+
+def folder_splits(folder: Path) -> tuple[str, ...]:
+    """The splits of a task folder: those of its ``documents/*.parquet`` shards, sorted."""
+    return tuple(sorted({shard_split(path) for path in (Path(folder) / "documents").glob("*.parquet")}))
+
+
+def resolve_split(folder: Path, requested: str | None) -> tuple[str | None, str | None]:
+    """``(split to read, warning or None)`` for ``folder`` (rules in the module docstring).
+
+    Raises ``ValueError`` naming the folder and the splits found when ``requested`` is absent and the
+    folder has several splits (or none).
+    """
+    if requested is None:
+        return None, None
+    found = folder_splits(folder)
+    if requested in found:
+        return requested, None
+    if len(found) == 1:
+        return found[0], (
+            f"{folder}: no split {requested!r}; reading its only split {found[0]!r} "
+            "(declare `splits:` in conteb.yaml to keep evaluation documents out of training)"
+        )
+    raise ValueError(f"{folder}: no split {requested!r} to train on; splits found: {list(found) or 'none'}")
+
+
+def read_config_table(folder: Path, config: str, split: str | None = None) -> pa.Table | None:
+    """The Parquet shards of ``folder/config/`` of ``split`` (None: every split) as one table, or None."""
+    files = sorted(p for p in (folder / config).glob("*.parquet") if split is None or shard_split(p) == split)
     if not files:
         return None
     tables = [pq.read_table(path) for path in files]
@@ -94,33 +138,52 @@ def _doc_of_chunk(chunk_id: str) -> str:
     return chunk_id.rsplit("_", 1)[0]
 
 
-def read_task(folder: Path, include_synthetic: bool = True, stats: DataStats | None = None) -> list[TrainingSample]:
-    """Samples of one ConTEB task folder, sorted by ``doc_id`` (rules in the module docstring)."""
+def read_task(
+    folder: Path, include_synthetic: bool = True, stats: DataStats | None = None, split: str | None = None
+) -> list[TrainingSample]:
+    """Samples of one ConTEB task folder, sorted by ``doc_id`` (rules in the module docstring).
+
+    ``split``: the split asked for (resolved by :func:`resolve_split`; None: every shard).
+    """
     folder = Path(folder)
     stats = stats if stats is not None else DataStats()
+    split, warning = resolve_split(folder, split)
+    if warning:
+        warnings.warn(warning, stacklevel=2)
+        stats.warnings.append(warning)
     stats.tasks.append(folder.name)
-    documents = read_config_table(folder, "documents")
+    stats.splits[str(folder)] = split
+    documents = read_config_table(folder, "documents", split)
     if documents is None:
         raise FileNotFoundError(f"{folder}: no documents/*.parquet")
+    titles = documents.column("title").to_pylist() if "title" in documents.column_names else None
     rows = sorted(
         zip(
             *(documents.column(name).to_pylist() for name in ("doc_id", "chunk_index", "chunk_id", "chunk")),
+            titles or [None] * documents.num_rows,
             strict=True,
         ),
         key=lambda row: (row[0], row[1]),
     )
     samples: dict[str, TrainingSample] = {}
     position: dict[str, tuple[str, int]] = {}  # chunk_id -> (doc_id, position in its document)
-    for doc_id, _, chunk_id, text in rows:
-        sample = samples.setdefault(doc_id, TrainingSample(doc_id=doc_id, chunks=[], task=folder.name))
+    for doc_id, _, chunk_id, text, title in rows:
+        sample = samples.setdefault(
+            doc_id,
+            TrainingSample(
+                doc_id=doc_id, chunks=[], task=folder.name, source_doc_id=doc_id, folder=str(folder), split=split
+            ),
+        )
         if chunk_id in position:
             raise ValueError(f"{folder}: duplicate chunk_id {chunk_id!r} in documents")
         position[chunk_id] = (doc_id, len(sample.chunks))
         sample.chunks.append(text or "")
+        if sample.title is None and title:
+            sample.title = title
     configs = ["queries"] + (["synthetic_queries"] if include_synthetic else [])
     seen: set[tuple[str, str]] = set()
     for config in configs:
-        table = read_config_table(folder, config)
+        table = read_config_table(folder, config, split)
         if table is None:
             continue
         doc_ids = table.column("doc_id").to_pylist() if "doc_id" in table.column_names else None
@@ -150,18 +213,33 @@ def read_task(folder: Path, include_synthetic: bool = True, stats: DataStats | N
     return result
 
 
-def load_samples(folders: Sequence[Path], include_synthetic: bool = True) -> tuple[list[TrainingSample], DataStats]:
-    """Samples of every folder, in folder order then ``doc_id`` order, with their stats."""
+def load_samples(
+    folders: Sequence[Path], include_synthetic: bool = True, split: str | None = None
+) -> tuple[list[TrainingSample], DataStats]:
+    """Samples of every folder (its ``split``, see :func:`resolve_split`), in folder order then ``doc_id``
+    order, with their stats."""
     stats = DataStats()
     samples: list[TrainingSample] = []
     names: set[str] = set()
     for folder in folders:
-        for sample in read_task(Path(folder), include_synthetic, stats):
+        for sample in read_task(Path(folder), include_synthetic, stats, split):
             if sample.doc_id in names:
                 sample.doc_id = f"{sample.task}/{sample.doc_id}"
             names.add(sample.doc_id)
             samples.append(sample)
     return samples, stats
+
+
+def documents_seen(samples: Sequence[TrainingSample]) -> list[dict]:
+    """What a model trained on ``samples`` saw, per task folder and split (folder order kept):
+    ``[{"folder": ..., "task": <folder name>, "split": ..., "doc_ids": [sorted published ids]}]``."""
+    groups: dict[tuple[str, str, str | None], set[str]] = {}
+    for sample in samples:
+        groups.setdefault((sample.folder, sample.task, sample.split), set()).add(sample.source_doc_id or sample.doc_id)
+    return [
+        {"folder": folder, "task": task, "split": split, "doc_ids": sorted(ids)}
+        for (folder, task, split), ids in groups.items()
+    ]
 
 
 def count_tokens(

@@ -39,6 +39,7 @@ from training.data import (
     DataStats,
     TrainingSample,
     count_tokens,
+    documents_seen,
     load_samples,
     make_batches,
     shard_batches,
@@ -68,6 +69,8 @@ class TrainResult:
     loss_history: list[dict[str, float]] = field(default_factory=list)
     stats: DataStats = field(default_factory=DataStats)
     resumed_from: int | None = None
+    # the documents it saw (train + validation), per task folder and split (training.data.documents_seen)
+    training_data: list[dict[str, Any]] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------------------------------- helpers
@@ -227,15 +230,18 @@ def _group_scores(
     encoder: LateChunkingEncoder, group: list[TrainingSample], mode: str, context: str = "late"
 ) -> list[np.ndarray]:
     docs = [sample.chunks for sample in group]
+    titles = [sample.title for sample in group]
     queries = [query for sample in group for query in sample.queries]
     if not queries:
         return [np.zeros((0, 0)) for _ in group]
     if mode == "single":
-        chunk_vectors = np.concatenate(encoder.encode_documents(docs, mode=context), axis=0)
+        chunk_vectors = np.concatenate(encoder.encode_documents(docs, mode=context, titles=titles), axis=0)
         query_vectors = np.asarray(encoder.encode_queries(queries))
         scores = query_vectors @ chunk_vectors.T
     else:
-        tokens, token_mask, chunk_mask = pad_document_tokens(encoder.forward_document_tokens(docs, mode=context))
+        tokens, token_mask, chunk_mask = pad_document_tokens(
+            encoder.forward_document_tokens(docs, mode=context, titles=titles)
+        )
         query_tokens, query_mask = encoder.forward_query_tokens(queries)
         full = maxsim_scores(query_tokens.float(), query_mask, tokens.float(), token_mask)  # [Q, N, C]
         scores = full[:, chunk_mask].float().cpu().numpy()  # real chunks, document order
@@ -279,15 +285,18 @@ def _batch_loss(
     query_doc = torch.tensor([i for i, s in enumerate(docs) for _ in s.queries], dtype=torch.long, device=device)
     query_chunk = torch.tensor([g for s in docs for g in s.gold], dtype=torch.long, device=device)
     chunk_lists = [sample.chunks for sample in docs]
+    titles = [sample.title for sample in docs]
     if mode == "single":
         with autocast:
-            chunk_repr, chunk_mask = pad_documents(encoder.forward_documents(chunk_lists, mode=context))
+            chunk_repr, chunk_mask = pad_documents(encoder.forward_documents(chunk_lists, mode=context, titles=titles))
             query_repr = encoder.forward_queries(queries) if queries else None
         if query_repr is None:
             return None, chunk_repr.sum() * 0.0
         return loss_module(query_repr.float(), chunk_repr.float(), chunk_mask, query_doc, query_chunk), None
     with autocast:
-        tokens, token_mask, chunk_mask = pad_document_tokens(encoder.forward_document_tokens(chunk_lists, mode=context))
+        tokens, token_mask, chunk_mask = pad_document_tokens(
+            encoder.forward_document_tokens(chunk_lists, mode=context, titles=titles)
+        )
         query_tokens, query_mask = encoder.forward_query_tokens(queries) if queries else (None, None)
     if query_tokens is None:
         return None, tokens.sum() * 0.0
@@ -360,10 +369,14 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
         query_prefix=config.query_prefix,
         document_prefix=config.document_prefix,
         token_budget=config.token_budget,
+        window_policy=config.window_policy,
+        anchor_share=config.anchor_share,
     )
-    loss_module = InsentLossModule(config.lambda_seq, config.scale, mode=config.mode, variant=config.loss)
+    loss_module = InsentLossModule(
+        config.lambda_seq, config.scale, mode=config.mode, variant=config.loss, average=config.loss_average
+    )
 
-    samples, stats = load_samples(config.data, include_synthetic=config.include_synthetic)
+    samples, stats = load_samples(config.data, include_synthetic=config.include_synthetic, split=config.split)
     count_tokens(samples, _tokenize(model), config.max_length or model.max_seq_length, stats)
     train_samples, validation = split_by_document(samples, config.validation_fraction, config.seed)
     if not any(sample.queries for sample in train_samples):
@@ -501,6 +514,7 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
         loss_history=loss_history,
         stats=stats,
         resumed_from=int(checkpoint.name.removeprefix("step-")) if checkpoint else None,
+        training_data=documents_seen(samples),
     )
     if dist.main:
         from training.card import write_model_card
@@ -526,6 +540,7 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
 
 RESUME_FIXED = (
     "data",
+    "split",
     "seed",
     "batch_docs",
     "grad_accumulation",

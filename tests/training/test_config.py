@@ -111,3 +111,17 @@ def test_yaml_error_names_the_field(tmp_path: Path) -> None:
     with pytest.raises(TrainingConfigError, match="epochs"):
         load_training_config(tmp_path / "bad.yaml")
     assert TrainingConfig.model_fields["epochs"].default == 2
+
+
+def test_window_policy_loss_average_and_split_options(tmp_path: Path) -> None:
+    folder = task_folder(tmp_path)
+    base = ["--data", str(folder), "--output", str(tmp_path / "o")]
+    config = from_cli([*base, "--window-policy", "anchored", "--loss-average", "document", "--split", "dev"])
+    assert (config.window_policy, config.loss_average, config.split) == ("anchored", "document", "dev")
+    defaults = from_cli(base)
+    assert (defaults.window_policy, defaults.anchor_share, defaults.loss_average) == ("plain", 0.4, "query")
+    assert defaults.split == "train"
+    with pytest.raises(TrainingConfigError, match="anchor_share"):
+        make_config({"data": [folder], "output": tmp_path / "o", "anchor_share": 1.0})
+    with pytest.raises(SystemExit):
+        from_cli([*base, "--window-policy", "sliding"])

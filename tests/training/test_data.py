@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from conteb.config import ChunkingConfig
 from conteb.schemas import CONTEB_DOCUMENTS, PAIRED_QUERIES
@@ -14,10 +15,13 @@ from curation.chunking import chunk_documents
 from curation.dataset import DatasetCard, conteb_documents, write_conteb_dataset
 from curation.pairing import pair_by_span
 from curation.sources.sample import load_sample
+from curation.splits import assign_splits
 from tests.conftest import SAMPLE_DIR
 from training.data import (
     DataStats,
     count_tokens,
+    documents_seen,
+    folder_splits,
     load_samples,
     make_batches,
     shard_batches,
@@ -26,13 +30,17 @@ from training.data import (
 )
 
 SYNTHETIC = [
-    ("What river flows through Lyon besides the Rhône?", "lyon", 1),
-    ("Which sea borders Sicily?", "sicily", 0),
+    ("What is built in the yards of Arlenmouth?", "arlenmouth", 1),
+    ("Where is Corvessa?", "corvessa", 0),
 ]
+N_DOCUMENTS = load_sample(SAMPLE_DIR).documents_table().num_rows
 
 
-def build_sample_conteb(out: Path, chunk_size: int = 1000, synthetic: bool = True) -> Path:
-    """The bundled sample corpus curated into a ConTEB folder (span pairing), plus synthetic queries."""
+def build_sample_conteb(
+    out: Path, chunk_size: int = 1000, synthetic: bool = True, splits: dict[str, float] | None = None
+) -> Path:
+    """The bundled sample corpus curated into a ConTEB folder (span pairing), plus synthetic queries;
+    with ``splits``, split by document (seed 0) into one shard per split."""
     source = load_sample(SAMPLE_DIR)
     documents = source.documents_table()
     chunks = chunk_documents(documents, ChunkingConfig(chunk_size=chunk_size)).chunks
@@ -57,6 +65,7 @@ def build_sample_conteb(out: Path, chunk_size: int = 1000, synthetic: bool = Tru
     card = DatasetCard(
         task="sample",
         split="test",
+        splits=tuple(splits or ()),
         source=str(SAMPLE_DIR),
         source_kind="sample",
         license="cc0-1.0",
@@ -64,7 +73,10 @@ def build_sample_conteb(out: Path, chunk_size: int = 1000, synthetic: bool = Tru
         counts={"chunks": chunks.num_rows, "queries": queries.num_rows},
         settings={"chunk_size": chunk_size},
     )
-    write_conteb_dataset(out, conteb_documents(chunks), queries, card, synthetic_queries=synthetic_table)
+    assignment = assign_splits(chunks.column("doc_id").to_pylist(), splits, 0) if splits else None
+    write_conteb_dataset(
+        out, conteb_documents(chunks), queries, card, synthetic_queries=synthetic_table, assignment=assignment
+    )
     return out
 
 
@@ -84,13 +96,16 @@ def test_samples_follow_chunk_order_and_gold(tmp_path: Path) -> None:
         sample = by_doc[row["doc_id"]]
         position = sample.queries.index(row["query"])
         assert sample.chunks[sample.gold[position]] == text[row["chunk_id"]]
-    assert stats.documents == len(samples) == 10
+    assert stats.documents == len(samples) == N_DOCUMENTS
     assert stats.chunks == len(documents)
     assert stats.queries == len(queries) + len(SYNTHETIC)
     assert stats.synthetic_queries == len(SYNTHETIC)
     assert stats.documents_without_queries == sum(not s.queries for s in samples)
-    lyon = by_doc["lyon"]
-    assert lyon.gold[lyon.queries.index(SYNTHETIC[0][0])] == 1
+    first = by_doc["arlenmouth"]
+    assert first.gold[first.queries.index(SYNTHETIC[0][0])] == 1
+    titles = {row["doc_id"]: row["title"] for row in documents}
+    assert {s.doc_id: s.title for s in samples} == titles and first.title == "Arlenmouth"
+    assert {s.split for s in samples} == {None} and {s.folder for s in samples} == {str(folder)}
 
 
 def test_synthetic_queries_can_be_left_out(tmp_path: Path) -> None:
@@ -147,8 +162,10 @@ def test_two_folders_qualify_clashing_doc_ids(tmp_path: Path) -> None:
     first = build_sample_conteb(tmp_path / "a", synthetic=False)
     second = build_sample_conteb(tmp_path / "b", chunk_size=600, synthetic=False)
     samples, stats = load_samples([first, second])
-    assert len({s.doc_id for s in samples}) == 20
-    assert "b/lyon" in {s.doc_id for s in samples}
+    assert len({s.doc_id for s in samples}) == 2 * N_DOCUMENTS
+    assert "b/arlenmouth" in {s.doc_id for s in samples}
+    qualified = next(s for s in samples if s.doc_id == "b/arlenmouth")
+    assert (qualified.source_doc_id, qualified.task) == ("arlenmouth", "b")
     assert stats.tasks == ["a", "b"]
 
 
@@ -168,17 +185,18 @@ def test_validation_split_by_document_is_seeded(tmp_path: Path) -> None:
 
 def test_batches_are_k_documents_seeded_per_epoch(tmp_path: Path) -> None:
     samples, _ = load_samples([build_sample_conteb(tmp_path / "sample")])
-    batches = make_batches(samples, 4, seed=0, epoch=0)
-    assert [len(b) for b in batches] == [4, 4, 2]
-    assert sorted(i for b in batches for i in b) == list(range(10))
-    assert make_batches(samples, 4, seed=0, epoch=0) == batches
-    assert make_batches(samples, 4, seed=0, epoch=1) != batches
-    assert [len(b) for b in make_batches(samples, 3, seed=0, epoch=0)] == [3, 3, 4]  # a lone document joins
+    batches = make_batches(samples, 5, seed=0, epoch=0)
+    assert [len(b) for b in batches] == [5, 5, N_DOCUMENTS - 10]
+    assert sorted(i for b in batches for i in b) == list(range(N_DOCUMENTS))
+    assert make_batches(samples, 5, seed=0, epoch=0) == batches
+    assert make_batches(samples, 5, seed=0, epoch=1) != batches
+    lone = N_DOCUMENTS - 1  # N - 1 documents a batch leave one alone: it joins the previous batch
+    assert [len(b) for b in make_batches(samples, lone, seed=0, epoch=0)] == [N_DOCUMENTS]
     shards = [shard_batches(batches, rank, 2) for rank in range(2)]
     assert [len(s) for s in shards] == [2, 2]
     assert Counter(tuple(b) for s in shards for b in s).keys() == {tuple(b) for b in batches}
-    groups = validation_groups(samples, 4)
-    assert [len(g) for g in groups] == [4, 4, 2]
+    groups = validation_groups(samples, 5)
+    assert [len(g) for g in groups] == [5, 5, N_DOCUMENTS - 10]
 
 
 def test_token_counts_flag_windowed_documents(tmp_path: Path) -> None:
@@ -187,16 +205,48 @@ def test_token_counts_flag_windowed_documents(tmp_path: Path) -> None:
     def tokenize(texts: list[str]) -> list[list[int]]:
         return [text.split() for text in texts]
 
-    count_tokens(samples, tokenize, 600, stats)
+    count_tokens(samples, tokenize, 300, stats)
     lengths = {s.doc_id: s.n_tokens for s in samples}
     assert (
-        lengths["lyon"]
-        == sum(len(c.split()) for c in samples[[s.doc_id for s in samples].index("lyon")].chunks)
-        + len(samples[[s.doc_id for s in samples].index("lyon")].chunks)
+        lengths["arlenmouth"]
+        == sum(len(c.split()) for c in samples[[s.doc_id for s in samples].index("arlenmouth")].chunks)
+        + len(samples[[s.doc_id for s in samples].index("arlenmouth")].chunks)
         + 1
     )
-    assert stats.windowed_documents == sum(n > 600 for n in lengths.values()) > 0
+    assert stats.windowed_documents == sum(n > 300 for n in lengths.values()) > 0
     assert stats.max_document_tokens == max(lengths.values())
     fresh = DataStats()
     count_tokens(samples, tokenize, None, fresh)
     assert fresh.windowed_documents == 0
+
+
+def test_training_reads_only_the_train_split(tmp_path: Path) -> None:
+    folder = build_sample_conteb(tmp_path / "sample", splits={"train": 0.5, "test": 0.5})
+    assert folder_splits(folder) == ("test", "train")
+    split_docs = {
+        split: set(pq.read_table(folder / "documents" / f"{split}-00000-of-00001.parquet").column("doc_id").to_pylist())
+        for split in ("train", "test")
+    }
+    assert split_docs["train"] and split_docs["test"] and split_docs["train"].isdisjoint(split_docs["test"])
+    samples, stats = load_samples([folder], split="train")
+    assert {s.doc_id for s in samples} == split_docs["train"]
+    assert {s.split for s in samples} == {"train"} and stats.splits == {str(folder): "train"} and not stats.warnings
+    train_queries = pq.read_table(folder / "queries" / "train-00000-of-00001.parquet").num_rows
+    synthetic_in_train = sum(doc in split_docs["train"] for _, doc, _ in SYNTHETIC)
+    assert stats.queries == train_queries + synthetic_in_train and not stats.filtered
+    test_samples, _ = load_samples([folder], split="test")
+    assert {s.doc_id for s in test_samples} == split_docs["test"]
+    assert len(load_samples([folder], split=None)[0]) == N_DOCUMENTS  # every shard
+    seen = documents_seen(samples)
+    assert seen == [{"folder": str(folder), "task": "sample", "split": "train", "doc_ids": sorted(split_docs["train"])}]
+
+
+def test_a_folder_without_the_split(tmp_path: Path) -> None:
+    single = build_sample_conteb(tmp_path / "single")  # only "test"
+    with pytest.warns(UserWarning, match=r"no split 'train'; reading its only split 'test'"):
+        samples, stats = load_samples([single], split="train")
+    assert len(samples) == N_DOCUMENTS and stats.splits == {str(single): "test"}
+    assert stats.warnings and "single" in stats.warnings[0]
+    several = build_sample_conteb(tmp_path / "several", splits={"dev": 0.5, "test": 0.5})
+    with pytest.raises(ValueError, match=r"several: no split 'train' to train on; splits found: \['dev', 'test'\]"):
+        load_samples([several], split="train")
