@@ -8,6 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets.keys import (
+    ANSWERABILITY,
+    ANSWERABILITY_QUARANTINE,
     CHUNK_QUARANTINE,
     CHUNKS,
     CONTEB_DATASET,
@@ -21,13 +23,16 @@ from assets.keys import (
     SOURCE_DOCUMENTS,
     SOURCE_QUARANTINE,
     SYNTHETIC_QUARANTINE,
+    THEMES,
     key,
 )
 from conteb.config import TaskConfig
+from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES
 from conteb.storage import dataset_dir, stage_dir
 from curation import validation
-from curation.dataset import data_file, publish_task
+from curation.dataset import conteb_documents, data_file, publish_task
 from curation.llm_pairing import combine_pairings
+from curation.necessity import label_queries, necessity_counts
 from curation.reviewed import drop_queries_of_chunks
 from pipelines.metadata import count_metadata, markdown_preview, table_metadata
 from pipelines.resources import ConTEBSettings, LLMResource
@@ -39,7 +44,20 @@ STAGE_OF_QUARANTINE = {
     LLM_PAIRING_QUARANTINE: "llm pairing",
     REFORMULATION_QUARANTINE: "reformulation",
     SYNTHETIC_QUARANTINE: "synthetic queries",
+    ANSWERABILITY_QUARANTINE: "answerability",
 }
+
+
+def necessity_inputs(task: TaskConfig) -> dict[str, dg.AssetIn]:
+    """What labels the queries (``curation/necessity.py``): the themes of a reformulated task (else the
+    title rule) and the LLM answerability judgements, unless the task says ``answerability: false``."""
+    ins: dict[str, dg.AssetIn] = {}
+    if task.reformulation:
+        ins["themes"] = dg.AssetIn(key(task, THEMES))
+    if task.answerability is not False:
+        ins["answerability"] = dg.AssetIn(key(task, ANSWERABILITY))
+        ins[ANSWERABILITY_QUARANTINE] = dg.AssetIn(key(task, ANSWERABILITY_QUARANTINE))
+    return ins
 
 
 def dataset_inputs(task: TaskConfig) -> dict[str, dg.AssetIn]:
@@ -91,13 +109,15 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
         group_name=task.dagster_name,
         kinds={"parquet", "huggingface"},
         description=f"The ConTEB dataset folder of task '{task.name}' (documents, queries, README card).",
-        ins=dataset_inputs(task),
+        ins={**dataset_inputs(task), **necessity_inputs(task)},
     )
     def conteb_dataset(
         context: dg.AssetExecutionContext, settings: ConTEBSettings, llm: LLMResource, **tables: pa.Table
     ) -> dg.MaterializeResult:
         out_dir = dataset_dir(settings.data_path, task.name)
         queries = final_queries(task, tables)
+        embedded = conteb_documents(tables["chunks"], tables.get("reformulated"))
+        queries = label_queries(queries, embedded, tables.get("themes"), tables.get("answerability"))
         quarantines = {STAGE_OF_QUARANTINE[name]: t for name, t in tables.items() if name in STAGE_OF_QUARANTINE}
         uses_llm = task.uses_llm_pairing or task.reformulation or task.synthetic_queries
         published = publish_task(
@@ -123,6 +143,12 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
                 "queries/row_count": queries.num_rows,
                 "queries/preview": dg.MetadataValue.md(markdown_preview(queries)),
                 **count_metadata("count", counts),
+                **{f"count/{name}": n for name, n in necessity_counts(queries).items()},
+                **{
+                    f"split/{split}/{what.replace(' ', '_')}": n
+                    for split, split_counts in published.split_counts.items()
+                    for what, n in split_counts.items()
+                },
                 **{
                     f"quarantine/{stage}/{reason}": n
                     for stage, reasons in published.quarantine.items()
@@ -140,6 +166,7 @@ CHECKS = {
     "chunks_within_size": "No chunk is longer than the configured chunk_size.",
     "chunks_match_source": "chunk == text[char_start:char_end] of its source document.",
     "no_empty_chunks": "No chunk is empty or whitespace only.",
+    "splits_by_document": "Each document is in one split, with its queries; every declared split has documents.",
 }
 
 
@@ -156,8 +183,10 @@ def build_dataset_checks(task: TaskConfig) -> dg.AssetChecksDefinition:
     def dataset_checks(context: dg.AssetCheckExecutionContext, settings: ConTEBSettings):
         data_path = settings.data_path
         folder = dataset_dir(data_path, task.name)
-        documents = pq.read_table(folder / data_file("documents", task.split))
-        queries = pq.read_table(folder / data_file("queries", task.split))
+        documents_by_split = read_splits(folder, "documents", task.split_names)
+        queries_by_split = read_splits(folder, "queries", task.split_names)
+        documents = pa.concat_tables(list(documents_by_split.values()), promote_options="default")
+        queries = pa.concat_tables(list(queries_by_split.values()), promote_options="default")
         sources = pq.read_table(
             stage_dir(data_path, task.name) / f"{SOURCE_DOCUMENTS}.parquet", columns=["doc_id", "text"]
         )
@@ -167,6 +196,7 @@ def build_dataset_checks(task: TaskConfig) -> dg.AssetChecksDefinition:
             "chunks_within_size": validation.chunks_within_size(documents, task.chunking.chunk_size),
             "chunks_match_source": validation.chunks_match_source(documents, sources),
             "no_empty_chunks": validation.no_empty_chunks(documents),
+            "splits_by_document": validation.splits_by_document(documents_by_split, queries_by_split),
         }
         failed = {name: outcome for name, outcome in outcomes.items() if not outcome.passed}
         context.log.info(f"{task.name}: {len(outcomes) - len(failed)}/{len(outcomes)} dataset checks passed")
@@ -186,6 +216,16 @@ def build_dataset_checks(task: TaskConfig) -> dg.AssetChecksDefinition:
             )
 
     return dataset_checks
+
+
+def read_splits(folder: Path, config: str, splits: tuple[str, ...]) -> dict[str, pa.Table]:
+    """``{split: table}`` of ``config`` read back from its shards; a split without a shard is empty."""
+    schema = CONTEB_DOCUMENTS if config == "documents" else CONTEB_QUERIES
+    tables = {}
+    for split in splits:
+        path = folder / data_file(config, split)
+        tables[split] = pq.read_table(path) if path.is_file() else schema.empty_table()
+    return tables
 
 
 def display_path(path: Path | str, base: Path) -> str:

@@ -2,7 +2,9 @@
 
 Thin: the work is :func:`evaluation.runner.evaluate_task` (also behind ``conteb evaluate``) and the
 renderers of ``evaluation/report.py``. Each task asset records nDCG@10 per system as numeric metadata
-(plotted over time by Dagster) and the task report as Markdown with its plots embedded; its check
+(plotted over time by Dagster; ``ndcg@10/<system>/needs_context`` on the queries that need context,
+when labelled), the reading of its figures (``reading``, ``evaluation/reading.py``) and the task report
+as Markdown with its plots embedded; its check
 ``metrics_match_trec_eval`` recomputes nDCG@10 from the written TREC files with ``pytrec_eval``.
 """
 
@@ -14,7 +16,8 @@ from assets.keys import CHUNK_CONTEXTS, CONTEB_DATASET
 from conteb.config import ProjectConfig
 from conteb.storage import reports_dir
 from evaluation.load import CorpusError
-from evaluation.results import HEADLINE, TaskEvaluation
+from evaluation.reading import overall_reading, task_reading
+from evaluation.results import HEADLINE, NEEDS_CONTEXT, TaskEvaluation
 from evaluation.targets import EvalTarget, evaluate_target, evaluation_targets
 from pipelines.resources import ConTEBSettings
 
@@ -51,13 +54,21 @@ def run_metadata(evaluation: TaskEvaluation) -> dict[str, object]:
         "chunks": evaluation.n_chunks,
         "queries": evaluation.n_queries,
     }
+    if evaluation.n_needs_context is not None:
+        metadata[f"count/{NEEDS_CONTEXT}"] = evaluation.n_needs_context
     for run in evaluation.runs:
         if run.status == "ok":
             metadata[f"{HEADLINE}/{run.system}"] = dg.MetadataValue.float(round(run.metrics[HEADLINE].value, 6))
+            subset = run.summary(HEADLINE, NEEDS_CONTEXT)
+            if subset is not None:
+                metadata[f"{HEADLINE}/{run.system}/{NEEDS_CONTEXT}"] = dg.MetadataValue.float(round(subset.value, 6))
         else:
             metadata[f"{run.status}/{run.system}"] = dg.MetadataValue.text(run.reason or "")
     for comparison in evaluation.comparisons:
         name = f"p_value/{comparison.system_a}_vs_{comparison.system_b}"
+        metadata[name] = dg.MetadataValue.float(comparison.p_value)
+    for comparison in evaluation.subset_comparisons:
+        name = f"p_value/{comparison.system_a}_vs_{comparison.system_b}/{comparison.subset}"
         metadata[name] = dg.MetadataValue.float(comparison.p_value)
     return metadata
 
@@ -81,6 +92,7 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
     def task_evaluation(context: dg.AssetExecutionContext, settings: ConTEBSettings):
         # Imported here: torch and sentence-transformers would otherwise load in every step process.
         from evaluation.report import dagster_markdown_task, write_task_report
+        from evaluation.report_subsets import reading_markdown
         from evaluation.verify import verify_against_trec_eval
 
         data = settings.data_path
@@ -93,6 +105,7 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
         failed = [run for run in evaluation.runs if run.status == "failed"]
         metadata = {
             **run_metadata(evaluation),
+            "reading": dg.MetadataValue.md(reading_markdown(task_reading(evaluation))),
             "report": dg.MetadataValue.md(dagster_markdown_task(evaluation)),
             **{f"path/{name}": dg.MetadataValue.path(str(path)) for name, path in paths.items()},
         }
@@ -126,6 +139,7 @@ def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.Assets
     )
     def evaluation_report(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
         from evaluation.report import dagster_markdown_overall, write_reports
+        from evaluation.report_subsets import reading_markdown
         from evaluation.runner import load_evaluation
 
         reports = reports_dir(settings.data_path)
@@ -138,6 +152,7 @@ def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.Assets
         context.log.info(f"report over {len(evaluations)} task(s): {paths.get('report.md')}")
         metadata: dict[str, object] = {
             "tasks": len(evaluations),
+            "reading": dg.MetadataValue.md(reading_markdown(overall_reading(evaluations))),
             "report": dg.MetadataValue.md(dagster_markdown_overall(evaluations)),
             **{f"path/{name}": dg.MetadataValue.path(str(path)) for name, path in paths.items()},
         }
@@ -146,6 +161,10 @@ def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.Assets
                 if run.status == "ok":
                     value = round(run.metrics[HEADLINE].value, 6)
                     metadata[f"{HEADLINE}/{evaluation.task}/{run.system}"] = dg.MetadataValue.float(value)
+                    subset = run.summary(HEADLINE, NEEDS_CONTEXT)
+                    if subset is not None:
+                        name = f"{HEADLINE}/{evaluation.task}/{run.system}/{NEEDS_CONTEXT}"
+                        metadata[name] = dg.MetadataValue.float(round(subset.value, 6))
         return dg.MaterializeResult(metadata=metadata)
 
     return evaluation_report

@@ -38,6 +38,8 @@ SYNTHETIC_QUERIES = "synthetic_queries"
 SYNTHETIC_QUARANTINE = "synthetic_quarantine"
 CHUNK_CONTEXTS = "chunk_contexts"
 CONTEXT_QUARANTINE = "context_quarantine"
+ANSWERABILITY = "answerability"
+ANSWERABILITY_QUARANTINE = "answerability_quarantine"
 
 
 def queries_key(task: TaskConfig) -> str:

@@ -10,6 +10,8 @@ import dagster as dg
 import pyarrow as pa
 
 from assets.keys import (
+    ANSWERABILITY,
+    ANSWERABILITY_QUARANTINE,
     CHUNKS,
     CONTEB_DATASET,
     LLM_PAIRED_QUERIES,
@@ -91,6 +93,14 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
                 if row["original"] is not None and row["proposed"] == row["original"] and not row["flagged"]
             ]
             auto = store.bulk_decide("accept", AUTO_REVIEWER, task.name, kind, ids=unchanged) if unchanged else 0
+        by_method = 0
+        for method in task.review.auto_accept_methods:
+            ids = [row["item_id"] for row in items.select(["item_id", "method"]).to_pylist() if row["method"] == method]
+            if ids:
+                by_method += store.bulk_decide("accept", f"{AUTO_REVIEWER}:{method}", task.name, kind, ids=ids)
+        if by_method:
+            context.log.info(f"{task.name}/{kind}: {by_method} '{'/'.join(task.review.auto_accept_methods)}' "
+                             "proposals accepted without review (review.auto_accept_methods)")  # fmt: skip
         [stats] = store.stats(task=task.name, kind=kind) or [None]
         pending = stats.pending if stats else 0
         url = review.queue_url(task.name, kind)
@@ -104,6 +114,7 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
                 "push", {"added": report.added, "reopened": report.reopened, "unchanged": report.unchanged}
             ),
             "auto_accepted": auto,
+            "auto_accepted_by_method": by_method,
         }
         if stats:
             metadata |= count_metadata(
@@ -169,7 +180,9 @@ def build_review_sensor(config: ProjectConfig) -> dg.SensorDefinition | None:
     if not reviewed_tasks:
         return None
     downstream = {
-        task.name: [key(task, REVIEWED_OF_KIND[kind][1]) for kind in task.review_kinds] + [key(task, CONTEB_DATASET)]
+        task.name: [key(task, REVIEWED_OF_KIND[kind][1]) for kind in task.review_kinds]
+        + ([key(task, ANSWERABILITY), key(task, ANSWERABILITY_QUARANTINE)] if task.answerability is not False else [])
+        + [key(task, CONTEB_DATASET)]
         for task in reviewed_tasks
     }
 

@@ -9,7 +9,8 @@ Stage tables (``data/stages/<task>/``):
 * ``QUARANTINE``: rows a stage refused, with the reason and where they came from.
 
 Published tables (``data/conteb/<task>/``, the public ConTEB layout): ``CONTEB_DOCUMENTS`` and
-``CONTEB_QUERIES``.
+``CONTEB_QUERIES`` (the paired queries plus their context-necessity labels, see
+``curation/necessity.py``).
 """
 
 from __future__ import annotations
@@ -95,7 +96,19 @@ CONTEB_DOCUMENTS = pa.schema(
     ]
 )
 
-CONTEB_QUERIES = PAIRED_QUERIES
+NECESSITY_COLUMNS = ("theme_missing", "answerable_alone", "needs_context")
+"""The context-necessity labels of a published query (rule in ``curation/necessity.py``)."""
+
+CONTEB_QUERIES = pa.schema(
+    [
+        *PAIRED_QUERIES,
+        # the query names the document's theme, the gold chunk as embedded (``chunk``) does not
+        pa.field("theme_missing", pa.bool_(), nullable=False),
+        # LLM judgement: the gold chunk alone answers the query; null when no LLM judged it
+        pa.field("answerable_alone", pa.bool_()),
+        pa.field("needs_context", pa.bool_(), nullable=False),  # theme_missing or answerable_alone is False
+    ]
+)
 
 
 def empty_table(schema: pa.Schema) -> pa.Table:
@@ -152,6 +165,16 @@ REVIEWED_CHUNKS = pa.schema(
 )
 
 SYNTHETIC_QUERIES = PAIRED_QUERIES  # same columns as queries; model and prompt_version filled
+
+ANSWERABILITY = pa.schema(
+    [
+        pa.field("query_id", pa.string(), nullable=False),
+        pa.field("chunk_id", pa.string(), nullable=False),  # the gold chunk judged (text as embedded)
+        pa.field("answerable_alone", pa.bool_(), nullable=False),  # the chunk alone answers the query
+        pa.field("reason", pa.string(), nullable=False),  # the LLM's one-sentence justification
+        *_PROVENANCE,  # method: "llm"
+    ]
+)
 
 CHUNK_CONTEXTS = pa.schema(
     [

@@ -4,21 +4,31 @@
 whose YAML ``configs:`` section maps each config to its files, so that
 ``datasets.load_dataset(out, "documents", split=split)`` works offline, as the public ConTEB
 evaluator loads it. Every file is written atomically; the card is written last.
+
+Splits: one split (the task's ``split``) holds every row, or, with document-level ``splits``
+(:mod:`curation.splits`), each split is its own shard per config holding the chunks of its
+documents; queries and synthetic queries follow their document (``doc_id``). Shards of splits no
+longer produced are removed.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import yaml
 
 from conteb.config import TaskConfig
-from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, SYNTHETIC_QUERIES
+from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, PAIRED_QUERIES, SYNTHETIC_QUERIES
 from conteb.storage import write_parquet_atomic, write_text_atomic
+from curation.necessity import RULE as NECESSITY_RULE
+from curation.necessity import is_labelled, necessity_counts
 from curation.quarantine import count_reasons
+from curation.splits import HASH_RULE, assign_task_splits
 
 CONFIGS = ("documents", "queries", "synthetic_queries")
 
@@ -61,12 +71,77 @@ class DatasetCard:
     quarantine: dict[str, dict[str, int]] = field(default_factory=dict)  # stage -> reason -> count
     configs: tuple[str, ...] = ("documents", "queries")
     empty_configs: tuple[str, ...] = ()  # configs with no rows, not published
+    splits: tuple[str, ...] = ()  # document-level splits in declaration order; (): the one ``split``
+    split_rule: str | None = None  # how documents were assigned to ``splits`` (fractions, seed, hash rule)
+    split_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # split -> what -> rows (set on write)
+    config_splits: dict[str, tuple[str, ...]] = field(default_factory=dict)  # config -> splits with rows
+    necessity: dict[str, int] | None = None  # curation.necessity.necessity_counts of the queries; None: unlabelled
+
+    def _necessity_section(self) -> str:
+        if self.necessity is None:
+            return ""
+        n = self.necessity
+        rows = "\n".join(
+            f"| {label} | {n[name]:,} |"
+            for name, label in (
+                ("needs_context", "`needs_context`"),
+                ("theme_missing", "`theme_missing`"),
+                ("answerable_alone_false", "`answerable_alone` false"),
+                ("unlabelled", "`answerable_alone` null (no LLM judgement)"),
+            )
+        )
+        return f"\n## Context necessity\n\n| queries | rows |\n|---|---|\n{rows}\n\n{NECESSITY_RULE}\n"
+
+    @property
+    def split_names(self) -> tuple[str, ...]:
+        """Every published split (``(split,)`` without document-level splits)."""
+        return self.splits or (self.split,)
 
     def _empty_note(self) -> str:
-        if not self.empty_configs:
+        notes = []
+        if self.empty_configs:
+            names = ", ".join(f"`{name}`" for name in self.empty_configs)
+            notes.append(f"\n- **Not published** (no rows; `datasets` cannot load an empty split): {names}")
+        partial = [
+            f"`{name}/{split}`"
+            for name in self.configs
+            for split in self.split_names
+            if split not in self.config_splits.get(name, self.split_names)
+        ]
+        if partial:
+            notes.append(f"\n- **Splits without rows** (not published for that config): {', '.join(partial)}")
+        return "".join(notes)
+
+    def _splits_section(self) -> str:
+        if not self.split_counts:
             return ""
-        names = ", ".join(f"`{name}`" for name in self.empty_configs)
-        return f"\n- **Not published** (no rows; `datasets` cannot load an empty split): {names}"
+        whats = list(dict.fromkeys(what for counts in self.split_counts.values() for what in counts))
+        header = "| split | " + " | ".join(whats) + " |\n|---|" + "---|" * len(whats)
+        rows = "\n".join(
+            f"| {split} | " + " | ".join(f"{counts.get(what, 0):,}" for what in whats) + " |"
+            for split, counts in self.split_counts.items()
+        )
+        rule = (
+            f"Documents were assigned to splits by document (every chunk and query of a document is in "
+            f"its document's split): {self.split_rule}. The shares are expected values: a small corpus "
+            "deviates from the fractions; the counts above are the actual ones."
+            if self.split_rule
+            else "Every document is in this one split."
+        )
+        return f"\n## Splits\n\n{header}\n{rows}\n\n{rule}\n"
+
+    def _load_lines(self) -> str:
+        several = len(self.split_names) > 1
+        lines = []
+        for split in self.split_names:
+            for name in ("documents", "queries"):
+                variable = f"{name}_{split.replace('-', '_').replace('.', '_')}" if several else name
+                lines.append(f'{variable} = load_dataset("<this folder>", "{name}", split="{split}")')
+        return "\n".join(lines)
+
+    def _split_line(self) -> str:
+        label = "Splits" if len(self.split_names) > 1 else "Split"
+        return f"- **{label}**: " + ", ".join(f"`{s}`" for s in self.split_names)
 
     def render(self) -> str:
         front = {
@@ -75,7 +150,13 @@ class DatasetCard:
             "task_categories": ["text-retrieval"],
             "tags": ["conteb", "context-dependent-retrieval"],
             "configs": [
-                {"config_name": name, "data_files": [{"split": self.split, "path": data_file(name, self.split)}]}
+                {
+                    "config_name": name,
+                    "data_files": [
+                        {"split": split, "path": data_file(name, split)}
+                        for split in self.config_splits.get(name, self.split_names)
+                    ],
+                }
                 for name in self.configs
             ],
         }
@@ -101,16 +182,15 @@ class DatasetCard:
 
 - **Source**: `{self.source}` (kind `{self.source_kind}`)
 - **License**: {self.license or "unknown (see the source)"}
-- **Split**: `{self.split}`{self._empty_note()}
+{self._split_line()}{self._empty_note()}
 
 ## Load it
 
 ```python
 from datasets import load_dataset
-documents = load_dataset("<this folder>", "documents", split="{self.split}")
-queries = load_dataset("<this folder>", "queries", split="{self.split}")
+{self._load_lines()}
 ```
-
+{self._splits_section()}{self._necessity_section()}
 ## Counts
 
 | what | rows |
@@ -139,34 +219,102 @@ pipeline's `stages/{self.task}/` folder):
 """
 
 
+def _row_doc_ids(table: pa.Table) -> list[str]:
+    """The document of each row: ``doc_id``, else the ``<doc_id>`` part of ``chunk_id``."""
+    if "doc_id" in table.column_names:
+        return table.column("doc_id").to_pylist()
+    return [cid.rsplit("_", 1)[0] for cid in table.column("chunk_id").to_pylist()]
+
+
+def split_table(
+    table: pa.Table, config: str, assignment: Mapping[str, str], splits: tuple[str, ...]
+) -> dict[str, pa.Table]:
+    """``{split: rows of table whose document is in that split}`` for every name of ``splits``.
+
+    A row whose document has no split in ``assignment``, or a split not in ``splits``, is an error
+    naming the config, the row and the document.
+    """
+    doc_ids = _row_doc_ids(table)
+    labels = []
+    for row, doc_id in enumerate(doc_ids):
+        split = assignment.get(doc_id)
+        if split is None or split not in splits:
+            reason = "has no split" if split is None else f"is assigned to undeclared split {split!r}"
+            raise ValueError(f"{config}: row {row}: document {doc_id!r} {reason} (splits: {list(splits)})")
+        labels.append(split)
+    column = pa.array(labels, pa.string())
+    return {split: table.filter(pc.equal(column, split)) for split in splits}
+
+
 def write_conteb_dataset(
     out_dir: Path,
     documents: pa.Table,
     queries: pa.Table,
     card: DatasetCard,
     synthetic_queries: pa.Table | None = None,
+    assignment: Mapping[str, str] | None = None,
 ) -> dict[str, Path]:
     """Write the dataset folder; removes shards of other splits, and configs no longer produced.
 
-    Returns the written paths by config name (and ``card``).
+    ``assignment`` (``{doc_id: split}``, :func:`curation.splits.assign_splits`) splits every config
+    by document into ``card.splits``; without it every row goes to ``card.split``. A split without
+    documents is an error (it could not be loaded); a split of another config without rows is left
+    out of that config and named in the card. Sets the card's per-split counts.
+
+    Returns the written paths by config name (``<config>/<split>`` with several splits) and ``card``.
     """
-    tables = {"documents": documents.cast(CONTEB_DOCUMENTS), "queries": queries.cast(CONTEB_QUERIES)}
+    # Queries carry their context-necessity labels (curation.necessity); unlabelled ones are published without.
+    query_schema = CONTEB_QUERIES if is_labelled(queries) else PAIRED_QUERIES
+    tables = {
+        "documents": documents.cast(CONTEB_DOCUMENTS),
+        "queries": queries.select(query_schema.names).cast(query_schema),
+    }
     if synthetic_queries is not None:
         tables["synthetic_queries"] = synthetic_queries.cast(SYNTHETIC_QUERIES)
-    # `datasets` cannot load a split without rows ("corresponds to no data"): such configs are
-    # left out of the folder and named in the card instead.
-    card.empty_configs = tuple(name for name, table in tables.items() if table.num_rows == 0)
-    tables = {name: table for name, table in tables.items() if table.num_rows > 0}
-    card.configs = tuple(tables)
+    splits = card.split_names
+    if assignment is None:
+        if len(splits) > 1:
+            raise ValueError(f"task '{card.task}': {len(splits)} splits {list(splits)} need a document assignment")
+        parts = {name: {splits[0]: table} for name, table in tables.items()}
+    else:
+        parts = {name: split_table(table, name, assignment, splits) for name, table in tables.items()}
+        empty = [split for split, table in parts["documents"].items() if table.num_rows == 0]
+        if empty:
+            raise ValueError(
+                f"task '{card.task}': split(s) {empty} have no documents; an empty split cannot be published"
+            )
+    # `datasets` cannot load a split without rows ("corresponds to no data"): such configs (and
+    # splits) are left out of the folder and named in the card instead.
+    parts = {name: {split: t for split, t in by_split.items() if t.num_rows > 0} for name, by_split in parts.items()}
+    card.empty_configs = tuple(name for name, by_split in parts.items() if not by_split)
+    parts = {name: by_split for name, by_split in parts.items() if by_split}
+    card.configs = tuple(parts)
+    card.config_splits = {name: tuple(by_split) for name, by_split in parts.items()}
+    card.split_counts = {
+        split: {
+            "documents": len(set(parts["documents"][split].column("doc_id").to_pylist())),
+            "chunks": parts["documents"][split].num_rows,
+            **{
+                name.replace("_", " "): parts[name][split].num_rows if split in parts.get(name, {}) else 0
+                for name in tables
+                if name != "documents"
+            },
+        }
+        for split in splits
+        if split in parts.get("documents", {})
+    }
     written: dict[str, Path] = {}
-    for name, table in tables.items():
-        target = out_dir / data_file(name, card.split)
-        write_parquet_atomic(table, target, compression="zstd")
-        for stale in target.parent.glob("*.parquet"):
-            if stale != target:
+    for name, by_split in parts.items():
+        targets = []
+        for split, table in by_split.items():
+            target = out_dir / data_file(name, split)
+            write_parquet_atomic(table, target, compression="zstd")
+            targets.append(target)
+            written[name if len(splits) == 1 else f"{name}/{split}"] = target
+        for stale in (out_dir / name).glob("*.parquet"):
+            if stale not in targets:
                 stale.unlink()
-        written[name] = target
-    for name in set(CONFIGS) - set(tables):
+    for name in set(CONFIGS) - set(parts):
         shutil.rmtree(out_dir / name, ignore_errors=True)
     written["card"] = write_text_atomic(card.render(), out_dir / "README.md")
     return written
@@ -178,6 +326,8 @@ class PublishedTask:
     documents: pa.Table
     counts: dict[str, int]
     quarantine: dict[str, dict[str, int]]
+    split_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # split -> what -> rows
+    assignment: dict[str, str] | None = None  # doc_id -> split (document-level splits only)
 
 
 def publish_task(
@@ -190,13 +340,21 @@ def publish_task(
     reformulated: pa.Table | None = None,
     synthetic_queries: pa.Table | None = None,
     settings: dict[str, object] | None = None,
+    assignment: Mapping[str, str] | None = None,
 ) -> PublishedTask:
     """Write ``task``'s ConTEB folder from its stage tables; ``quarantines`` maps stage -> table.
 
     ``reformulated`` supplies the ``chunk`` text of reformulated tasks; ``synthetic_queries`` adds
     that config; ``settings`` adds rows to the card's settings table (e.g. the LLM model).
+    ``assignment`` (``{doc_id: split}``) places each document of a task with ``splits``; by default it
+    is :func:`curation.splits.assign_task_splits` over the chunks' documents (ignored without ``splits``).
     """
     documents = conteb_documents(chunks, reformulated)
+    if task.splits is not None and assignment is None:
+        doc_ids = documents.column("doc_id").to_pylist()
+        assignment = assign_task_splits(task.name, doc_ids, task.splits.fractions, task.splits.seed)
+    elif task.splits is None:
+        assignment = None
     quarantine = {stage: count_reasons(table) for stage, table in quarantines.items()}
     counts = {
         "documents": len(set(documents.column("doc_id").to_pylist())),
@@ -212,7 +370,11 @@ def publish_task(
     counts["quarantined rows"] = sum(sum(reasons.values()) for reasons in quarantine.values())
     card = DatasetCard(
         task=task.name,
-        split=task.split,
+        split=task.evaluation_split,
+        splits=task.split_names if task.splits is not None else (),
+        split_rule=(
+            f"fractions {dict(task.splits.fractions)}, seed {task.splits.seed}; {HASH_RULE}" if task.splits else None
+        ),
         source=source_label,
         source_kind=task.source.kind,
         license=task.license,
@@ -228,6 +390,9 @@ def publish_task(
             **(settings or {}),
         },
         quarantine=quarantine,
+        necessity=necessity_counts(queries) if is_labelled(queries) else None,
     )
-    paths = write_conteb_dataset(out_dir, documents, queries, card, synthetic_queries)
-    return PublishedTask(paths, documents, counts, quarantine)
+    paths = write_conteb_dataset(out_dir, documents, queries, card, synthetic_queries, assignment)
+    return PublishedTask(
+        paths, documents, counts, quarantine, card.split_counts, dict(assignment) if assignment else None
+    )

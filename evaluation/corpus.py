@@ -2,7 +2,8 @@
 
 Chunk order: documents in order of first appearance in ``documents``, each document's chunks by
 ``chunk_index``. ``gold[q]`` is the row of query ``q``'s gold chunk (qrels: that chunk, relevance 1,
-as the public ConTEB evaluator).
+as the public ConTEB evaluator). ``needs_context[q]`` is the query's context-necessity label
+(``curation/necessity.py``), ``None`` when the queries carry no labels (external ConTEB datasets).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class EvalCorpus:
     queries: list[str]
     gold: np.ndarray  # int64 [Q]: row of the gold chunk
     contexts: dict[str, str] | None = None  # chunk_id -> LLM-written context (contextual baseline), when available
+    needs_context: np.ndarray | None = None  # bool [Q]: the query needs its document's context; None: unlabelled
     notes: list[str] = field(default_factory=list)  # what loading skipped or repaired, and why
 
     @property
@@ -40,6 +42,11 @@ class EvalCorpus:
         return len(self.query_ids)
 
     @property
+    def n_needs_context(self) -> int | None:
+        """How many queries need context; ``None`` when the queries are unlabelled."""
+        return None if self.needs_context is None else int(np.count_nonzero(self.needs_context))
+
+    @property
     def document_order(self) -> list[str]:
         """Distinct document ids in corpus order."""
         return list(dict.fromkeys(self.doc_ids))
@@ -49,7 +56,8 @@ class EvalCorpus:
         return len(self.document_order)
 
     def fingerprint(self) -> str:
-        """sha256 over chunk ids and texts, query ids and texts, and gold rows: the same corpus, the same value."""
+        """sha256 over chunk ids and texts, query ids and texts, gold rows and (when labelled) the
+        ``needs_context`` labels: the same corpus, the same value."""
         digest = hashlib.sha256()
         for values in (self.chunk_ids, self.chunks, self.query_ids, self.queries):
             for value in values:
@@ -57,6 +65,8 @@ class EvalCorpus:
                 digest.update(b"\x00")
             digest.update(b"\x01")
         digest.update(np.ascontiguousarray(self.gold, dtype=np.int64).tobytes())
+        if self.needs_context is not None:  # unlabelled corpora keep their earlier fingerprint
+            digest.update(b"needs_context\x00" + np.ascontiguousarray(self.needs_context, dtype=np.bool_).tobytes())
         return digest.hexdigest()
 
     def chunk_doc_index(self) -> np.ndarray:

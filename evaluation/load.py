@@ -3,7 +3,9 @@
 Layout (the public ConTEB one, and what ``build_conteb`` publishes): config ``documents`` with
 ``chunk_id`` and ``chunk`` (``doc_id``/``chunk_index`` optional: derived from ``chunk_id`` =
 ``"{doc_id}_{chunk_index}"``), config ``queries`` with ``query`` and the gold ``chunk_id``
-(``query_id`` optional: ``"q{row}"``). Local folders are read with pyarrow from
+(``query_id`` optional: ``"q{row}"``; ``needs_context`` optional: the context-necessity label that
+``build_conteb`` publishes — without it the corpus is unlabelled, noted, and the ``needs_context``
+subset is not reported). Local folders are read with pyarrow from
 ``<config>/<split>-*.parquet`` (or ``data/<config>/...``); anything else goes through
 ``datasets.load_dataset(path, config, split=split)``, which is also how hub ids load where a network
 exists. Bad rows raise :class:`CorpusError` naming the file, the row and the reason.
@@ -113,6 +115,7 @@ def corpus_from_tables(
     )
     if not query_texts:
         raise CorpusError(f"{queries_label}: no queries")
+    needs_context, notes = _needs_context(queries, queries_label)
     seen_q: dict[str, int] = {}
     gold = np.empty(len(qids), dtype=np.int64)
     for row, (qid, text, chunk_id) in enumerate(zip(qids, query_texts, golds, strict=True)):
@@ -139,7 +142,23 @@ def corpus_from_tables(
         queries=query_texts,
         gold=gold,
         contexts=contexts,
+        needs_context=needs_context,
+        notes=notes,
     )
+
+
+def _needs_context(queries: pa.Table, where: str) -> tuple[np.ndarray | None, list[str]]:
+    """The ``needs_context`` labels (bool [Q]) and notes; ``None`` with a note when the column is absent."""
+    if "needs_context" not in queries.column_names:
+        return None, [
+            "queries carry no context-necessity labels (no needs_context column, e.g. an external ConTEB "
+            "dataset): the needs_context subset is not reported"
+        ]
+    values = queries.column("needs_context").to_pylist()
+    for row, value in enumerate(values):
+        if not isinstance(value, bool):
+            raise _bad(where, row, f"needs_context is {value!r}, not true or false")
+    return np.array(values, dtype=np.bool_), []
 
 
 def load_corpus(

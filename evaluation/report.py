@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 
 from conteb.storage import atomic_path, write_text_atomic
 from evaluation import plots
-from evaluation.results import Comparison, Summary, SystemRun, TaskEvaluation, to_json
+from evaluation.reading import overall_reading, task_reading
+from evaluation.results import ALL, Comparison, Summary, SystemRun, TaskEvaluation, to_json
 
 HEADLINE = "ndcg@10"
 SIGNIFICANCE_LEVEL = 0.05
@@ -110,7 +111,9 @@ def results_records(evaluations: list[TaskEvaluation]) -> list[dict[str, Any]]:
     """The fixed machine-readable layout: one record per (task, system, metric).
 
     Keys: ``task``, ``system``, ``metric``, ``value``, ``ci_low``, ``ci_high``, ``n_queries`` (NaN ->
-    null). Metrics: every metric of every ok run (``ndcg@10``, ``map@5``, ...), then
+    null) and ``subset``: ``"all"`` (every query) or ``"needs_context"`` (the queries labelled so,
+    ``curation/necessity.py``: every metric of the run again, when the task is labelled and the subset
+    non-empty). Metrics: every metric of every ok run (``ndcg@10``, ``map@5``, ...), then
 
     * ``doc_ndcg@10``: document-level nDCG@10 (with its CI);
     * ``ndcg@10@position=<p>``: queries whose gold chunk is at position ``p`` (with CI);
@@ -123,7 +126,16 @@ def results_records(evaluations: list[TaskEvaluation]) -> list[dict[str, Any]]:
     """
     records: list[dict[str, Any]] = []
 
-    def add(task: str, system: str, metric: str, value: Any, low: Any = None, high: Any = None, n: Any = None):
+    def add(
+        task: str,
+        system: str,
+        metric: str,
+        value: Any,
+        low: Any = None,
+        high: Any = None,
+        n: Any = None,
+        subset: str = ALL,
+    ):
         records.append(
             {
                 "task": task,
@@ -133,6 +145,7 @@ def results_records(evaluations: list[TaskEvaluation]) -> list[dict[str, Any]]:
                 "ci_low": _none_if_nan(low),
                 "ci_high": _none_if_nan(high),
                 "n_queries": _none_if_nan(n),
+                "subset": subset,
             }
         )
 
@@ -143,6 +156,9 @@ def results_records(evaluations: list[TaskEvaluation]) -> list[dict[str, Any]]:
                 continue
             for metric, s in run.metrics.items():
                 add(task, run.system, metric, s.value, s.ci_low, s.ci_high, s.n_queries)
+            for subset, metrics in run.subset_metrics.items():
+                for metric, s in metrics.items():
+                    add(task, run.system, metric, s.value, s.ci_low, s.ci_high, s.n_queries, subset)
             if run.document_ndcg10 is not None:
                 s = run.document_ndcg10
                 add(task, run.system, "doc_ndcg@10", s.value, s.ci_low, s.ci_high, s.n_queries)
@@ -328,16 +344,25 @@ def _untested(evaluation: TaskEvaluation) -> list[str]:
 
 def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Document:
     """The report of one task; ``images`` maps ``positions`` / ``scaling`` / ``chunk_sizes`` to a src."""
+    from evaluation import report_subsets  # builds on this module's blocks
+
     e = evaluation
     ok = [r for r in e.runs if r.status == "ok"]
-    blocks: list[Block] = []
+    blocks: list[Block] = report_subsets.reading_blocks(task_reading(e))
     meta = f"Source: {e.source} · split: {e.split}" + (f" · evaluated {e.created_at}" if e.created_at else "")
     blocks.append(Paragraph((Span(meta),)))
     blocks.append(
         Table(
             "counts",
-            ("Documents", "Chunks", "Queries"),
-            ((number(f"{e.n_documents:,}"), number(f"{e.n_chunks:,}"), number(f"{e.n_queries:,}")),),
+            ("Documents", "Chunks", "Queries", "Queries that need context"),
+            (
+                (
+                    number(f"{e.n_documents:,}"),
+                    number(f"{e.n_chunks:,}"),
+                    number(f"{e.n_queries:,}"),
+                    number(report_subsets.needs_context_count(e)),
+                ),
+            ),
         )
     )
 
@@ -419,6 +444,7 @@ def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Documen
     untested = _untested(e)
     if untested:
         blocks.append(BulletList(tuple((Span(line),) for line in untested)))
+    blocks += report_subsets.task_subset_blocks(e)
 
     # By position.
     blocks.append(Heading("nDCG@10 by gold-chunk position"))
@@ -512,8 +538,10 @@ def overall_document(
 ) -> Document:
     """The report over every task; ``images`` maps ``overview`` / ``chunk_sizes`` to a src and
     ``task_links`` (optional) each task to its own report."""
+    from evaluation import report_subsets  # builds on this module's blocks
+
     task_links = task_links or {}
-    blocks: list[Block] = []
+    blocks: list[Block] = report_subsets.reading_blocks(overall_reading(evaluations))
     systems = _ordered(r.system for e in evaluations for r in e.runs)
     blocks.append(
         Paragraph(
@@ -592,6 +620,7 @@ def overall_document(
     untested = [f"{e.task}: {line}" for e in evaluations for line in _untested(e)]
     if untested:
         blocks.append(BulletList(tuple((Span(line),) for line in untested)))
+    blocks += report_subsets.overall_subset_blocks(evaluations)
 
     if "overview" in images:
         blocks.append(Heading("Overview"))

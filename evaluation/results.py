@@ -4,6 +4,13 @@ Everything here is plain data (JSON round-trip through :func:`to_json` / :func:`
 per-task assets can write ``evaluation.json`` and the overall report can be built later from files.
 Metric names: ``ndcg@k``, ``map@k``, ``recall@k``, ``p@k``, ``mrr@10`` (see ``evaluation/metrics.py``
 for their trec_eval equivalents).
+
+Query subsets: ``"all"`` (every query) and ``"needs_context"`` (queries labelled
+``needs_context``, ``curation/necessity.py``; only when the corpus is labelled and the subset is
+non-empty). ``SystemRun.metrics`` and ``Comparison`` rows with ``subset="all"`` are over every query;
+``SystemRun.subset_metrics["needs_context"]`` and ``TaskEvaluation.subset_comparisons`` (each with
+``subset="needs_context"``) repeat them on the subset (same bootstrap and test settings);
+``TaskEvaluation.comparisons`` stay over every query.
 """
 
 from __future__ import annotations
@@ -15,6 +22,11 @@ from typing import Any, Literal
 
 HEADLINE = "ndcg@10"
 """The metric of the tables, the numeric Dagster metadata and the paired tests' default."""
+
+ALL = "all"
+NEEDS_CONTEXT = "needs_context"
+SUBSETS = (ALL, NEEDS_CONTEXT)
+"""Query subsets a metric is reported on (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,13 @@ class SystemRun:
     llm_usd: float | None = None
     run_file: str | None = None  # path of the TREC run, relative to the reports folder
     details: dict[str, Any] = field(default_factory=dict)  # model path, prefixes, truncated chunks, ...
+    # subset name ("needs_context") -> metric -> Summary over that subset's queries; {} when unlabelled
+    subset_metrics: dict[str, dict[str, Summary]] = field(default_factory=dict)
+
+    def summary(self, metric: str = HEADLINE, subset: str = ALL) -> Summary | None:
+        """``metric`` over the queries of ``subset`` (``None`` when not measured)."""
+        metrics = self.metrics if subset == ALL else self.subset_metrics.get(subset, {})
+        return metrics.get(metric)
 
 
 @dataclass
@@ -96,6 +115,7 @@ class Comparison:
     n_queries: int
     method: str  # randomization | bootstrap
     resamples: int
+    subset: str = ALL  # the queries tested: "all" | "needs_context"
 
 
 @dataclass
@@ -123,13 +143,15 @@ class TaskEvaluation:
     n_chunks: int
     n_queries: int
     runs: list[SystemRun] = field(default_factory=list)
-    comparisons: list[Comparison] = field(default_factory=list)
+    comparisons: list[Comparison] = field(default_factory=list)  # over every query (subset "all")
+    subset_comparisons: list[Comparison] = field(default_factory=list)  # the same tests on the needs_context subset
     chunk_sizes: list[ChunkSizePoint] = field(default_factory=list)
     chunk_size_note: str | None = None  # why the study did not run, when it did not
     qrels_file: str | None = None  # relative to the reports folder
     notes: list[str] = field(default_factory=list)
     created_at: str = ""  # ISO timestamp
     corpus_fingerprint: str = ""  # EvalCorpus.fingerprint(): earlier results are merged only on the same corpus
+    n_needs_context: int | None = None  # queries labelled needs_context; None: the queries are unlabelled
 
     def run(self, system: str) -> SystemRun | None:
         return next((r for r in self.runs if r.system == system), None)
@@ -163,10 +185,16 @@ def from_json(text: str) -> TaskEvaluation:
         r["document_ndcg10"] = summary(r["document_ndcg10"])
         r["by_position"] = [PositionPoint(**{k: _nan(v) for k, v in p.items()}) for p in r["by_position"]]
         r["scaling"] = [ScalingPoint(**{k: _nan(v) for k, v in p.items()}) for p in r["scaling"]]
+        r["subset_metrics"] = {
+            name: {k: summary(v) for k, v in metrics.items()} for name, metrics in r.get("subset_metrics", {}).items()
+        }
         runs.append(SystemRun(**r))
     comparisons = [Comparison(**{k: _nan(v) for k, v in c.items()}) for c in raw.pop("comparisons")]
+    subset_comparisons = [Comparison(**{k: _nan(v) for k, v in c.items()}) for c in raw.pop("subset_comparisons", [])]
     chunk_sizes = [ChunkSizePoint(**{k: _nan(v) for k, v in c.items()}) for c in raw.pop("chunk_sizes")]
-    return TaskEvaluation(**raw, runs=runs, comparisons=comparisons, chunk_sizes=chunk_sizes)
+    return TaskEvaluation(
+        **raw, runs=runs, comparisons=comparisons, subset_comparisons=subset_comparisons, chunk_sizes=chunk_sizes
+    )
 
 
 def _nan(value: Any) -> Any:

@@ -8,6 +8,10 @@ Files under ``reports_dir`` (fixed layout, other tools read it)::
     runs/<task>/<system>.metrics.parquet   per-query metrics (query_id + one column per metric)
     tasks/<task>/evaluation.json           the TaskEvaluation (every number of the reports)
 
+Every metric summary and every paired comparison is computed on all queries and, when the corpus is
+labelled (``EvalCorpus.needs_context``) and some queries need context, again on that subset
+(``SystemRun.subset_metrics``, ``TaskEvaluation.subset_comparisons``).
+
 Evaluating a subset of systems keeps the earlier results of the others (merged by system name), so
 comparisons can use per-query metrics written by an earlier run.
 """
@@ -32,7 +36,9 @@ from evaluation.metrics import metrics_from_gold_rank
 from evaluation.ranking import rank_corpus
 from evaluation.rechunk import SpanSources, rechunk_corpus
 from evaluation.results import (
+    ALL,
     HEADLINE,
+    NEEDS_CONTEXT,
     ChunkSizePoint,
     Comparison,
     LLMUsage,
@@ -93,6 +99,8 @@ class _Evaluator:
             corpus.n_documents, sizes, config.scaling.repeats, config.scaling.seed
         )
         self.skipped: list[str] = []  # chunk-size study: systems left out at a size, and why
+        mask = corpus.needs_context
+        self.needs_context = mask if mask is not None and mask.any() else None  # bool [Q], None: not reported
 
     def _summary(self, values: np.ndarray):
         b = self.config.bootstrap
@@ -165,7 +173,9 @@ class _Evaluator:
             llm_tokens=llm_usage.tokens if llm_usage and system.kind == "contextual" else None,
             llm_usd=llm_usage.usd if llm_usage and system.kind == "contextual" else None,
             run_file=_relative(run_path, self.reports_dir),
-            details=indexed.details,
+            # ``trained``: the training asset of the model (None: an untrained model; read by evaluation/reading.py)
+            details={**indexed.details, "trained": system.trained} if hasattr(system, "trained") else indexed.details,
+            subset_metrics=self._subset_metrics(per_query),
         )
         self.log(
             f"{system.name}: nDCG@10 {run.metrics[HEADLINE].value:.3f} "
@@ -173,6 +183,12 @@ class _Evaluator:
             f"queries; indexed in {indexed.index_seconds:.1f} s"
         )
         return run
+
+    def _subset_metrics(self, per_query: dict[str, np.ndarray]) -> dict[str, dict]:
+        """Every metric's summary on the ``needs_context`` queries (``{}`` when the subset is not reported)."""
+        if self.needs_context is None:
+            return {}
+        return {NEEDS_CONTEXT: {name: self._summary(values[self.needs_context]) for name, values in per_query.items()}}
 
     def chunk_size_points(self, sources: SpanSources, systems: Sequence[SystemConfig]) -> list[ChunkSizePoint]:
         points = []
@@ -215,9 +231,14 @@ def _read_per_query(reports_dir: Path, task: str, system: str, metric: str) -> d
 
 
 def compare_systems(
-    evaluation: TaskEvaluation, config: EvaluationConfig, reports_dir: Path, query_ids: Sequence[str]
+    evaluation: TaskEvaluation,
+    config: EvaluationConfig,
+    reports_dir: Path,
+    query_ids: Sequence[str],
+    subset: str = ALL,
 ) -> list[Comparison]:
-    """The configured paired tests between systems that both ran (on the task's current queries)."""
+    """The configured paired tests between systems that both ran, on ``query_ids`` (the task's current
+    queries, or those of ``subset``, recorded in each comparison)."""
     significance = config.significance
     ok = {run.system for run in evaluation.runs if run.status == "ok"}
     comparisons = []
@@ -245,6 +266,7 @@ def compare_systems(
                 n_queries=len(shared),
                 method=significance.method,
                 resamples=significance.resamples,
+                subset=subset,
             )
         )
     return comparisons
@@ -319,8 +341,12 @@ def evaluate_task(
         notes=list(corpus.notes),
         corpus_fingerprint=fingerprint,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        n_needs_context=corpus.n_needs_context,
     )
     evaluation.comparisons = compare_systems(evaluation, config, reports_dir, corpus.query_ids)
+    if evaluator.needs_context is not None:
+        subset_ids = [q for q, needed in zip(corpus.query_ids, evaluator.needs_context, strict=True) if needed]
+        evaluation.subset_comparisons = compare_systems(evaluation, config, reports_dir, subset_ids, NEEDS_CONTEXT)
     study = config.chunk_sizes
     if not (study.enabled and chunk_sizes):
         evaluation.chunk_size_note = "chunk-size study disabled"

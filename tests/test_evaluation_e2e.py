@@ -64,7 +64,10 @@ def markdown_ndcg(text: str, system: str) -> str:
 @pytest.fixture(scope="module")
 def server():
     def answer(body):
-        assert body["response_format"]["json_schema"]["name"] == "chunk_context"
+        stage = body["response_format"]["json_schema"]["name"]
+        assert stage in ("chunk_context", "answerable_alone"), stage
+        if stage == "answerable_alone":
+            return {"answerable": False, "reason": "The passage does not name the entity."}
         return {"context": "From the sample corpus; the passage continues the document's topic."}
 
     with OpenAICompatibleServer(answer) as running:
@@ -97,7 +100,7 @@ def test_evaluate_conteb_on_the_sample(tmp_path: Path, isolated_env: Path, serve
     # The fixed layout other tools read.
     records = json.loads((reports / "results.json").read_text())
     assert {tuple(sorted(r)) for r in records} == {
-        ("ci_high", "ci_low", "metric", "n_queries", "system", "task", "value")
+        ("ci_high", "ci_low", "metric", "n_queries", "subset", "system", "task", "value")
     }
     ndcg = {r["system"]: r["value"] for r in records if r["task"] == "sample" and r["metric"] == "ndcg@10"}
     qrels = read_qrels(reports / "runs" / "sample" / "qrels.trec")

@@ -41,7 +41,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 METRICS = [f"{m}@{k}" for m in ("ndcg", "map", "recall", "p") for k in (1, 5, 10, 50, 100)] + ["mrr@10"]
 EVIL_SYSTEM = "evil<script>alert('s')</script>|x"
 EVIL_REASON = "needs <script>alert('r')</script> | a pipe"
-RECORD_KEYS = {"task", "system", "metric", "value", "ci_low", "ci_high", "n_queries"}
+RECORD_KEYS = {"task", "system", "metric", "value", "ci_low", "ci_high", "n_queries", "subset"}
+NEEDS_CONTEXT_N = 30  # task 1 ("squad-ctx") is labelled; task 2 ("football") is not
 
 
 def _summary(rng: np.random.Generator, n: int) -> Summary:
@@ -74,6 +75,11 @@ def _run(rng: np.random.Generator, task: str, system: str, kind: str, n_queries:
     )
 
 
+def _with_subset(rng: np.random.Generator, run: SystemRun) -> SystemRun:
+    run.subset_metrics = {"needs_context": {m: _summary(rng, NEEDS_CONTEXT_N) for m in METRICS}}
+    return run
+
+
 def make_evaluations() -> list[TaskEvaluation]:
     """Two tasks; 4 ok systems + insent not run + an evil name on task 1; contextual failed on task 2."""
     rng = np.random.default_rng(7)
@@ -94,6 +100,8 @@ def make_evaluations() -> list[TaskEvaluation]:
                 SystemRun(task, "contextual", "contextual", "failed", reason="RuntimeError: no contexts\nline 2")
             )
         runs[0].metrics["ndcg@10"].ci_low = float("nan")  # NaN must come out as null
+        if t == 0:
+            runs = [_with_subset(rng, r) if r.status == "ok" else r for r in runs]
         test = ("randomization", 10000)
         comparisons = [
             Comparison(task, "late-chunking", "independent", "ndcg@10", 0.71, 0.65, 0.06, 0.0004, n, *test),
@@ -119,6 +127,24 @@ def make_evaluations() -> list[TaskEvaluation]:
                 chunk_size_note=None if t == 0 else "no span annotations: the chunk-size study needs them",
                 notes=["a note with *stars* and a | pipe"],
                 created_at="2025-01-01T00:00:00+00:00",
+                n_needs_context=NEEDS_CONTEXT_N if t == 0 else None,
+                subset_comparisons=[
+                    Comparison(
+                        task,
+                        "late-chunking",
+                        "independent",
+                        "ndcg@10",
+                        0.61,
+                        0.50,
+                        0.11,
+                        0.002,
+                        NEEDS_CONTEXT_N,
+                        *test,
+                        subset="needs_context",
+                    )
+                ]
+                if t == 0
+                else [],
             )
         )
     return evaluations
@@ -233,7 +259,7 @@ def test_results_records(written: dict[str, Path], evaluations: list[TaskEvaluat
     assert all(set(r) == RECORD_KEYS for r in records)
     systems = {(r["task"], r["system"]) for r in records}
     assert ("squad-ctx", "insent") not in systems and ("football", "contextual") not in systems
-    by_key = {(r["task"], r["system"], r["metric"]): r for r in records}
+    by_key = {(r["task"], r["system"], r["metric"]): r for r in records if r["subset"] == "all"}
     for task in ("squad-ctx", "football"):
         for system in ("bm25", "independent", "late-chunking"):
             for metric in [*METRICS, "doc_ndcg@10", "ndcg@10@position=0", "ndcg@10@n_docs=16", "index_seconds"]:
@@ -251,7 +277,7 @@ def test_results_records(written: dict[str, Path], evaluations: list[TaskEvaluat
 
 def test_numbers_agree_across_markdown_html_json(written: dict[str, Path]) -> None:
     records = json.loads(written["results.json"].read_text())
-    headlines = [r for r in records if r["metric"] == "ndcg@10"]
+    headlines = [r for r in records if r["metric"] == "ndcg@10" and r["subset"] == "all"]
     expected = {(r["task"], r["system"]): f"{round(r['value'], 3):.3f}" for r in headlines}
     assert all(format_metric(r["value"]) == expected[(r["task"], r["system"])] for r in headlines)
 
@@ -356,3 +382,53 @@ def test_plots_edge_cases(evaluations: list[TaskEvaluation]) -> None:
     assert plots.system_color("my-system") == plots.system_color("my-system")
     markdown = render_overall_markdown([empty], {})
     assert "No chunk-size study ran." in markdown
+
+
+def test_needs_context_subset_in_records_and_reports(written: dict[str, Path], evaluations: list[TaskEvaluation]):
+    records = json.loads(written["results.json"].read_text())
+    subset = {(r["task"], r["system"], r["metric"]): r for r in records if r["subset"] == "needs_context"}
+    assert {r["subset"] for r in records} == {"all", "needs_context"}
+    assert {task for task, _, _ in subset} == {"squad-ctx"}  # the unlabelled task has no subset records
+    assert {(s, m) for _, s, m in subset} == {
+        (s, m) for s in ("bm25", "independent", "late-chunking", "contextual") for m in METRICS
+    }
+    late = evaluations[0].run("late-chunking").subset_metrics["needs_context"]["ndcg@10"]
+    record = subset[("squad-ctx", "late-chunking", "ndcg@10")]
+    assert (record["value"], record["ci_low"], record["n_queries"]) == (late.value, late.ci_low, NEEDS_CONTEXT_N)
+
+    task_md = written["tasks/squad-ctx/report.md"].read_text()
+    task_html = written["tasks/squad-ctx/report.html"].read_text()
+    md = markdown_table(task_md, "Queries that need context")
+    html = html_tables(task_html)["needs-context"]
+    assert md[0][0] == "System" and "need context" in md[0][2]
+    md_rows, html_rows = {r[0]: r for r in md[1:]}, {r[0][0]: r for r in html[1:]}
+    for system in ("bm25", "independent", "late-chunking", "contextual"):
+        run = evaluations[0].run(system)
+        value = format_metric(run.subset_metrics["needs_context"]["ndcg@10"].value)
+        assert headline(md_rows[system][2]) == headline(html_rows[system][2][0]) == value
+        delta = run.subset_metrics["needs_context"]["ndcg@10"].value - run.metrics["ndcg@10"].value
+        assert md_rows[system][3] == f"{delta:+.3f}"
+    assert len(html_tables(task_html)["needs-context-metrics"]) == 1 + len(METRICS)
+    [row] = html_tables(task_html)["needs-context-comparisons"][1:]
+    assert row[0][0] == "late-chunking" and row[6] == ("0.002", True) and row[7][0] == str(NEEDS_CONTEXT_N)
+    counts = html_tables(task_html)["counts"]
+    assert counts[0][-1][0] == "Queries that need context" and counts[1][-1][0] == "30"
+
+    football = written["tasks/football/report.md"].read_text()
+    assert "no context-necessity labels" in football and "| unlabelled |" in football
+    overall_html = html_tables(written["report.html"].read_text())["needs-context"]
+    assert [c for c, _ in overall_html[0]][:2] == ["System", "squad-ctx (30)"]
+    assert "Unlabelled (subset not reported): football" in written["report.md"].read_text()
+
+
+def test_reports_open_with_their_reading(written: dict[str, Path], evaluations: list[TaskEvaluation]) -> None:
+    for name in ("report.md", "tasks/squad-ctx/report.md"):
+        md = written[name].read_text()
+        assert md.split("\n## ", 2)[1].startswith("Reading\n")  # the first section
+    task_md = written["tasks/squad-ctx/report.md"].read_text()
+    best = max((r for r in evaluations[0].runs if r.status == "ok"), key=lambda r: r.metrics["ndcg@10"].value)
+    assert f"Best system: {markdown_escape(best.system)}, nDCG@10 {format_metric(best.metrics['ndcg@10'].value)}" in (
+        task_md
+    )
+    assert "30 of 100 queries (30%) need context" in task_md
+    assert "<h2>Reading</h2>" in written["tasks/squad-ctx/report.html"].read_text().replace(' id="reading"', "")
