@@ -7,6 +7,7 @@ on a cluster swap the resource for ``PipesK8sClient`` with a GPU pod spec (see t
 """
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
@@ -50,26 +51,44 @@ def build_model_assets(config: ProjectConfig) -> list[dg.AssetsDefinition]:
 
 
 def _model_asset(config: ProjectConfig, name: str, deps: list[dg.AssetKey]) -> dg.AssetsDefinition:
-    @dg.asset(
-        name=name,
-        group_name="training",
-        kinds={"pytorch", "sentence_transformers"},
+    return pipes_training_asset(
+        key=dg.AssetKey(name),
+        group="training",
         deps=deps,
         description=VARIANTS[name]["description"],
+        run_config=lambda data_path: training_config(config, data_path, name),
     )
+
+
+def pipes_training_asset(
+    key: dg.AssetKey,
+    group: str,
+    deps: list[dg.AssetKey],
+    description: str,
+    run_config: Callable[[Path], dict],
+) -> dg.AssetsDefinition:
+    """An asset that trains one model through Dagster Pipes (``python -m pipelines.pipes_train``).
+
+    ``run_config(data_path)`` gives the training YAML (``training/config.py`` fields); it is written beside the
+    model folder as ``<output>.train.yaml`` (evaluation reads the prefixes from it).
+    """
+    model_name = key.path[-1]
+
+    @dg.asset(key=key, group_name=group, kinds={"pytorch", "sentence_transformers"}, deps=deps, description=description)
     def model(
         context: dg.AssetExecutionContext, settings: ConTEBSettings, pipes_subprocess_client: dg.PipesSubprocessClient
     ) -> dg.MaterializeResult:
-        run_config = training_config(config, settings.data_path, name)
-        config_file = models_dir(settings.data_path) / f"{name}.train.yaml"
+        values = run_config(settings.data_path)
+        output = Path(values["output"])
+        config_file = output.parent / f"{output.name}.train.yaml"
         config_file.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(config_file) as tmp:
-            tmp.write_text(yaml.safe_dump(run_config, sort_keys=False))
-        context.log.info(f"{name}: training on {run_config['data']} -> {run_config['output']}")
+            tmp.write_text(yaml.safe_dump(values, sort_keys=False))
+        context.log.info(f"{key.to_user_string()}: training on {values['data']} -> {output}")
         invocation = pipes_subprocess_client.run(
             command=[sys.executable, "-m", "pipelines.pipes_train", "--config", str(config_file)],
             context=context,
-            extras={"model": name},
+            extras={"model": model_name},
         )
         return invocation.get_materialize_result()
 

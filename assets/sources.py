@@ -29,6 +29,7 @@ def build_source_asset(task: TaskConfig) -> dg.AssetsDefinition:
             result = load_source(task.source, settings.config_dir)
         except SourceError as error:
             raise dg.Failure(description=f"task '{task.name}': {error}") from error
+        result.keep_first_documents(task.max_documents)
         for warning in result.warnings:
             context.log.warning(warning)
         quarantine = result.quarantine_table()

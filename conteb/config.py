@@ -8,18 +8,22 @@ code location rather than halfway through a run.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from conteb.reproduce import ReproduceConfig, reproduce_task_fields
 from evaluation.config import EvaluationConfig
 from llm.settings import LLMSettings
 
 CONFIG_ENV = "CONTEB_CONFIG"
 DEFAULT_CONFIG_NAME = "conteb.yaml"
 TASK_NAME_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
+SPLIT_NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+SPLIT_SUM_TOLERANCE = 1e-6
 
 
 class ConfigError(ValueError):
@@ -123,22 +127,99 @@ class ReviewConfig(_Strict):
 
     on_reject: Literal["original", "drop_queries"] = "original"
     auto_accept_unchanged: bool = True
+    # Non-LLM methods whose proposals need no person (the deterministic, labelled offline mask of the
+    # reproduce experiment): accepted by reviewer ``auto:<method>``, flagged or not, and counted.
+    auto_accept_methods: tuple[Literal["mask"], ...] = ()
+
+
+class SplitsConfig(_Strict):
+    """Document-level splits: ``splits: {train: 0.5, test: 0.5, seed: 0}`` in ``conteb.yaml``.
+
+    Every key but ``seed`` is a split name (``SPLIT_NAME_PATTERN``) with its share of the
+    documents, each in (0, 1], summing to 1 (within ``SPLIT_SUM_TOLERANCE``); declaration order is
+    kept. Which split a document lands in depends only on ``(seed, doc_id)``
+    (:func:`curation.splits.assign_splits`), so adding documents never moves an existing one.
+    """
+
+    fractions: dict[str, float]
+    seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_mapping(cls, data: Any) -> Any:
+        """Accept the flat YAML form (split names next to ``seed``) as well as ``{fractions, seed}``."""
+        if isinstance(data, dict) and "fractions" not in data:
+            seed = data.get("seed", 0)
+            return {"fractions": {k: v for k, v in data.items() if k != "seed"}, "seed": seed}
+        return data
+
+    @model_validator(mode="after")
+    def _valid_fractions(self) -> SplitsConfig:
+        if not self.fractions:
+            raise ValueError("declare at least one split with its fraction, e.g. {train: 0.5, test: 0.5, seed: 0}")
+        for name, fraction in self.fractions.items():
+            if not re.fullmatch(SPLIT_NAME_PATTERN, name):
+                raise ValueError(f"split name {name!r} must match {SPLIT_NAME_PATTERN}")
+            if not 0.0 < fraction <= 1.0:
+                raise ValueError(f"fraction of split {name!r} must be in (0, 1], got {fraction}")
+        total = sum(self.fractions.values())
+        if abs(total - 1.0) > SPLIT_SUM_TOLERANCE:
+            raise ValueError(f"fractions must sum to 1, got {total:g} ({dict(self.fractions)})")
+        return self
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Split names in declaration order."""
+        return tuple(self.fractions)
 
 
 class TaskConfig(_Strict):
-    """One benchmark task: where its documents come from and how each stage treats them."""
+    """One benchmark task: where its documents come from and how each stage treats them.
+
+    ``split``: the name of the one published split (every document in it); ``splits``: several
+    document-level splits instead (setting both is an error).
+    """
 
     name: str = Field(pattern=TASK_NAME_PATTERN)
     source: SourceConfig
-    split: str = Field("test", pattern=r"^[A-Za-z0-9_.-]+$")
+    split: str = Field("test", pattern=SPLIT_NAME_PATTERN)
+    splits: SplitsConfig | None = None
+    max_documents: int | None = Field(None, ge=1)  # keep the first N source documents (the rest counted)
     chunking: ChunkingConfig = ChunkingConfig()
     pairing: Literal["span", "llm", "both"] = "span"
     reformulation: bool = False  # rewrite all but each document's first chunk (LLM, else masking)
     synthetic_queries: int = Field(0, ge=0)  # LLM-written queries per chunk
     chunk_contexts: bool = False  # LLM-written context per chunk (contextual-retrieval baseline)
+    answerability: bool | None = None  # LLM "answerable from its gold chunk alone?" label; None: if an LLM is set
     review: ReviewConfig = ReviewConfig()
     license: str | None = None
     description: str | None = None
+
+    @model_validator(mode="after")
+    def _split_or_splits(self) -> TaskConfig:
+        if self.splits is not None and "split" in self.model_fields_set:
+            raise ValueError(
+                f"split: set either split ({self.split!r}: one published split) or splits "
+                f"({', '.join(self.splits.names)}: document-level splits), not both"
+            )
+        return self
+
+    @property
+    def split_names(self) -> tuple[str, ...]:
+        """The published splits, in declaration order (``(split,)`` without ``splits``)."""
+        return self.splits.names if self.splits is not None else (self.split,)
+
+    @property
+    def train_split(self) -> str | None:
+        """``"train"`` when ``splits`` declares it, else None (no split is reserved for training)."""
+        return "train" if self.splits is not None and "train" in self.splits.fractions else None
+
+    @property
+    def evaluation_split(self) -> str:
+        """The split evaluated by default: ``test`` when declared, else the last declared split, else ``split``."""
+        if self.splits is None:
+            return self.split
+        return "test" if "test" in self.splits.fractions else self.splits.names[-1]
 
     @property
     def review_kinds(self) -> tuple[str, ...]:
@@ -189,6 +270,7 @@ class ProjectConfig(_Strict):
     execution: ExecutionConfig = ExecutionConfig()
     training: TrainingBlock = TrainingBlock()
     evaluation: EvaluationConfig = EvaluationConfig()
+    reproduce: ReproduceConfig = ReproduceConfig()
     tasks: tuple[TaskConfig, ...] = ()
     config_path: Path | None = None
 
@@ -222,6 +304,14 @@ class ProjectConfig(_Strict):
     @property
     def config_dir(self) -> Path:
         return self.config_path.parent if self.config_path else Path.cwd()
+
+    def reproduce_task(self, llm_available: bool) -> TaskConfig:
+        """The task of the paper's controlled experiment (``reproduce:`` block; see conteb/reproduce.py)."""
+        fields = reproduce_task_fields(self.reproduce, self.config_dir, llm_available)
+        try:
+            return TaskConfig.model_validate(fields)
+        except ValidationError as error:
+            raise ConfigError(f"{self.config_path}: reproduce: {error}") from None
 
     def task(self, name: str) -> TaskConfig:
         for task in self.tasks:
@@ -284,7 +374,10 @@ def _describe_validation_error(config_path: Path, raw: dict[str, Any], error: Va
         # Drop the discriminator tag pydantic inserts into union locations.
         field = ".".join(str(part) for part in loc if part not in ("squad_json", "text_folder", "hf_dataset", "sample"))
         message = item["msg"].removeprefix("Value error, ")
-        lines.append(f"  {where}{field or '(top level)'}: {message}")
+        if where and not field:  # a task-level rule: its message starts with the field it names
+            lines.append(f"  {where}{message}")
+        else:
+            lines.append(f"  {where}{field or '(top level)'}: {message}")
     return "\n".join(lines)
 
 

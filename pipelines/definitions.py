@@ -12,6 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from assets.answerability import build_answerability_asset
 from assets.benchmark import build_dataset_asset, build_dataset_checks
 from assets.chunks import build_chunks_asset
 from assets.contexts import build_contexts_asset
@@ -19,14 +20,40 @@ from assets.evaluation import build_evaluation_assets
 from assets.models import build_model_assets
 from assets.pairs import build_llm_pairs_asset, build_pairs_asset
 from assets.reformulations import build_reformulation_asset
+from assets.reproduce import build_reproduce_assets
 from assets.review import build_queue_asset, build_review_sensor, build_reviewed_asset
 from assets.sources import build_source_asset
 from assets.synthetic_queries import build_synthetic_queries_asset
-from conteb.config import ProjectConfig, load_config
+from conteb.config import ProjectConfig, TaskConfig, load_config
 from conteb.environment import keep_caches_in
 from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
-from pipelines.jobs import build_conteb_job, build_evaluate_job, build_train_job
+from pipelines.jobs import build_conteb_job, build_evaluate_job, build_reproduce_job, build_train_job
 from pipelines.resources import ConTEBSettings, LLMResource, ReviewStoreResource, StageTableIOManager
+
+
+def task_assets(task: TaskConfig) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
+    """Every stage asset of one task (by its settings) and the checks of its published dataset."""
+    assets = [build_source_asset(task), build_chunks_asset(task), build_dataset_asset(task)]
+    if task.uses_span_pairing:
+        assets.append(build_pairs_asset(task))
+    if task.uses_llm_pairing:
+        assets.append(build_llm_pairs_asset(task))
+    if task.reformulation:
+        assets.append(build_reformulation_asset(task))
+    if task.synthetic_queries:
+        assets.append(build_synthetic_queries_asset(task))
+    if task.chunk_contexts:
+        assets.append(build_contexts_asset(task))
+    if task.answerability is not False:
+        assets.append(build_answerability_asset(task))
+    for kind in task.review_kinds:
+        assets += [build_queue_asset(task, kind), build_reviewed_asset(task, kind)]
+    return assets, [build_dataset_checks(task)]
+
+
+def llm_configured(config: ProjectConfig) -> bool:
+    """Whether the LLM stages can run: an API key in the environment or an endpoint in the registry."""
+    return bool(os.environ.get("OPENAI_API_KEY") or config.llm.base_url or os.environ.get("OPENAI_BASE_URL"))
 
 
 def build_definitions(config: ProjectConfig) -> dg.Definitions:
@@ -34,20 +61,14 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
     data_dir = str(resolve_data_dir(config.config_dir))
     assets, checks = [], []
     for task in config.tasks:
-        assets += [build_source_asset(task), build_chunks_asset(task), build_dataset_asset(task)]
-        if task.uses_span_pairing:
-            assets.append(build_pairs_asset(task))
-        if task.uses_llm_pairing:
-            assets.append(build_llm_pairs_asset(task))
-        if task.reformulation:
-            assets.append(build_reformulation_asset(task))
-        if task.synthetic_queries:
-            assets.append(build_synthetic_queries_asset(task))
-        if task.chunk_contexts:
-            assets.append(build_contexts_asset(task))
-        for kind in task.review_kinds:
-            assets += [build_queue_asset(task, kind), build_reviewed_asset(task, kind)]
-        checks.append(build_dataset_checks(task))
+        task_defs, task_checks = task_assets(task)
+        assets += task_defs
+        checks += task_checks
+    # The paper's controlled experiment: its own task and group, outside build_conteb and evaluate_conteb.
+    experiment = config.reproduce_task(llm_configured(config))
+    experiment_defs, experiment_checks = task_assets(experiment)
+    assets += experiment_defs + build_reproduce_assets(config, experiment)
+    checks += experiment_checks
     assets += build_model_assets(config)
     evaluation_assets = build_evaluation_assets(config, Path(data_dir))
     assets += evaluation_assets
@@ -59,6 +80,7 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
             build_conteb_job(config),
             *([build_train_job()] if config.training.tasks else []),
             *([build_evaluate_job()] if evaluation_assets else []),
+            build_reproduce_job(),
         ],
         sensors=[sensor] if sensor else [],
         resources={

@@ -17,6 +17,8 @@ STAGES = [
     "chunk_quarantine",
     "paired_queries",
     "pairing_quarantine",
+    "answerability",
+    "answerability_quarantine",
     "conteb_dataset",
 ]
 
@@ -31,15 +33,21 @@ def registry(tmp_path: Path, names: list[str], executor: str = "auto") -> Path:
 def test_one_asset_per_task_and_stage_grouped_by_task(tmp_path: Path) -> None:
     defs = build_definitions(load_config(registry(tmp_path, ["sample", "my-task"])))
     graph = defs.resolve_asset_graph()
-    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    all_keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    experiment = {k for k in all_keys if k.startswith("reproduce/")}  # the paper's experiment: its own group
+    keys = all_keys - experiment
     curation = {f"{task}/{stage}" for task in ("sample", "my-task") for stage in STAGES}
     evaluation = {"sample/evaluation", "my-task/evaluation", "evaluation_report"}
     assert keys == curation | evaluation
+    assert {graph.get(dg.AssetKey.from_user_string(k)).group_name for k in experiment} == {"reproduce"}
+    reproduce = defs.resolve_job_def("reproduce_conteb")
+    assert {k.to_user_string() for k in reproduce.asset_layer.selected_asset_keys} == experiment
     assert graph.get(dg.AssetKey(["my-task", "chunks"])).group_name == "my_task"
     assert {graph.get(dg.AssetKey.from_user_string(k)).group_name for k in evaluation} == {"evaluation"}
-    checks = {key.name for key in graph.asset_check_keys}
+    check_keys = [key for key in graph.asset_check_keys if key.asset_key.path[0] != "reproduce"]
+    checks = {key.name for key in check_keys}
     assert "chunks_match_source" in checks and "metrics_match_trec_eval" in checks
-    assert len(graph.asset_check_keys) == 10 + 2
+    assert len(check_keys) == 2 * 6 + 2  # six dataset checks per task, one trec_eval check per evaluation
     build = defs.resolve_job_def("build_conteb")
     assert {k.to_user_string() for k in build.asset_layer.selected_asset_keys} == curation
     evaluate = defs.resolve_job_def("evaluate_conteb")

@@ -50,6 +50,25 @@ class SourceResult:
     def count(self, key: str, amount: int = 1) -> None:
         self.stats[key] = self.stats.get(key, 0) + amount
 
+    def keep_first_documents(self, limit: int | None) -> None:
+        """Keep the first ``limit`` documents (source order) and their queries; the rest are counted, not lost.
+
+        Counts: ``documents_left_out`` and ``queries_left_out`` (their questions are in the source, not in the
+        task); a ``limit`` of None keeps everything.
+        """
+        if limit is None or len(self.documents) <= limit:
+            return
+        kept = {d.doc_id for d in self.documents[:limit]}
+        before = len(self.queries)
+        self.count("documents_left_out", len(self.documents) - limit)
+        self.documents = self.documents[:limit]
+        self.queries = [q for q in self.queries if q.doc_id in kept]
+        self.count("queries_left_out", before - len(self.queries))
+        self.warnings.append(
+            f"max_documents={limit}: kept the first {limit} documents; {self.stats['documents_left_out']} documents "
+            f"and {self.stats['queries_left_out']} queries left out"
+        )
+
     def documents_table(self) -> pa.Table:
         rows = [
             {

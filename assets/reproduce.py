@@ -1,0 +1,199 @@
+"""The paper's controlled experiment as assets of one group, ``reproduce`` (job ``reproduce_conteb``).
+
+* ``reproduce/*`` curation assets: the task of ``conteb.yaml``'s ``reproduce:`` block, built by the same factories
+  as every registry task (``pipelines/definitions.py``), split by document into train and test;
+* ``reproduce/insent_plain``, ``reproduce/insent_anchored``, ``reproduce/finetune_control``: the three models,
+  trained on the train split through Dagster Pipes (:func:`assets.models.pipes_training_asset`);
+* ``reproduce/evaluation``: every baseline and the trained models on the test split (``evaluation/experiment.py``),
+  with the chunk-size study on the test documents only;
+* ``reproduce/paper_comparison``: the paper's headline effects beside ours (``evaluation/paper.py``), written to
+  ``<data>/reports/reproduce/``.
+"""
+
+from pathlib import Path
+
+import dagster as dg
+import pyarrow.parquet as pq
+
+from assets.keys import CHUNK_CONTEXTS, CONTEB_DATASET, key
+from assets.models import pipes_training_asset
+from conteb.config import ProjectConfig, TaskConfig
+from conteb.reproduce import REPRODUCE_TASK, ReproduceConfig
+from conteb.storage import dataset_dir, models_dir, reports_dir, stage_dir
+from evaluation.experiment import model_folder, training_settings
+from pipelines.resources import ConTEBSettings
+
+GROUP = REPRODUCE_TASK
+MODELS = {
+    # asset name -> (evaluation system, description)
+    "insent_plain": ("insent", "InSeNT (late chunking, plain windows) trained on the experiment's train split."),
+    "insent_anchored": ("insent-anchored", "InSeNT with anchored windows, trained on the train split."),
+    "finetune_control": ("finetune-control", "The +Training control: same data, each chunk encoded alone."),
+}
+EVALUATION = "evaluation"
+MASK_NOTE = 'no LLM configured: the labelled offline mask, theme mentions replaced by "the subject"'
+COMPARISON = "paper_comparison"
+
+
+def experiment_models_dir(data_path: Path) -> Path:
+    """Folder of the experiment's model folders (``<data>/models/reproduce``)."""
+    return models_dir(data_path) / REPRODUCE_TASK
+
+
+def setup_lines(block: ReproduceConfig, task: TaskConfig) -> list[str]:
+    """What was run, and what differs from the paper's setting (shown in the report)."""
+    profile = block.settings
+    training = profile.training
+    source = task.source.path
+    lines = [
+        f"Profile `{block.profile}`: base model `{profile.base_model}`; source `{source}` "
+        f"({'the first ' + str(profile.max_documents) + ' articles' if profile.max_documents else 'every article'}); "
+        f"document splits {dict(block.splits)} (hash of seed and document id).",
+        "Context-dependent variant: the reformulation stage ("
+        + ("the configured LLM" if task.chunk_contexts else MASK_NOTE)
+        + ").",
+        f"Training: {training.get('epochs', 2)} epochs, {training.get('batch_docs', 4)} documents per batch, lr "
+        f"{training.get('lr', 5e-5)}, λ_seq {training.get('lambda_seq', 0.1)}; anchored windows cap the head at "
+        f"{block.window_share:.0%} of the window.",
+        f"Chunk-size study on the test documents: {', '.join(map(str, profile.chunk_sizes)) or 'not run'} characters.",
+    ]
+    if block.profile == "cpu":
+        lines.append(
+            "Scaled down to fit a 2-core CPU in an hour: all-MiniLM-L6-v2 (22.7M parameters, 512-token windows) "
+            "instead of ModernBERT-embed-large (395M, 8k tokens); a subset of SQuAD v1.1 dev instead of the paper's "
+            "training set and the ConTEB average; 2 documents per batch instead of 4; the mask instead of GPT-4o "
+            "rewrites when no LLM is configured. Set `reproduce: {profile: gpu}` for the paper-sized run."
+        )
+    return lines
+
+
+def build_reproduce_assets(config: ProjectConfig, task: TaskConfig) -> list[dg.AssetsDefinition]:
+    """The experiment's models, evaluation and comparison (its curation assets come from the task factories)."""
+    block = config.reproduce
+    dataset = dg.AssetKey([task.name, CONTEB_DATASET])
+    assets = [_model_asset(block, task, name, dataset) for name in MODELS]
+    assets += [_evaluation_asset(config, task), _comparison_asset(block, task)]
+    return assets
+
+
+def _model_asset(block: ReproduceConfig, task: TaskConfig, name: str, dataset: dg.AssetKey) -> dg.AssetsDefinition:
+    system, description = MODELS[name]
+    profile = block.settings
+
+    def run_config(data_path: Path) -> dict:
+        return training_settings(
+            profile.training,
+            data=[dataset_dir(data_path, task.name)],
+            output=model_folder(experiment_models_dir(data_path), system),
+            base_model=profile.base_model,
+            system=system,
+            anchor_share=block.window_share,
+        )
+
+    return pipes_training_asset(dg.AssetKey([task.name, name]), GROUP, [dataset], description, run_config)
+
+
+def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefinition:
+    deps = [key(task, CONTEB_DATASET), *(dg.AssetKey([task.name, name]) for name in MODELS)]
+    if task.chunk_contexts:
+        deps.append(key(task, CHUNK_CONTEXTS))
+
+    @dg.asset(
+        key=dg.AssetKey([task.name, EVALUATION]),
+        group_name=GROUP,
+        deps=deps,
+        kinds={"python", "numpy"},
+        description="Every baseline and the experiment's trained models on the test split, on all queries and "
+        "on the needs_context subset; chunk-size study on the test documents.",
+    )
+    def experiment_evaluation(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
+        from evaluation.experiment import evaluated_sources, experiment_systems
+        from evaluation.experiment import experiment_evaluation as evaluation_config
+        from evaluation.load import CorpusError, load_corpus, read_contexts
+        from evaluation.rechunk import SpanSources
+        from evaluation.report import dagster_markdown_task, write_task_report
+        from evaluation.runner import evaluate_task
+
+        block, data = config.reproduce, settings.data_path
+        profile = block.settings
+        stages = stage_dir(data, task.name)
+        contexts = read_contexts(stages / "chunk_contexts.parquet")
+        split = task.evaluation_split
+        try:
+            corpus = load_corpus(dataset_dir(data, task.name), name=task.name, split=split, contexts=contexts)
+        except CorpusError as error:
+            raise dg.Failure(description=f"{task.name}: {error}") from error
+        systems = experiment_systems(
+            experiment_models_dir(data),
+            profile.base_model,
+            anchor_share=block.window_share,
+            query_prefix=profile.query_prefix,
+            document_prefix=profile.document_prefix,
+            device=profile.device,
+            contextual=contexts is not None,
+        )
+        evaluation_settings = evaluation_config(config.evaluation, systems, profile.chunk_sizes)
+        sources = SpanSources(
+            pq.read_table(stages / "source_documents.parquet"), pq.read_table(stages / "source_queries.parquet")
+        )
+        evaluation = evaluate_task(
+            corpus,
+            evaluation_settings,
+            models_dir=models_dir(data),
+            reports_dir=reports_dir(data),
+            sources=evaluated_sources(sources, corpus.document_order),
+            log=context.log.info,
+        )
+        paths = write_task_report(evaluation, reports_dir(data))
+        metadata: dict[str, object] = {
+            "split": split,
+            "documents": evaluation.n_documents,
+            "queries": evaluation.n_queries,
+            "report": dg.MetadataValue.md(dagster_markdown_task(evaluation)),
+            **{f"path/{name}": dg.MetadataValue.path(str(path)) for name, path in paths.items()},
+        }
+        for run in evaluation.runs:
+            if run.status == "ok":
+                metadata[f"ndcg@10/{run.system}"] = dg.MetadataValue.float(round(run.metrics["ndcg@10"].value, 6))
+            else:
+                metadata[f"{run.status}/{run.system}"] = run.reason or ""
+        failed = [run for run in evaluation.runs if run.status == "failed"]
+        if failed:
+            raise dg.Failure(description="; ".join(f"{r.system}: {r.reason}" for r in failed), metadata=metadata)
+        return dg.MaterializeResult(metadata=metadata)
+
+    return experiment_evaluation
+
+
+def _comparison_asset(block: ReproduceConfig, task: TaskConfig) -> dg.AssetsDefinition:
+    @dg.asset(
+        key=dg.AssetKey([task.name, COMPARISON]),
+        group_name=GROUP,
+        deps=[dg.AssetKey([task.name, EVALUATION])],
+        kinds={"python", "markdown", "html"},
+        description="The paper's headline effects beside ours, with CIs, paired tests and a verdict per effect "
+        "(data/reports/reproduce/).",
+    )
+    def paper_comparison(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
+        from curation.dataset import data_file
+        from evaluation.report import render_markdown
+        from evaluation.reproduce_report import build_comparison, reproduce_document, write_reproduce_report
+
+        data = settings.data_path
+        queries = dataset_dir(data, task.name) / data_file("queries", task.evaluation_split)
+        comparison, evaluation = build_comparison(reports_dir(data), task.name, queries)
+        setup = setup_lines(block, task)
+        paths = write_reproduce_report(comparison, evaluation, reports_dir(data), setup)
+        for line in comparison.summary:
+            context.log.info(line)
+        metadata: dict[str, object] = {
+            "report": dg.MetadataValue.md(render_markdown(reproduce_document(comparison, evaluation, setup, {}))),
+            **{f"path/{name}": dg.MetadataValue.path(str(path)) for name, path in paths.items()},
+        }
+        for result in comparison.effects:
+            metadata[f"verdict/{result.effect}/{result.subset}"] = result.verdict
+            if result.points is not None:
+                metadata[f"points/{result.effect}/{result.subset}"] = dg.MetadataValue.float(round(result.points, 3))
+        return dg.MaterializeResult(metadata=metadata)
+
+    return paper_comparison

@@ -1,0 +1,142 @@
+"""The ``reproduce:`` block of ``conteb.yaml``: the paper's controlled experiment, one command (``make reproduce``).
+
+The experiment (job ``reproduce_conteb``, asset group ``reproduce``):
+
+1. **Task** ``reproduce``: SQuAD v1.1 dev (``source``; the bundled sample when that file is absent), split by
+   document (``splits``), made context-dependent by the reformulation stage (the configured LLM, else the labelled
+   offline mask). It is built by the same asset factories as any registry task, but it is not in
+   ``build_conteb`` or ``evaluate_conteb``: its group is ``reproduce``.
+2. **Models**: InSeNT with plain windows, InSeNT with anchored windows, and the "+Training" control (each chunk
+   alone), all trained on the ``train`` split with the profile's settings.
+3. **Evaluation** of every baseline on the ``test`` split, on all queries and on the ``needs_context`` subset,
+   and the chunk-size study on the test documents.
+4. **Report**: the paper's headline effects beside ours (``evaluation/paper.py``).
+
+``profile`` is the one switch between the scaled-down CPU run (the offline MiniLM, ``max_documents`` articles) and
+the paper-sized GPU run (ModernBERT-embed-large, every article); the profiles' values are defaults a user may
+override under ``profiles:``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REPRODUCE_TASK = "reproduce"
+"""Name (key prefix and group) of the experiment's task and assets."""
+
+DEFAULT_SOURCE = Path("../shared/data/squad-v1.1-dev.json.gz")
+"""SQuAD v1.1 dev where the shared corpora sit beside the checkout (relative to ``conteb.yaml``)."""
+FALLBACK_SOURCE = Path("data/sample")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ReproduceProfile(_Strict):
+    """How big the experiment is: the base model, how many articles, the training settings, the study sizes.
+
+    ``training`` holds :class:`training.config.TrainingConfig` fields (validated when the training runs);
+    ``data``, ``output``, ``context`` and ``window_policy`` are set per model by the experiment.
+    """
+
+    base_model: str
+    max_documents: int | None = Field(None, ge=2)  # the first N articles of the source; None: every one
+    training: dict[str, Any] = Field(default_factory=dict)
+    chunk_sizes: tuple[int, ...] = (1000, 300, 100)
+    query_prefix: str | None = None  # None: the model's own (see evaluation/embedders.py)
+    document_prefix: str | None = None
+    device: str | None = None  # None: CUDA when present, else CPU
+
+
+CPU_PROFILE = ReproduceProfile(
+    base_model="offline-minilm",
+    max_documents=24,
+    training={
+        "epochs": 2,
+        "batch_docs": 2,
+        "lr": 5e-5,
+        "lambda_seq": 0.1,
+        "eval_every": 0,
+        "checkpoint_every": 4,
+        "gradient_checkpointing": True,
+    },
+    chunk_sizes=(1000, 300),
+)
+"""Fits the 2-core CPU within an hour: the first 24 SQuAD v1.1 dev articles (9 train, 15 test by the seed-0
+hash), MiniLM, batches of two documents, 2 epochs, gradient checkpointing (without it a batch of two long SQuAD
+articles with anchored windows was killed at 22 GiB; with it the peak was 4.9 GiB), chunk sizes 1000 and 300."""
+
+GPU_PROFILE = ReproduceProfile(
+    base_model="lightonai/modernbert-embed-large",
+    max_documents=None,
+    training={
+        "epochs": 2,
+        "batch_docs": 4,
+        "lr": 5e-5,
+        "lambda_seq": 0.1,
+        "eval_every": 0,
+        "checkpoint_every": 50,
+        "query_prefix": "search_query: ",
+        "document_prefix": "search_document: ",
+    },
+    chunk_sizes=(8000, 1000, 500, 300, 200, 100),
+    query_prefix="search_query: ",
+    document_prefix="search_document: ",
+)
+"""The paper's setting: ModernBERT-embed-large (8k tokens), 4 documents per batch, every SQuAD dev article."""
+
+
+class ReproduceConfig(_Strict):
+    """The ``reproduce:`` block (every key optional)."""
+
+    source: Path | None = None  # SQuAD-format JSON file or sample-format folder; default: DEFAULT_SOURCE or the sample
+    splits: dict[str, float | int] = Field(default_factory=lambda: {"train": 0.5, "test": 0.5, "seed": 0})
+    profile: Literal["cpu", "gpu"] = "cpu"
+    profiles: dict[str, ReproduceProfile] = Field(default_factory=lambda: {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE})
+    window_share: float = Field(0.4, gt=0.0, lt=1.0)  # anchored windows: the head's cap, as a share of the window
+
+    @property
+    def settings(self) -> ReproduceProfile:
+        """The active profile."""
+        try:
+            return self.profiles[self.profile]
+        except KeyError:
+            raise ValueError(f"reproduce.profile {self.profile!r} has no entry under reproduce.profiles") from None
+
+
+def reproduce_source(block: ReproduceConfig, config_dir: Path) -> dict[str, Any]:
+    """The task's ``source:`` mapping: the configured file (``squad_json``) or folder (``sample`` format), else
+    SQuAD v1.1 dev when present, else the bundled sample."""
+    if block.source is not None:
+        path = (config_dir / block.source).resolve()
+        return {"kind": "sample" if path.is_dir() else "squad_json", "path": str(path)}
+    squad = (config_dir / DEFAULT_SOURCE).resolve()
+    if squad.is_file():
+        return {"kind": "squad_json", "path": str(squad)}
+    return {"kind": "sample", "path": str((config_dir / FALLBACK_SOURCE).resolve())}
+
+
+def reproduce_task_fields(block: ReproduceConfig, config_dir: Path, llm_available: bool) -> dict[str, Any]:
+    """The registry fields of the experiment's task (validated as a ``TaskConfig`` by the caller).
+
+    The offline mask is deterministic and labelled (``method = "mask"``): it is accepted without a person
+    (``review.auto_accept_methods``); LLM rewrites still wait in the review queue.
+    """
+    source = reproduce_source(block, config_dir)
+    return {
+        "name": REPRODUCE_TASK,
+        "source": source,
+        "splits": dict(block.splits),
+        "max_documents": block.settings.max_documents,
+        "pairing": "span",
+        "reformulation": True,
+        "chunk_contexts": llm_available,
+        "review": {"auto_accept_methods": ["mask"]},
+        "license": "cc-by-sa-4.0" if source["kind"] == "squad_json" else "cc0-1.0",
+        "description": "The paper's controlled experiment: SQuAD v1.1 dev split by document, later chunks "
+        "rewritten so that they no longer name the article.",
+    }

@@ -1,0 +1,132 @@
+"""What the paper's controlled experiment evaluates: its systems, its statistics, and its test-split sources.
+
+Systems (names fixed: :mod:`evaluation.paper` refers to them): ``bm25``, ``independent``, ``title-prefix``,
+``late-chunking`` (plain windows), ``late-chunking-anchored`` — the untrained baselines of ``default_systems()``
+with the experiment's base model and prefixes — and the three trained models: ``insent`` (late chunking, plain
+windows), ``insent-anchored`` (anchored windows, trained that way), ``finetune-control`` (each chunk alone), read
+from their model folders; ``contextual`` joins when the task has LLM chunk contexts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from evaluation.config import ChunkSizeConfig, EvaluationConfig, SignificanceConfig, SystemConfig, default_systems
+from evaluation.rechunk import SpanSources
+
+UNTRAINED = ("bm25", "independent", "title-prefix", "late-chunking", "late-chunking-anchored")
+TRAINED_MODELS: dict[str, tuple[str, str]] = {
+    # system name -> (untrained system it is a copy of, model folder name)
+    "insent": ("late-chunking", "insent-plain"),
+    "insent-anchored": ("late-chunking-anchored", "insent-anchored"),
+    "finetune-control": ("independent", "finetune-control"),
+}
+COMPARISONS = (
+    ("late-chunking", "independent"),
+    ("late-chunking-anchored", "independent"),
+    ("late-chunking-anchored", "late-chunking"),
+    ("title-prefix", "independent"),
+    ("insent", "independent"),
+    ("insent-anchored", "independent"),
+    ("insent", "finetune-control"),
+    ("insent-anchored", "finetune-control"),
+    ("insent", "late-chunking"),
+    ("insent-anchored", "insent"),
+    ("contextual", "independent"),
+)
+
+
+def model_folder(models_root: Path, system: str) -> Path:
+    """Where the experiment's trained model behind ``system`` is saved."""
+    return models_root / TRAINED_MODELS[system][1]
+
+
+def experiment_systems(
+    models_root: Path,
+    base_model: str,
+    *,
+    anchor_share: float,
+    query_prefix: str | None = None,
+    document_prefix: str | None = None,
+    device: str | None = None,
+    contextual: bool = False,
+) -> tuple[SystemConfig, ...]:
+    """The experiment's systems (see the module docstring); ``models_root`` holds the trained model folders."""
+    defaults = {system.name: system for system in default_systems()}
+    model_fields = {"query_prefix": query_prefix, "document_prefix": document_prefix, "device": device}
+
+    def with_model(system: SystemConfig, model: str) -> SystemConfig:
+        if system.kind == "bm25":
+            return system
+        update = {"model": model, **model_fields}
+        if getattr(system, "window_policy", "plain") == "anchored":
+            update["anchor_share"] = anchor_share
+        return system.model_copy(update=update)
+
+    systems = [with_model(defaults[name], base_model) for name in UNTRAINED]
+    for name, (template, _) in TRAINED_MODELS.items():
+        trained = with_model(defaults[template], str(model_folder(models_root, name)))
+        systems.append(trained.model_copy(update={"name": name}))
+    if contextual:
+        systems.append(with_model(defaults["contextual"], base_model))
+    return tuple(systems)
+
+
+def experiment_evaluation(
+    base: EvaluationConfig, systems: Sequence[SystemConfig], chunk_sizes: Sequence[int]
+) -> EvaluationConfig:
+    """``base`` (bootstrap, cutoffs, scaling) with the experiment's systems, comparisons and chunk-size study."""
+    names = {s.name for s in systems}
+    study = tuple(
+        n for n in ("independent", "late-chunking", "late-chunking-anchored", "insent", "insent-anchored") if n in names
+    )
+    return base.model_copy(
+        update={
+            "systems": tuple(systems),
+            "significance": SignificanceConfig(
+                method=base.significance.method,
+                resamples=base.significance.resamples,
+                metric=base.significance.metric,
+                comparisons=tuple((a, b) for a, b in COMPARISONS if a in names and b in names),
+            ),
+            "chunk_sizes": ChunkSizeConfig(enabled=bool(chunk_sizes), sizes=tuple(chunk_sizes), systems=study),
+        }
+    )
+
+
+def training_settings(
+    profile_training: Mapping[str, object],
+    *,
+    data: Sequence[Path],
+    output: Path,
+    base_model: str,
+    system: str,
+    anchor_share: float,
+) -> dict[str, object]:
+    """The training YAML of one of the experiment's models (``training/config.py`` fields)."""
+    template, _ = TRAINED_MODELS[system]
+    settings: dict[str, object] = dict(profile_training)
+    settings.update(
+        data=[str(folder) for folder in data],
+        output=str(output),
+        base_model=base_model,
+        split="train",
+        context="independent" if template == "independent" else "late",
+        window_policy="anchored" if template == "late-chunking-anchored" else "plain",
+    )
+    if settings["window_policy"] == "anchored":
+        settings["anchor_share"] = anchor_share
+    return settings
+
+
+def evaluated_sources(sources: SpanSources, doc_ids: Sequence[str]) -> SpanSources:
+    """The span sources of the evaluated documents only (the chunk-size study must not see training articles)."""
+    keep = pa.array(sorted(set(doc_ids)), pa.string())
+    return SpanSources(
+        sources.documents.filter(pc.is_in(sources.documents["doc_id"], keep)),
+        sources.queries.filter(pc.is_in(sources.queries["doc_id"], keep)),
+    )

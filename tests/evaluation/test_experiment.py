@@ -1,0 +1,71 @@
+"""evaluation.experiment: the controlled experiment's systems, comparisons, training settings and test sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from evaluation.config import EvaluationConfig
+from evaluation.experiment import (
+    evaluated_sources,
+    experiment_evaluation,
+    experiment_systems,
+    model_folder,
+    training_settings,
+)
+from evaluation.rechunk import SpanSources
+
+
+def test_systems_untrained_baselines_and_trained_folders(tmp_path: Path) -> None:
+    systems = {s.name: s for s in experiment_systems(tmp_path, "offline-minilm", anchor_share=0.3, query_prefix="")}
+    assert list(systems) == [
+        "bm25", "independent", "title-prefix", "late-chunking", "late-chunking-anchored",
+        "insent", "insent-anchored", "finetune-control",
+    ]  # fmt: skip
+    assert systems["late-chunking-anchored"].window_policy == "anchored"
+    assert systems["late-chunking-anchored"].anchor_share == 0.3
+    assert systems["late-chunking"].window_policy == "plain" and systems["late-chunking"].model == "offline-minilm"
+    assert systems["insent"].model == str(tmp_path / "insent-plain") and systems["insent"].context == "late"
+    assert systems["insent-anchored"].window_policy == "anchored" and systems["insent-anchored"].anchor_share == 0.3
+    assert systems["finetune-control"].context == "independent"
+    assert systems["finetune-control"].model == str(model_folder(tmp_path, "finetune-control"))
+    assert all(getattr(s, "query_prefix", "") == "" for s in systems.values())
+    with_contexts = experiment_systems(tmp_path, "offline-minilm", anchor_share=0.4, contextual=True)
+    assert with_contexts[-1].name == "contextual"
+
+
+def test_evaluation_config_keeps_statistics_and_sets_comparisons(tmp_path: Path) -> None:
+    base = EvaluationConfig(bootstrap={"resamples": 300})
+    systems = experiment_systems(tmp_path, "offline-minilm", anchor_share=0.4)
+    config = experiment_evaluation(base, systems, (1000, 300))
+    assert config.bootstrap.resamples == 300
+    assert ("insent", "finetune-control") in config.significance.comparisons
+    assert ("contextual", "independent") not in config.significance.comparisons  # not in the system set
+    assert config.chunk_sizes.sizes == (1000, 300) and "insent-anchored" in config.chunk_sizes.systems
+    assert not experiment_evaluation(base, systems, ()).chunk_sizes.enabled
+
+
+def test_training_settings_per_model(tmp_path: Path) -> None:
+    common = {"epochs": 2, "batch_docs": 2}
+    args = {"data": [tmp_path / "task"], "base_model": "offline-minilm", "anchor_share": 0.4}
+    plain = training_settings(common, output=tmp_path / "a", system="insent", **args)
+    anchored = training_settings(common, output=tmp_path / "b", system="insent-anchored", **args)
+    control = training_settings(common, output=tmp_path / "c", system="finetune-control", **args)
+    assert plain["context"] == "late" and plain["window_policy"] == "plain" and "anchor_share" not in plain
+    assert anchored["window_policy"] == "anchored" and anchored["anchor_share"] == 0.4
+    assert control["context"] == "independent"
+    assert {plain["split"], anchored["split"], control["split"]} == {"train"}
+    assert (
+        plain["data"] == [str(tmp_path / "task")] and plain["epochs"] == 2 and common == {"epochs": 2, "batch_docs": 2}
+    )
+
+
+def test_evaluated_sources_keep_only_evaluated_documents() -> None:
+    documents = pa.table({"doc_id": ["a", "b", "c"], "text": ["x", "y", "z"]})
+    queries = pa.table({"query_id": ["1", "2", "3"], "doc_id": ["a", "c", "c"]})
+    kept = evaluated_sources(SpanSources(documents, queries), ["c", "a"])
+    assert kept.documents.column("doc_id").to_pylist() == ["a", "c"]
+    assert kept.queries.column("query_id").to_pylist() == ["1", "2", "3"]
+    only_b = evaluated_sources(SpanSources(documents, queries), ["b"])
+    assert only_b.queries.num_rows == 0
