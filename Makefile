@@ -37,7 +37,7 @@ evaluate: $(STAMP)
 
 # The paper's controlled experiment (conteb.yaml `reproduce:`): SQuAD v1.1 dev split by document, made
 # context-dependent, InSeNT (plain and anchored windows) and the +Training control trained on the train split,
-# every baseline on the test split; report in data/reports/reproduce/ (under an hour on 2 CPU cores).
+# every baseline on the test split; report in data/reports/reproduce/ (about 100 minutes on 2 CPU cores: bench/BENCHMARKS.md).
 reproduce: $(STAMP)
 	$(BIN)/dagster job execute -j reproduce_conteb
 

@@ -59,7 +59,7 @@ def setup_lines(block: ReproduceConfig, task: TaskConfig) -> list[str]:
     ]
     if block.profile == "cpu":
         lines.append(
-            "Scaled down to fit a 2-core CPU in an hour: all-MiniLM-L6-v2 (22.7M parameters, 512-token windows) "
+            "Scaled down for a 2-core CPU: all-MiniLM-L6-v2 (22.7M parameters, 512-token windows) "
             "instead of ModernBERT-embed-large (395M, 8k tokens); a subset of SQuAD v1.1 dev instead of the paper's "
             "training set and the ConTEB average; 2 documents per batch instead of 4; the mask instead of GPT-4o "
             "rewrites when no LLM is configured. Set `reproduce: {profile: gpu}` for the paper-sized run."
