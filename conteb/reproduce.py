@@ -67,8 +67,9 @@ CPU_PROFILE = ReproduceProfile(
     chunk_sizes=(1000, 300),
 )
 """Scaled down for a 2-core CPU (measured ~100 min, bench/BENCHMARKS.md): the first 24 SQuAD v1.1 dev articles
-(9 train, 15 test by the seed-0 hash), MiniLM, batches of two documents, 2 epochs, gradient checkpointing (without it a batch of two long SQuAD
-articles with anchored windows was killed at 22 GiB; with it the peak was 4.9 GiB), chunk sizes 1000 and 300."""
+(9 train, 15 test by the seed-0 hash), MiniLM, batches of two documents, 2 epochs, gradient checkpointing
+(without it a batch of two long SQuAD articles with anchored windows was killed at 22 GiB; with it the peak was
+4.9 GiB), chunk sizes 1000 and 300."""
 
 GPU_PROFILE = ReproduceProfile(
     base_model="lightonai/modernbert-embed-large",
