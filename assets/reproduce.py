@@ -13,8 +13,8 @@
 from pathlib import Path
 
 import dagster as dg
-import pyarrow.parquet as pq
 
+from assets.evaluation import run_metadata
 from assets.keys import CHUNK_CONTEXTS, CONTEB_DATASET, key
 from assets.models import pipes_training_asset
 from conteb.config import ProjectConfig, TaskConfig
@@ -107,22 +107,22 @@ def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefin
         "on the needs_context subset; chunk-size study on the test documents.",
     )
     def experiment_evaluation(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
-        from evaluation.experiment import evaluated_sources, experiment_systems
         from evaluation.experiment import experiment_evaluation as evaluation_config
-        from evaluation.load import CorpusError, load_corpus, read_contexts
-        from evaluation.rechunk import SpanSources
+        from evaluation.experiment import experiment_systems
+        from evaluation.load import CorpusError
         from evaluation.report import dagster_markdown_task, write_task_report
-        from evaluation.runner import evaluate_task
+        from evaluation.targets import EvalTarget, evaluate_target
 
         block, data = config.reproduce, settings.data_path
         profile = block.settings
-        stages = stage_dir(data, task.name)
-        contexts = read_contexts(stages / "chunk_contexts.parquet")
-        split = task.evaluation_split
-        try:
-            corpus = load_corpus(dataset_dir(data, task.name), name=task.name, split=split, contexts=contexts)
-        except CorpusError as error:
-            raise dg.Failure(description=f"{task.name}: {error}") from error
+        # The test split's documents only, also for the chunk-size study (split_by_document).
+        target = EvalTarget(
+            name=task.name,
+            path=str(dataset_dir(data, task.name)),
+            split=task.evaluation_split,
+            stages=stage_dir(data, task.name),
+            split_by_document=True,
+        )
         systems = experiment_systems(
             experiment_models_dir(data),
             profile.base_model,
@@ -130,33 +130,21 @@ def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefin
             query_prefix=profile.query_prefix,
             document_prefix=profile.document_prefix,
             device=profile.device,
-            contextual=contexts is not None,
+            contextual=task.chunk_contexts,
         )
         evaluation_settings = evaluation_config(config.evaluation, systems, profile.chunk_sizes)
-        sources = SpanSources(
-            pq.read_table(stages / "source_documents.parquet"), pq.read_table(stages / "source_queries.parquet")
-        )
-        evaluation = evaluate_task(
-            corpus,
-            evaluation_settings,
-            models_dir=models_dir(data),
-            reports_dir=reports_dir(data),
-            sources=evaluated_sources(sources, corpus.document_order),
-            log=context.log.info,
-        )
+        experiment = config.model_copy(update={"evaluation": evaluation_settings})
+        try:
+            evaluation = evaluate_target(target, experiment, data, log=context.log.info)
+        except CorpusError as error:
+            raise dg.Failure(description=f"{task.name}: {error}") from error
         paths = write_task_report(evaluation, reports_dir(data))
         metadata: dict[str, object] = {
-            "split": split,
-            "documents": evaluation.n_documents,
-            "queries": evaluation.n_queries,
+            "split": target.split,
+            **run_metadata(evaluation),
             "report": dg.MetadataValue.md(dagster_markdown_task(evaluation)),
             **{f"path/{name}": dg.MetadataValue.path(str(path)) for name, path in paths.items()},
         }
-        for run in evaluation.runs:
-            if run.status == "ok":
-                metadata[f"ndcg@10/{run.system}"] = dg.MetadataValue.float(round(run.metrics["ndcg@10"].value, 6))
-            else:
-                metadata[f"{run.status}/{run.system}"] = run.reason or ""
         failed = [run for run in evaluation.runs if run.status == "failed"]
         if failed:
             raise dg.Failure(description="; ".join(f"{r.system}: {r.reason}" for r in failed), metadata=metadata)

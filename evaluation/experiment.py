@@ -1,4 +1,4 @@
-"""What the paper's controlled experiment evaluates: its systems, its statistics, and its test-split sources.
+"""What the paper's controlled experiment evaluates: its systems, its statistics and its training settings.
 
 Systems (names fixed: :mod:`evaluation.paper` refers to them): ``bm25``, ``independent``, ``title-prefix``,
 ``late-chunking`` (plain windows), ``late-chunking-anchored`` — the untrained baselines of ``default_systems()``
@@ -12,11 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from evaluation.config import ChunkSizeConfig, EvaluationConfig, SignificanceConfig, SystemConfig, default_systems
-from evaluation.rechunk import SpanSources
 
 UNTRAINED = ("bm25", "independent", "title-prefix", "late-chunking", "late-chunking-anchored")
 TRAINED_MODELS: dict[str, tuple[str, str]] = {
@@ -121,12 +117,3 @@ def training_settings(
     if settings["window_policy"] == "anchored":
         settings["anchor_share"] = anchor_share
     return settings
-
-
-def evaluated_sources(sources: SpanSources, doc_ids: Sequence[str]) -> SpanSources:
-    """The span sources of the evaluated documents only (the chunk-size study must not see training articles)."""
-    keep = pa.array(sorted(set(doc_ids)), pa.string())
-    return SpanSources(
-        sources.documents.filter(pc.is_in(sources.documents["doc_id"], keep)),
-        sources.queries.filter(pc.is_in(sources.queries["doc_id"], keep)),
-    )

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
-
 from evaluation.config import EvaluationConfig
 from evaluation.experiment import (
-    evaluated_sources,
     experiment_evaluation,
     experiment_systems,
     model_folder,
     training_settings,
 )
-from evaluation.rechunk import SpanSources
 
 
 def test_systems_untrained_baselines_and_trained_folders(tmp_path: Path) -> None:
@@ -59,13 +55,3 @@ def test_training_settings_per_model(tmp_path: Path) -> None:
     assert (
         plain["data"] == [str(tmp_path / "task")] and plain["epochs"] == 2 and common == {"epochs": 2, "batch_docs": 2}
     )
-
-
-def test_evaluated_sources_keep_only_evaluated_documents() -> None:
-    documents = pa.table({"doc_id": ["a", "b", "c"], "text": ["x", "y", "z"]})
-    queries = pa.table({"query_id": ["1", "2", "3"], "doc_id": ["a", "c", "c"]})
-    kept = evaluated_sources(SpanSources(documents, queries), ["c", "a"])
-    assert kept.documents.column("doc_id").to_pylist() == ["a", "c"]
-    assert kept.queries.column("query_id").to_pylist() == ["1", "2", "3"]
-    only_b = evaluated_sources(SpanSources(documents, queries), ["b"])
-    assert only_b.queries.num_rows == 0
