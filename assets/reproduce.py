@@ -54,7 +54,18 @@ def setup_lines(block: ReproduceConfig, task: TaskConfig) -> list[str]:
         + ").",
         f"Training: {training.get('epochs', 2)} epochs, {training.get('batch_docs', 4)} documents per batch, lr "
         f"{training.get('lr', 5e-5)}, λ_seq {training.get('lambda_seq', 0.1)}; anchored windows cap the head at "
-        f"{block.window_share:.0%} of the window.",
+        f"{block.window_share:.0%} of the window; window overlap "
+        + (
+            "the defaults (2 chunks)"
+            if profile.window_overlap_chunks is None
+            else f"{profile.window_overlap_chunks} chunks, in training and evaluation"
+        )
+        + (
+            f"; attention dropout {training['attention_dropout']} while training"
+            if training.get("attention_dropout") is not None
+            else ""
+        )
+        + ".",
         f"Chunk-size study on the test documents: {', '.join(map(str, profile.chunk_sizes)) or 'not run'} characters.",
     ]
     if block.profile == "cpu":
@@ -88,6 +99,7 @@ def _model_asset(block: ReproduceConfig, task: TaskConfig, name: str, dataset: d
             base_model=profile.base_model,
             system=system,
             anchor_share=block.window_share,
+            window_overlap_chunks=profile.window_overlap_chunks,
         )
 
     return pipes_training_asset(dg.AssetKey([task.name, name]), GROUP, [dataset], description, run_config)
@@ -127,6 +139,7 @@ def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefin
             experiment_models_dir(data),
             profile.base_model,
             anchor_share=block.window_share,
+            window_overlap_chunks=profile.window_overlap_chunks,
             query_prefix=profile.query_prefix,
             document_prefix=profile.document_prefix,
             device=profile.device,

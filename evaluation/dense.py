@@ -26,7 +26,7 @@ import numpy as np
 
 from evaluation.config import ContextualSystem, DenseSystem
 from evaluation.corpus import EvalCorpus
-from evaluation.embedders import EncoderSetup, setup_encoder
+from evaluation.embedders import EncoderSetup, encode_queries_cached, setup_encoder
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, _no_log
 from evaluation.ranking import dense_scorer
 
@@ -169,9 +169,13 @@ def prepare_single_vector(
         f"({mode}, {setup.device})"
     )
     started = time.perf_counter()
-    query_vectors = setup.encoder.encode_queries(list(corpus.queries), show_progress=show_progress)
+    query_vectors, reused = encode_queries_cached(setup, list(corpus.queries), show_progress=show_progress)
     query_seconds = time.perf_counter() - started
-    log(f"{system.name}: encoded {corpus.n_queries:,} queries in {query_seconds:.1f} s")
+    details["query_vectors_reused"] = reused
+    if reused:
+        log(f"{system.name}: reused the {corpus.n_queries:,} query vectors of {setup.spec.label} (same model, prefix)")
+    else:
+        log(f"{system.name}: encoded {corpus.n_queries:,} queries in {query_seconds:.1f} s")
     # A DenseScorer: rank_corpus uses its fast paths (columns grouped by document, one reused buffer).
     score_block = dense_scorer(query_vectors, chunk_vectors)
     description = f"{what} ({setup.prefixes.describe()})"

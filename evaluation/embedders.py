@@ -6,7 +6,9 @@
   whose folder is ``<models_dir>/<trained>``; it must hold a saved model (``modules.json`` or ``config.json``).
 * **Cache**: loaded models are kept per process, keyed by (folder or hub id, mtime of the folder's weights,
   device), so the systems of one evaluation share one load; a retrained folder has new weights, hence a new key.
-  At most :data:`MAX_CACHED_MODELS` stay loaded (least recently used first out).
+  At most :data:`MAX_CACHED_MODELS` stay loaded (least recently used first out). Query vectors are cached the
+  same way (:func:`encode_queries_cached`): systems that share a model and a query prefix (independent, title
+  prefix, late chunking on one base model; every point of the chunk-size study) encode the queries once.
 * **Prefixes**, for queries and documents separately, first found wins: the config value (``""`` = none); the
   model's sentence-transformers ``prompts["query"]`` / ``prompts["document"]`` (empty strings count as absent:
   sentence-transformers 5 saves ``{"query": "", "document": ""}`` by default); for a trained model, the prefix it
@@ -16,12 +18,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 import yaml
 from sentence_transformers import SentenceTransformer
@@ -41,6 +45,7 @@ KNOWN_PREFIXES: dict[str, tuple[str, str]] = {
 """Model name -> (query prefix, document prefix), for models whose prompts are documented but not saved."""
 
 MAX_CACHED_MODELS = 3
+MAX_CACHED_QUERY_SETS = 16
 _WEIGHT_PATTERNS = ("model*.safetensors", "pytorch_model*.bin", "*/model*.safetensors", "*/pytorch_model*.bin")
 _TRAINED_JOB = "train_insent"
 
@@ -139,9 +144,13 @@ def _weights_stamp(folder: Path | None) -> int:
 _CACHE: OrderedDict[tuple[str, int, str], SentenceTransformer] = OrderedDict()
 
 
+_QUERY_CACHE: OrderedDict[tuple[str, int, str, str, int, str], np.ndarray] = OrderedDict()
+
+
 def clear_model_cache() -> None:
-    """Forget every cached model (frees their memory once no encoder holds them)."""
+    """Forget every cached model and query vector set (frees their memory once no encoder holds them)."""
     _CACHE.clear()
+    _QUERY_CACHE.clear()
 
 
 def load_cached(spec: ModelSpec, device: torch.device) -> tuple[SentenceTransformer, float]:
@@ -225,6 +234,36 @@ class EncoderSetup:
     device: torch.device
     load_seconds: float
     details: dict = field(default_factory=dict)
+
+
+def encode_queries_cached(
+    setup: EncoderSetup, queries: list[str], show_progress: bool = False
+) -> tuple[np.ndarray, bool]:
+    """Float32 ``[n, D]`` query vectors of ``setup``'s encoder and whether they came from the cache.
+
+    Key: the model (location, weights stamp, device), the query prefix, the model's ``max_seq_length`` and a
+    sha256 of the query texts; queries never depend on the document side (windows, anchoring, titles), so every
+    system of the same model and prefix gets the same vectors. At most :data:`MAX_CACHED_QUERY_SETS` are kept.
+    """
+    digest = hashlib.sha256("\x1f".join(queries).encode("utf-8")).hexdigest()
+    model = setup.encoder.model
+    key = (
+        setup.spec.location,
+        _weights_stamp(setup.spec.folder),
+        str(setup.device),
+        setup.prefixes.query,
+        int(model.max_seq_length),
+        digest,
+    )
+    if key in _QUERY_CACHE:
+        _QUERY_CACHE.move_to_end(key)
+        return _QUERY_CACHE[key], True
+    vectors = setup.encoder.encode_queries(queries, show_progress=show_progress)
+    vectors.setflags(write=False)  # shared between systems: nobody may change it in place
+    _QUERY_CACHE[key] = vectors
+    while len(_QUERY_CACHE) > MAX_CACHED_QUERY_SETS:
+        _QUERY_CACHE.popitem(last=False)
+    return vectors, False
 
 
 def setup_encoder(options: ModelOptions, models_dir: Path) -> EncoderSetup:

@@ -46,12 +46,15 @@ def experiment_systems(
     base_model: str,
     *,
     anchor_share: float,
+    window_overlap_chunks: int | None = None,
     query_prefix: str | None = None,
     document_prefix: str | None = None,
     device: str | None = None,
     contextual: bool = False,
 ) -> tuple[SystemConfig, ...]:
-    """The experiment's systems (see the module docstring); ``models_root`` holds the trained model folders."""
+    """The experiment's systems (see the module docstring); ``models_root`` holds the trained model folders.
+
+    ``window_overlap_chunks`` (None: the systems' default) is set on every late-chunking system."""
     defaults = {system.name: system for system in default_systems()}
     model_fields = {"query_prefix": query_prefix, "document_prefix": document_prefix, "device": device}
 
@@ -61,6 +64,8 @@ def experiment_systems(
         update = {"model": model, **model_fields}
         if getattr(system, "window_policy", "plain") == "anchored":
             update["anchor_share"] = anchor_share
+        if window_overlap_chunks is not None and getattr(system, "context", None) == "late":
+            update["window_overlap_chunks"] = window_overlap_chunks
         return system.model_copy(update=update)
 
     systems = [with_model(defaults[name], base_model) for name in UNTRAINED]
@@ -102,6 +107,7 @@ def training_settings(
     base_model: str,
     system: str,
     anchor_share: float,
+    window_overlap_chunks: int | None = None,
 ) -> dict[str, object]:
     """The training YAML of one of the experiment's models (``training/config.py`` fields)."""
     template, _ = TRAINED_MODELS[system]
@@ -116,4 +122,6 @@ def training_settings(
     )
     if settings["window_policy"] == "anchored":
         settings["anchor_share"] = anchor_share
+    if window_overlap_chunks is not None:
+        settings["window_overlap_chunks"] = window_overlap_chunks
     return settings

@@ -62,6 +62,9 @@ class TrainingConfig(BaseModel):
     seed: int = 0
     bf16: bool | Literal["auto"] = "auto"  # auto: on CUDA only
     gradient_checkpointing: bool | Literal["auto"] = "auto"  # auto: on CUDA only
+    # dropout on attention probabilities while training; None: the model's own (MiniLM 0.1, ModernBERT 0.0).
+    # On CPU, PyTorch SDPA with dropout falls back to the unfused attention kernel (training.models)
+    attention_dropout: float | None = Field(None, ge=0.0, lt=1.0)
     include_synthetic: bool = True
     device: str | None = None
     query_prefix: str = ""
@@ -154,6 +157,7 @@ _CLI_FIELDS = {
     "device": "device",
     "bf16": "bf16",
     "gradient_checkpointing": "gradient_checkpointing",
+    "attention_dropout": "attention_dropout",
     "validation_fraction": "validation_fraction",
     "window_policy": "window_policy",
     "loss_average": "loss_average",
@@ -197,6 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device")
     parser.add_argument("--bf16", type=_bool_or_auto)
     parser.add_argument("--gradient-checkpointing", type=_bool_or_auto)
+    parser.add_argument(
+        "--attention-dropout", type=float, help="attention-probability dropout while training (default: the model's)"
+    )
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --output")
     parser.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     return parser

@@ -48,7 +48,7 @@ from training.data import (
 )
 from training.encoder import LateChunkingEncoder, PoolingPolicy
 from training.losses import InsentLoss, InsentLossModule, maxsim_scores, pad_document_tokens, pad_documents
-from training.models import load_model, pick_device
+from training.models import load_model, pick_device, set_attention_dropout
 
 EventCallback = Callable[[str, dict[str, Any]], None]
 CHECKPOINTS = "checkpoints"
@@ -357,6 +357,8 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
     model = load_model(str(checkpoint / "model") if checkpoint else config.base_model, device=str(device))
     if config.max_length is not None and config.max_length < model.max_seq_length:
         model.max_seq_length = config.max_length
+    if config.attention_dropout is not None:
+        set_attention_dropout(model, config.attention_dropout)
     use_cuda = device.type == "cuda"
     use_bf16 = use_cuda and config.bf16 in ("auto", True) and torch.cuda.is_bf16_supported()
     checkpointing = use_cuda if config.gradient_checkpointing == "auto" else bool(config.gradient_checkpointing)

@@ -87,3 +87,33 @@ def test_path_like_names():
     assert not looks_like_path("nomic-ai/modernbert-embed-base") and not looks_like_path("offline-minilm")
     assert model_problem(DenseSystem(kind="dense", name="t", model="./no-such-folder"), Path(".")) is not None
     assert model_problem(DenseSystem(kind="dense", name="t", model="org/hub-model"), Path(".")) is None
+
+
+def test_query_vectors_shared_by_systems_of_one_model_and_prefix(counted_loads, tmp_path, monkeypatch):
+    """Independent, late and anchored systems of one model encode the queries once; a new prefix encodes again."""
+    corpus = toy_corpus()
+    encoded: list[int] = []
+    real = embedders.LateChunkingEncoder.encode_queries
+
+    def counting(self, queries, *args, **kwargs):
+        encoded.append(len(queries))
+        return real(self, queries, *args, **kwargs)
+
+    monkeypatch.setattr(embedders.LateChunkingEncoder, "encode_queries", counting)
+    systems = [
+        DenseSystem(kind="dense", name="a", context="independent"),
+        DenseSystem(kind="dense", name="b", context="late"),
+        DenseSystem(kind="dense", name="c", context="late", window_policy="anchored"),
+        DenseSystem(kind="dense", name="d", context="title"),
+    ]
+    prepared = [prepare_system(system, corpus, tmp_path) for system in systems]
+    assert encoded == [corpus.n_queries]
+    assert [p.details["query_vectors_reused"] for p in prepared] == [False, True, True, True]
+    rows = list(range(corpus.n_queries))
+    fresh = setup_encoder(systems[0], tmp_path).encoder.encode_queries(list(corpus.queries))
+    for p in prepared:  # the shared vectors are the encoder's own
+        scores = p.score_block(rows)
+        assert scores.shape[0] == corpus.n_queries
+    assert embedders._QUERY_CACHE and next(iter(embedders._QUERY_CACHE.values())).tolist() == fresh.tolist()
+    prefixed = prepare_system(DenseSystem(kind="dense", name="e", query_prefix="q: "), corpus, tmp_path)
+    assert prefixed.details["query_vectors_reused"] is False and len(encoded) == 3

@@ -55,3 +55,18 @@ def test_training_settings_per_model(tmp_path: Path) -> None:
     assert (
         plain["data"] == [str(tmp_path / "task")] and plain["epochs"] == 2 and common == {"epochs": 2, "batch_docs": 2}
     )
+
+
+def test_window_overlap_reaches_every_late_system_and_the_training(tmp_path: Path) -> None:
+    systems = {
+        s.name: s for s in experiment_systems(tmp_path, "offline-minilm", anchor_share=0.4, window_overlap_chunks=0)
+    }
+    late = [name for name, s in systems.items() if getattr(s, "context", None) == "late"]
+    assert late == ["late-chunking", "late-chunking-anchored", "insent", "insent-anchored"]
+    assert all(systems[name].window_overlap_chunks == 0 for name in late)
+    default = {s.name: s for s in experiment_systems(tmp_path, "offline-minilm", anchor_share=0.4)}
+    assert default["late-chunking"].window_overlap_chunks == 2
+    args = {"data": [tmp_path / "task"], "base_model": "offline-minilm", "anchor_share": 0.4}
+    settings = training_settings({}, output=tmp_path / "a", system="insent", window_overlap_chunks=0, **args)
+    assert settings["window_overlap_chunks"] == 0
+    assert "window_overlap_chunks" not in training_settings({}, output=tmp_path / "b", system="insent", **args)
