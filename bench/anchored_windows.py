@@ -23,9 +23,20 @@ the only difference from ``prepare_system`` (it saves one query encode per syste
 ``paired_test`` (randomization). Encode cost per system: seconds, windows and tokens forwarded (head tokens included,
 and counted apart as ``anchor_tokens``).
 
+Trained models (``--trained TEMPLATE=FOLDER``, repeatable): the system ``TEMPLATE`` (e.g. ``late-chunking-anchored``)
+with the model saved in ``FOLDER`` (e.g. by ``make reproduce``), named ``TEMPLATE@<folder name>``. Every document
+listed in a trained folder's ``training_data.json`` is removed from the corpus first, for every system (XQuAD's
+articles are SQuAD v1.1 dev articles, so a model trained on SQuAD dev has seen some of them); the count removed is
+printed and recorded. Query vectors come from :func:`evaluation.embedders.encode_queries_cached` (once per model).
+``--max-documents N`` keeps the first N documents of the source (as a task's ``max_documents``);
+``--window-overlap-chunks`` sets the late systems' overlap (default 2, the evaluation default).
+
 Usage (from the repository root)::
 
     nice -n 10 python bench/anchored_windows.py --corpus xquad --json /tmp/anchored-xquad.json
+    python bench/anchored_windows.py --corpus covidqa --window-overlap-chunks 0 \
+        --trained late-chunking=data/models/reproduce/insent-plain \
+        --trained late-chunking-anchored=data/models/reproduce/insent-anchored
 """
 
 from __future__ import annotations
@@ -52,11 +63,12 @@ from curation.themes import themes_table
 from evaluation.config import DenseSystem
 from evaluation.corpus import EvalCorpus
 from evaluation.dense import document_rows, document_titles, encode_chunks, title_texts
-from evaluation.embedders import setup_encoder
+from evaluation.embedders import encode_queries_cached, setup_encoder
 from evaluation.metrics import metrics_from_gold_rank
 from evaluation.ranking import dense_scorer, rank_corpus
 from evaluation.rechunk import rechunk_corpus
 from evaluation.stats import paired_test, summarize
+from training.card import read_training_data
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -70,19 +82,53 @@ COMPARISONS = (
 )
 
 
-def systems(anchor_share: float) -> dict[str, DenseSystem]:
+def systems(anchor_share: float, window_overlap_chunks: int = 2) -> dict[str, DenseSystem]:
     return {
         "independent": DenseSystem(kind="dense", name="independent", context="independent"),
         "title-prefix": DenseSystem(kind="dense", name="title-prefix", context="title"),
-        "late-chunking": DenseSystem(kind="dense", name="late-chunking", context="late"),
+        "late-chunking": DenseSystem(
+            kind="dense", name="late-chunking", context="late", window_overlap_chunks=window_overlap_chunks
+        ),
         "late-chunking-anchored": DenseSystem(
             kind="dense",
             name="late-chunking-anchored",
             context="late",
             window_policy="anchored",
             anchor_share=anchor_share,
+            window_overlap_chunks=window_overlap_chunks,
         ),
     }
+
+
+def trained_systems(specs: list[str], templates: dict[str, DenseSystem]) -> dict[str, DenseSystem]:
+    """``TEMPLATE=FOLDER`` specs -> systems named ``TEMPLATE@<folder name>`` (the template with that model)."""
+    found: dict[str, DenseSystem] = {}
+    for spec in specs:
+        template, sep, folder = spec.partition("=")
+        if not sep or template not in templates:
+            raise SystemExit(f"--trained {spec!r}: expected TEMPLATE=FOLDER with TEMPLATE one of {sorted(templates)}")
+        path = Path(folder).resolve()
+        if not (path / "modules.json").is_file():
+            raise SystemExit(f"--trained {spec!r}: {path} holds no saved sentence-transformers model")
+        name = f"{template}@{path.name}"
+        found[name] = templates[template].model_copy(update={"name": name, "model": str(path)})
+    return found
+
+
+def trained_documents(trained: dict[str, DenseSystem]) -> set[str]:
+    """Every document id recorded in the trained folders' ``training_data.json`` (any task, any split)."""
+    seen: set[str] = set()
+    for system in trained.values():
+        for entry in read_training_data(Path(system.model)) or []:
+            seen.update(str(doc_id) for doc_id in entry["doc_ids"])
+    return seen
+
+
+def without_documents(documents: pa.Table, queries: pa.Table, excluded: set[str]) -> tuple[pa.Table, pa.Table]:
+    """Source tables without the documents ``excluded`` (and their queries)."""
+    keep = pa.array([doc_id not in excluded for doc_id in documents.column("doc_id").to_pylist()])
+    keep_queries = pa.array([doc_id not in excluded for doc_id in queries.column("doc_id").to_pylist()])
+    return documents.filter(keep), queries.filter(keep_queries)
 
 
 def masked_variant(corpus: EvalCorpus, documents: pa.Table) -> tuple[EvalCorpus, dict[str, int]]:
@@ -127,8 +173,12 @@ def encode_system(system: DenseSystem, corpus: EvalCorpus) -> tuple[np.ndarray, 
     return vectors, cost
 
 
-def evaluate(name: str, system: DenseSystem, corpus: EvalCorpus, query_vectors: np.ndarray) -> tuple[dict, np.ndarray]:
+def evaluate(name: str, system: DenseSystem, corpus: EvalCorpus) -> tuple[dict, np.ndarray]:
     chunk_vectors, cost = encode_system(system, corpus)
+    started = time.perf_counter()
+    query_vectors, reused = encode_queries_cached(setup_encoder(system, ROOT / "data" / "models"), list(corpus.queries))
+    if not reused:
+        print(f"{name}: {corpus.n_queries} queries encoded in {time.perf_counter() - started:.1f} s", flush=True)
     ranking = rank_corpus(
         dense_scorer(query_vectors, chunk_vectors),
         corpus.n_queries,
@@ -155,39 +205,55 @@ def evaluate(name: str, system: DenseSystem, corpus: EvalCorpus, query_vectors: 
     return row, ndcg
 
 
+def _trained_anchored_vs_plain(trained: dict[str, DenseSystem]) -> list[tuple[str, str]]:
+    anchored = [n for n in trained if n.startswith("late-chunking-anchored@")]
+    plain = [n for n in trained if n.startswith("late-chunking@")]
+    return [(a, b) for a in anchored for b in plain]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", choices=sorted(CORPORA), default="xquad")
     parser.add_argument("--variants", nargs="+", choices=["original", "masked"], default=["original", "masked"])
-    parser.add_argument("--systems", nargs="+", default=list(systems(0.4)))
+    parser.add_argument("--systems", nargs="*", default=list(systems(0.4)))
+    parser.add_argument("--trained", action="append", default=[], metavar="TEMPLATE=FOLDER")
     parser.add_argument("--anchor-share", type=float, default=0.4)
+    parser.add_argument("--window-overlap-chunks", type=int, default=2)
+    parser.add_argument("--max-documents", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if not SHARED.is_dir():
         sys.exit(f"{SHARED} is missing: the real corpora are needed (see shared/data/MANIFEST.md)")
-    configs = systems(args.anchor_share)
+    configs = systems(args.anchor_share, args.window_overlap_chunks)
+    trained = trained_systems(args.trained, configs)
+    configs.update(trained)
+    names = [*args.systems, *trained]
     source = load_squad_json(SHARED / CORPORA[args.corpus])
+    if args.max_documents:
+        source.keep_first_documents(args.max_documents)
     documents, queries = source.documents_table(), source.queries_table()
+    excluded = trained_documents(trained) & set(documents.column("doc_id").to_pylist())
+    if excluded:
+        documents, queries = without_documents(documents, queries, excluded)
+        print(f"left out {len(excluded)} document(s) the trained models saw: {sorted(excluded)}", flush=True)
     original = rechunk_corpus(documents, queries, CHUNK_SIZE, name=args.corpus)
     print(f"{args.corpus}: {documents.num_rows} documents, {original.n_chunks} chunks, {original.n_queries} queries")
     rows: list[dict] = []
     result = result_header(args, rows)
-    setup = setup_encoder(configs["independent"], ROOT / "data" / "models")
-    started = time.perf_counter()
-    query_vectors = setup.encoder.encode_queries(list(original.queries))
-    print(f"{original.n_queries} queries encoded in {time.perf_counter() - started:.1f} s", flush=True)
+    result["documents_left_out_as_training_data"] = sorted(excluded)
     for variant in args.variants:
         corpus, stats = (original, None) if variant == "original" else masked_variant(original, documents)
         if stats:
             print(f"masked variant: {stats}", flush=True)
         per_query = {}
-        for name in args.systems:
-            row, ndcg = evaluate(name, configs[name], corpus, query_vectors)
+        for name in names:
+            row, ndcg = evaluate(name, configs[name], corpus)
             row = {"corpus": args.corpus, "variant": variant, **row}
             rows.append(row)
             per_query[name] = ndcg
             print(json.dumps(row), flush=True)
-        for a, b in COMPARISONS:
+        trained_pairs = [(name, name.partition("@")[0]) for name in trained]  # trained vs its untrained template
+        for a, b in [*COMPARISONS, *trained_pairs, *_trained_anchored_vs_plain(trained)]:
             if a in per_query and b in per_query:
                 row = {
                     "corpus": args.corpus,
