@@ -75,8 +75,9 @@ CPU_PROFILE = ReproduceProfile(
 (9 train, 15 test by the seed-0 hash), MiniLM, batches of two documents, 2 epochs, chunk sizes 1000 and 300.
 Two settings buy speed: windows without overlap (with ~230-token chunks in 512-token windows an overlap of one or
 two chunks forwards one window per chunk, twice the windows), and no attention dropout while training (like the
-paper's ModernBERT, whose ``attention_dropout`` is 0; with dropout, CPU SDPA falls back to the unfused kernel: 3x
-slower forwards, and a batch of two SQuAD articles was killed at 22 GiB), so no gradient checkpointing either."""
+paper's ModernBERT, whose ``attention_dropout`` is 0; with dropout, CPU SDPA falls back to the unfused kernel: a
+forward + backward 1.5x slower with 3x the memory, and a batch of two SQuAD articles was killed at 22 GiB), so no
+gradient checkpointing either (bench/attention_dropout.py)."""
 
 GPU_PROFILE = ReproduceProfile(
     base_model="lightonai/modernbert-embed-large",
