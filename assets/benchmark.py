@@ -166,6 +166,7 @@ CHECKS = {
     "chunks_within_size": "No chunk is longer than the configured chunk_size.",
     "chunks_match_source": "chunk == text[char_start:char_end] of its source document.",
     "no_empty_chunks": "No chunk is empty or whitespace only.",
+    "no_empty_queries": "No query is empty or whitespace only.",
     "splits_by_document": "Each document is in one split, with its queries; every declared split has documents.",
 }
 
@@ -196,6 +197,7 @@ def build_dataset_checks(task: TaskConfig) -> dg.AssetChecksDefinition:
             "chunks_within_size": validation.chunks_within_size(documents, task.chunking.chunk_size),
             "chunks_match_source": validation.chunks_match_source(documents, sources),
             "no_empty_chunks": validation.no_empty_chunks(documents),
+            "no_empty_queries": validation.no_empty_queries(queries),
             "splits_by_document": validation.splits_by_document(documents_by_split, queries_by_split),
         }
         failed = {name: outcome for name, outcome in outcomes.items() if not outcome.passed}

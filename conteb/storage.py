@@ -12,8 +12,10 @@ Layout under the data folder (``data/`` beside ``conteb.yaml``, or ``$CONTEB_DAT
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tempfile
+import secrets
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,16 +62,43 @@ def stage_dir(data_dir: Path, task: str) -> Path:
     return data_dir / "stages" / task
 
 
+TEMPORARY_MARK = ".conteb-"  # in the names of our temporaries: ``.<target name>.conteb-<16 hex>.tmp``
+STALE_TEMPORARY_SECONDS = 30 * 60  # a temporary of ours untouched this long is a killed write's leftover
+
+
+def _temporary_name(target: Path) -> Path:
+    return target.with_name(f".{target.name}{TEMPORARY_MARK}{secrets.token_hex(8)}.tmp")
+
+
+def remove_stale_temporaries(folder: Path, older_than: float = STALE_TEMPORARY_SECONDS) -> list[Path]:
+    """Delete our temporaries in ``folder`` not modified for ``older_than`` seconds; returns them.
+
+    Only names of our own pattern are touched (a write in progress keeps its file fresh), so other
+    programs' files and running writes are left alone.
+    """
+    cutoff = time.time() - older_than
+    removed = []
+    for path in folder.glob(f".*{TEMPORARY_MARK}*.tmp"):
+        with contextlib.suppress(FileNotFoundError):  # another process may clean it up first
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
 @contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; rename it onto ``target`` only on success.
 
     A crash inside the block leaves ``target`` as it was (old content or absent), never half-written.
+    The temporary is created like a normal ``open`` does (mode ``0o666`` less the umask), so the
+    renamed file has the permissions of any other file the user writes. Temporaries that a killed
+    process left in the folder are removed on the next write there (:func:`remove_stale_temporaries`).
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    remove_stale_temporaries(target.parent)
+    tmp = _temporary_name(target)
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     try:
         yield tmp
         os.replace(tmp, target)

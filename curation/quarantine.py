@@ -22,6 +22,8 @@ class QuarantineReason(StrEnum):
     BINARY_FILE = "binary_file"  # a text-folder file holding NUL bytes
     DUPLICATE_QUERY_ID = "duplicate_query_id"  # a second query with an id already seen
     NO_ANSWER = "no_answer"  # an answerable query with an empty answer list
+    EMPTY_QUERY = "empty_query"  # the question is empty or whitespace only
+    INVALID_FIELD = "invalid_field"  # a field of the row has the wrong JSON type (detail: the field and value)
     UNKNOWN_DOCUMENT = "unknown_document"  # a query naming a document the source lacks
     EMPTY_DOCUMENT = "empty_document"  # empty or whitespace-only text: nothing to chunk
     DOCUMENT_QUARANTINED = "document_quarantined"  # the query's document was quarantined

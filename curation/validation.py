@@ -96,6 +96,16 @@ def no_empty_chunks(documents: pa.Table) -> CheckOutcome:
     return _outcome(bad, documents.num_rows)
 
 
+def no_empty_queries(queries: pa.Table) -> CheckOutcome:
+    """No ``query`` is empty or whitespace only."""
+    bad = [
+        f"query {qid!r}: empty text"
+        for qid, text in zip(queries.column("query_id").to_pylist(), queries.column("query").to_pylist(), strict=True)
+        if not (text or "").strip()
+    ]
+    return _outcome(bad, queries.num_rows)
+
+
 def splits_by_document(documents: dict[str, pa.Table], queries: dict[str, pa.Table]) -> CheckOutcome:
     """Document-level splits hold: every split (``{split: table}``) has documents, no document is in
     two splits, and each query's document (``doc_id``, else from ``chunk_id``) is in the query's split."""

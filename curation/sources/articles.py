@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from conteb.ids import disambiguate, doc_id_from
 from curation.quarantine import QuarantineReason, QuarantineRecord
 from curation.sources.model import STAGE, SourceDocument, SourceError, SourceQuery, SourceResult
 
 PARAGRAPH_SEPARATOR = "\n\n"
+EMPTY_QUESTION = "empty question"  # quarantine detail of a question that is empty or whitespace only
 
 
 @dataclass
@@ -26,6 +28,25 @@ class RawQuestion:
     answers: list[tuple[str, int]]  # (text, answer_start) in paragraph coordinates
     row: str
     is_impossible: bool = False
+    invalid: str | None = None  # why the row is unusable (a field of the wrong type): it is quarantined
+
+
+def wrong_type(name: str, value: Any, kinds: tuple[type, ...], expected: str) -> str | None:
+    """``None`` when ``type(value)`` is exactly one of ``kinds``, else a detail naming the field ``name``.
+
+    Exact types: JSON ``true`` is no integer offset and the string ``"false"`` no boolean.
+    """
+    if type(value) in kinds:
+        return None
+    shown = repr(value)
+    return f"'{name}': expected {expected}, got {shown if len(shown) <= 80 else shown[:77] + '...'}"
+
+
+def answer_problem(index: int, text: Any, start: Any) -> str | None:
+    """Why answer ``index`` is not a (JSON string, JSON integer offset) pair, or ``None``."""
+    return wrong_type(f"answers[{index}].text", text, (str,), "a string") or wrong_type(
+        f"answers[{index}].answer_start", start, (int,), "an integer offset"
+    )
 
 
 @dataclass
@@ -101,15 +122,21 @@ def _add_question(
     seen: dict[str, str],
 ) -> None:
     result.count("questions_read")
-    if question.is_impossible:
-        result.count("unanswerable_skipped")
-        return
 
     def refuse(reason: QuarantineReason, detail: str) -> None:
         result.quarantine.append(
             QuarantineRecord(STAGE, reason, "query", question.query_id, doc_id, source, question.row, detail)
         )
 
+    if question.invalid:
+        refuse(QuarantineReason.INVALID_FIELD, question.invalid)
+        return
+    if question.is_impossible:
+        result.count("unanswerable_skipped")
+        return
+    if not question.question.strip():
+        refuse(QuarantineReason.EMPTY_QUERY, EMPTY_QUESTION)
+        return
     if question.query_id in seen:
         refuse(QuarantineReason.DUPLICATE_QUERY_ID, f"query id already used at {seen[question.query_id]}")
         return

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conteb.config import HFColumns
-from curation.sources.articles import RawArticle, RawParagraph, RawQuestion, assemble
+from curation.sources.articles import RawArticle, RawParagraph, RawQuestion, answer_problem, assemble, wrong_type
 from curation.sources.model import SourceError, SourceResult
 
 
@@ -86,26 +86,27 @@ def rows_to_articles(rows: list[dict], columns: HFColumns, source: str) -> list[
 
 
 def _question(row: dict, index: int, columns: HFColumns, source: str) -> RawQuestion:
+    """The row's question; a question or answer of the wrong type comes back ``invalid`` (quarantined)."""
     query_id = str(row[columns.query_id]) if columns.query_id else f"row-{index}"
+    question = row[columns.query]
     answers = _answers(row.get(columns.answers) if columns.answers else None, index, columns, source)
-    return RawQuestion(query_id, str(row[columns.query]), answers, f"row {index}")
+    problem = wrong_type(columns.query, question, (str,), "a string") or next(
+        (p for i, (text, start) in enumerate(answers) if (p := answer_problem(i, text, start))), None
+    )
+    if problem:
+        return RawQuestion(query_id, question if isinstance(question, str) else "", [], f"row {index}", invalid=problem)
+    return RawQuestion(query_id, question, answers, f"row {index}")
 
 
-def _answers(value: Any, index: int, columns: HFColumns, source: str) -> list[tuple[str, int]]:
+def _answers(value: Any, index: int, columns: HFColumns, source: str) -> list[tuple[Any, Any]]:
+    """``(text, answer_start)`` pairs of the answers column, unchecked; a column not in SQuAD form is an error."""
     if value is None:
         return []
     if isinstance(value, dict) and "text" in value and "answer_start" in value:
-        pairs = list(zip(value["text"], value["answer_start"], strict=False))
-    elif isinstance(value, list) and all(isinstance(item, dict) for item in value):
-        pairs = [(item.get("text"), item.get("answer_start")) for item in value]
-    else:
-        raise SourceError(
-            f"{source}: row {index}: column '{columns.answers}' is not SQuAD-style answers "
-            "({'text': [...], 'answer_start': [...]})"
-        )
-    answers = []
-    for text, start in pairs:
-        if not isinstance(text, str) or not isinstance(start, int):
-            raise SourceError(f"{source}: row {index}: answer {text!r} at {start!r} is not (text, int offset)")
-        answers.append((text, start))
-    return answers
+        return list(zip(value["text"], value["answer_start"], strict=False))
+    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+        return [(item.get("text"), item.get("answer_start")) for item in value]
+    raise SourceError(
+        f"{source}: row {index}: column '{columns.answers}' is not SQuAD-style answers "
+        "({'text': [...], 'answer_start': [...]})"
+    )

@@ -13,6 +13,7 @@ from pathlib import Path
 from conteb.ids import is_valid_doc_id
 from curation.encoding import normalize_newlines
 from curation.quarantine import QuarantineReason, QuarantineRecord
+from curation.sources.articles import EMPTY_QUESTION
 from curation.sources.model import STAGE, SourceDocument, SourceError, SourceQuery, SourceResult
 
 SAMPLE_LICENSE = "cc0-1.0"
@@ -40,6 +41,9 @@ def load_sample(folder: Path) -> SourceResult:
                     QuarantineRecord(STAGE, reason, "query", query_id, doc_id, str(queries_path), row, detail)
                 )
 
+            if not record["question"].strip():
+                refuse(QuarantineReason.EMPTY_QUERY, EMPTY_QUESTION)
+                continue
             if query_id in seen:
                 refuse(QuarantineReason.DUPLICATE_QUERY_ID, f"query id already used at line {seen[query_id]}")
                 continue
@@ -81,6 +85,6 @@ def _parse_query_line(path: Path, row: str, line: str) -> dict:
         raise SourceError(f"{path}: {row}: invalid JSON: {error.msg}") from None
     expected = {"query_id": str, "doc_id": str, "question": str, "answer": str, "answer_start": int}
     for key, kind in expected.items():
-        if not isinstance(record.get(key), kind):
+        if type(record.get(key)) is not kind:  # exact: JSON true is no answer_start
             raise SourceError(f"{path}: {row}: '{key}' missing or not a {kind.__name__}")
     return record

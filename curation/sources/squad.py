@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from conteb.perf import gc_paused
-from curation.sources.articles import RawArticle, RawParagraph, RawQuestion, assemble
+from curation.sources.articles import RawArticle, RawParagraph, RawQuestion, answer_problem, assemble, wrong_type
 from curation.sources.model import SourceError, SourceResult
 
 _LICENSE_LINE = re.compile(r"^License:\s*(\S.*)$", re.MULTILINE)
@@ -63,7 +63,7 @@ def _parse_article(path: Path, index: int, raw: dict) -> RawArticle:
         p_row = f"{row}.paragraphs[{p_index}]"
         context = _require(path, p_row, raw_paragraph, "context", str)
         questions = [
-            _parse_question(path, f"{p_row}.qas[{q_index}]", raw_question)
+            _parse_question(f"{p_row}.qas[{q_index}]", raw_question)
             for q_index, raw_question in enumerate(raw_paragraph.get("qas", []))
         ]
         paragraphs.append(RawParagraph(context, p_row, questions))
@@ -91,27 +91,46 @@ def _parse_article(path: Path, index: int, raw: dict) -> RawArticle:
     )
 
 
-def _parse_question(path: Path, row: str, raw: dict) -> RawQuestion:
+def _parse_question(row: str, raw: dict) -> RawQuestion:
+    """A question; one whose fields have the wrong JSON type comes back ``invalid`` (quarantined, not fatal)."""
     try:  # fast path for well-formed questions; the checked path below names what is wrong
-        query_id, question = raw["id"], raw["question"]
-        answers = [(answer["text"], answer["answer_start"]) for answer in raw.get("answers") or ()]
+        query_id, question, raw_answers = raw["id"], raw["question"], raw.get("answers")
+        answers = [(answer["text"], answer["answer_start"]) for answer in raw_answers or ()]
+        impossible = raw.get("is_impossible", False)
         if (
-            isinstance(query_id, str | int)
-            and isinstance(question, str)
+            type(raw_answers) in (list, type(None))
+            and type(query_id) in (str, int)
+            and type(question) is str
+            and type(impossible) is bool
             and all(type(text) is str and type(start) is int for text, start in answers)
         ):
-            return RawQuestion(str(query_id), question, answers, row, bool(raw.get("is_impossible", False)))
+            return RawQuestion(str(query_id), question, answers, row, impossible)
     except (KeyError, TypeError):
         pass
-    return _parse_question_checked(path, row, raw)
+    return _parse_question_checked(row, raw)
 
 
-def _parse_question_checked(path: Path, row: str, raw: dict) -> RawQuestion:
-    query_id = _require(path, row, raw, "id", (str, int))
-    question = _require(path, row, raw, "question", str)
-    answers = []
-    for a_index, answer in enumerate(raw.get("answers") or []):
-        text = _require(path, f"{row}.answers[{a_index}]", answer, "text", str)
-        start = _require(path, f"{row}.answers[{a_index}]", answer, "answer_start", int)
-        answers.append((text, start))
-    return RawQuestion(str(query_id), question, answers, row, bool(raw.get("is_impossible", False)))
+def _parse_question_checked(row: str, raw: Any) -> RawQuestion:
+    """The question with ``invalid`` naming its first field of the wrong JSON type (exact types, no coercion)."""
+    if not isinstance(raw, dict):
+        return RawQuestion(row, "", [], row, invalid=wrong_type("qas entry", raw, (dict,), "an object"))
+    query_id, question = raw.get("id"), raw.get("question")
+    answers = [] if raw.get("answers") is None else raw["answers"]
+    problem = (
+        wrong_type("id", query_id, (str, int), "a string or integer")
+        or wrong_type("question", question, (str,), "a string")
+        or wrong_type("is_impossible", raw.get("is_impossible", False), (bool,), "a boolean (true or false)")
+        or wrong_type("answers", answers, (list,), "a list")
+        or next((p for i, a in enumerate(answers) if (p := _answer_object_problem(i, a))), None)
+    )
+    label = str(query_id) if type(query_id) in (str, int) else row
+    if problem:
+        return RawQuestion(label, question if isinstance(question, str) else "", [], row, invalid=problem)
+    pairs = [(answer["text"], answer["answer_start"]) for answer in answers]
+    return RawQuestion(label, question, pairs, row, raw.get("is_impossible", False))
+
+
+def _answer_object_problem(index: int, answer: Any) -> str | None:
+    if not isinstance(answer, dict):
+        return wrong_type(f"answers[{index}]", answer, (dict,), "an object")
+    return answer_problem(index, answer.get("text"), answer.get("answer_start"))

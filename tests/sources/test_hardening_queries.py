@@ -1,0 +1,130 @@
+"""Bad questions in a source: quarantined at the source stage with a reason, never published or miscounted."""
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from conteb.config import HFColumns
+from conteb.schemas import PAIRED_QUERIES
+from curation import validation
+from curation.quarantine import QuarantineReason
+from curation.sources.articles import assemble
+from curation.sources.hf_dataset import rows_to_articles
+from curation.sources.sample import load_sample
+from curation.sources.squad import load_squad_json
+from tests.conftest import squad_article, write_squad
+
+CONTEXT = "Napoleon was a French emperor."
+
+
+def squad_with(tmp_path: Path, *questions: dict) -> Path:
+    """A one-article SQuAD file whose paragraph holds a good question ``ok`` and ``questions``."""
+    article = squad_article("T", [(CONTEXT, [("ok", "Who?", "French emperor", 15)])])
+    article["paragraphs"][0]["qas"].extend(questions)
+    return write_squad(tmp_path / "s.json", [article])
+
+
+def hf_row(query_id: str, question: str, answer_start: object) -> dict:
+    """A row of a SQuAD-like Hugging Face dataset whose answer is ``French`` at ``answer_start``."""
+    answers = {"text": ["French"], "answer_start": [answer_start]}
+    return {"id": query_id, "title": "T", "context": CONTEXT, "question": question, "answers": answers}
+
+
+@pytest.mark.parametrize("question", ["", "   \n\t"])
+def test_empty_squad_question_is_quarantined(tmp_path: Path, question: str) -> None:
+    answers = [{"text": "French", "answer_start": 15}]
+    result = load_squad_json(squad_with(tmp_path, {"id": "e", "question": question, "answers": answers}))
+    assert [q.query_id for q in result.queries] == ["ok"]
+    [record] = result.quarantine
+    assert (record.reason, record.object_id, record.row) == (
+        QuarantineReason.EMPTY_QUERY,
+        "e",
+        "data[0].paragraphs[0].qas[1]",
+    )
+    assert record.detail == "empty question"
+
+
+def test_empty_hf_question_is_quarantined() -> None:
+    rows = [hf_row("a", "Who?", 15), hf_row("b", " ", 15)]
+    result = assemble(rows_to_articles(rows, HFColumns(), "ds"), "ds")
+    assert [q.query_id for q in result.queries] == ["a"]
+    assert [(r.reason, r.object_id, r.row) for r in result.quarantine] == [(QuarantineReason.EMPTY_QUERY, "b", "row 1")]
+
+
+def test_empty_sample_question_is_quarantined(tmp_path: Path) -> None:
+    (tmp_path / "documents").mkdir()
+    (tmp_path / "documents" / "d.txt").write_text("Title\n\nBody text here.\n")
+    lines = [
+        {"query_id": "q1", "doc_id": "d", "question": "What?", "answer": "Body", "answer_start": 0},
+        {"query_id": "q2", "doc_id": "d", "question": "\u2003", "answer": "Body", "answer_start": 0},
+    ]
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = load_sample(tmp_path)
+    assert [q.query_id for q in result.queries] == ["q1"]
+    assert [(r.reason, r.row) for r in result.quarantine] == [(QuarantineReason.EMPTY_QUERY, "line 2")]
+
+
+def test_dataset_check_fails_on_an_empty_query() -> None:
+    rows = [
+        {"query_id": "q1", "query": "Who?", "chunk_id": "d_0", "chunk_ids": ["d_0"]},
+        {"query_id": "q2", "query": "  ", "chunk_id": "d_0", "chunk_ids": ["d_0"]},
+    ]
+    table = pa.Table.from_pylist(rows, schema=pa.schema([PAIRED_QUERIES.field(n) for n in rows[0]]))
+    outcome = validation.no_empty_queries(table)
+    assert (outcome.passed, outcome.failures, outcome.checked) == (False, 1, 2)
+    assert outcome.examples == ["query 'q2': empty text"]
+    assert validation.no_empty_queries(table.slice(0, 1)).passed
+
+
+@pytest.mark.parametrize(
+    ("question", "field", "shown"),
+    [
+        ({"is_impossible": "false"}, "is_impossible", "'false'"),
+        ({"is_impossible": 0}, "is_impossible", "0"),
+        ({"answers": [{"text": "French", "answer_start": True}]}, "answers[0].answer_start", "True"),
+        ({"answers": [{"text": "French", "answer_start": 15.0}]}, "answers[0].answer_start", "15.0"),
+        ({"answers": [{"text": "French", "answer_start": "15"}]}, "answers[0].answer_start", "'15'"),
+        ({"answers": [{"text": 7, "answer_start": 15}]}, "answers[0].text", "7"),
+        ({"answers": {"text": "French"}}, "answers", "{'text': 'French'}"),
+        ({"question": None}, "question", "None"),
+        ({"id": True}, "id", "True"),
+    ],
+)
+def test_squad_fields_are_parsed_strictly_and_bad_rows_quarantined(
+    tmp_path: Path, question: dict, field: str, shown: str
+) -> None:
+    raw = {"id": "x", "question": "Who?", "answers": [{"text": "French", "answer_start": 15}], **question}
+    path = squad_with(tmp_path, raw)
+    result = load_squad_json(path)
+    assert [q.query_id for q in result.queries] == ["ok"]  # not kept, not counted as unanswerable
+    assert "unanswerable_skipped" not in result.stats
+    [record] = result.quarantine
+    assert (record.reason, record.source, record.row) == (
+        QuarantineReason.INVALID_FIELD,
+        str(path),
+        "data[0].paragraphs[0].qas[1]",
+    )
+    assert record.detail.startswith(f"'{field}': ") and shown in record.detail
+
+
+def test_squad_booleans_still_work(tmp_path: Path) -> None:
+    answers = [{"text": "French", "answer_start": 15}]
+    result = load_squad_json(
+        squad_with(
+            tmp_path,
+            {"id": "u", "question": "Why?", "answers": [], "is_impossible": True},
+            {"id": "a", "question": "Who?", "answers": answers, "is_impossible": False},
+        )
+    )
+    assert [q.query_id for q in result.queries] == ["ok", "a"]
+    assert result.stats["unanswerable_skipped"] == 1 and result.quarantine == []
+
+
+def test_hf_offsets_must_be_integers_not_booleans() -> None:
+    rows = [hf_row("a", "Who?", True)]
+    result = assemble(rows_to_articles(rows, HFColumns(), "ds"), "ds")
+    assert result.queries == []
+    [record] = result.quarantine
+    assert record.reason == QuarantineReason.INVALID_FIELD and "answer_start" in record.detail
