@@ -5,6 +5,7 @@ Pure library (no Dagster import); see :mod:`review.store` for the contracts.
 
 from review.store import (
     ACTIONS,
+    AUTO_REVIEWER,
     STATUSES,
     Agreement,
     AuditEntry,
@@ -16,10 +17,13 @@ from review.store import (
     ReviewItem,
     ReviewStore,
     UnknownItemError,
+    clean_reviewer,
+    reviewer_label,
 )
 
 __all__ = [
     "ACTIONS",
+    "AUTO_REVIEWER",
     "STATUSES",
     "Agreement",
     "AuditEntry",
@@ -31,4 +35,6 @@ __all__ = [
     "ReviewItem",
     "ReviewStore",
     "UnknownItemError",
+    "clean_reviewer",
+    "reviewer_label",
 ]

@@ -1,23 +1,34 @@
 """``conteb review``: the review queue from the command line.
 
 It reads the same ``conteb.yaml`` / ``$CONTEB_CONFIG`` and ``$CONTEB_DATA_DIR`` as the pipeline,
-so it works on the store the Dagster assets push to.
+so it works on the store the Dagster assets push to. Every refusal (a damaged store file, a
+``--task``/``--kind`` the store has no queue for, a bad reviewer name, an unsafe ``serve``) is one
+message and a non-zero exit, never a traceback. ``--reviewer`` defaults to the OS user.
 """
 
 from __future__ import annotations
 
+import getpass
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from conteb.config import ConfigError, load_config
+from conteb.sqlite_files import StoreFileError
 from conteb.storage import resolve_data_dir, review_store_path
 
+if TYPE_CHECKING:
+    from review.store import ReviewStore
 
-def open_store(ctx: click.Context):
-    """The review store of the registry given to ``conteb`` (``--config``) or found as usual."""
+
+def open_store(ctx: click.Context) -> ReviewStore:
+    """The review store of the registry given to ``conteb`` (``--config``) or found as usual.
+
+    Exits 1 with the message for a bad registry or a damaged store file.
+    """
     from review.store import ReviewStore
 
     try:
@@ -25,7 +36,41 @@ def open_store(ctx: click.Context):
     except ConfigError as error:
         click.echo(str(error), err=True)
         sys.exit(1)
-    return ReviewStore(review_store_path(resolve_data_dir(config.config_dir)))
+    try:
+        return ReviewStore(review_store_path(resolve_data_dir(config.config_dir)))
+    except StoreFileError as error:
+        raise click.ClickException(str(error)) from None
+
+
+def check_queue(store: ReviewStore, task: str | None, kind: str | None) -> None:
+    """``click.BadParameter`` (exit 2) naming the known tasks or kinds when ``task``/``kind`` has no queue."""
+    queues = [(queue.task, queue.kind) for queue in store.stats()]
+    if not queues:
+        if task is not None or kind is not None:
+            raise click.BadParameter(
+                f"the review store {store.path} has no queue yet (the pipeline pushes them when an LLM stage runs)",
+                param_hint="--task" if task is not None else "--kind",
+            )
+        return
+    tasks = sorted({name for name, _ in queues})
+    if task is not None and task not in tasks:
+        raise click.BadParameter(
+            f"no review queue for task {task!r}; known tasks: {', '.join(tasks)}", param_hint="--task"
+        )
+    kinds = sorted({name for owner, name in queues if task is None or owner == task})
+    if kind is not None and kind not in kinds:
+        where = f" of task {task!r}" if task is not None else ""
+        raise click.BadParameter(
+            f"no review queue {kind!r}{where}; known kinds: {', '.join(kinds)}", param_hint="--kind"
+        )
+
+
+def os_user() -> str | None:
+    """The OS user's name (``getpass.getuser()``), or None when the system cannot tell."""
+    try:
+        return getpass.getuser() or None
+    except (OSError, KeyError, ImportError):
+        return None
 
 
 @click.group("review")
@@ -42,6 +87,7 @@ def review() -> None:
 def list_items(ctx: click.Context, task: str | None, kind: str | None, status: str | None, limit: int) -> None:
     """Queues with their counts, then items (filtered)."""
     store = open_store(ctx)
+    check_queue(store, task, kind)
     for queue in store.stats(task=task, kind=kind):
         click.echo(
             f"{queue.task}/{queue.kind}: {queue.total} items, {queue.pending} pending "
@@ -59,32 +105,48 @@ def list_items(ctx: click.Context, task: str | None, kind: str | None, status: s
 @click.pass_context
 def show(ctx: click.Context, item_id: str) -> None:
     """One item: original, proposal, context, status and its audit log."""
-    from review.store import UnknownItemError
+    from review.store import UnknownItemError, reviewer_label
 
     store = open_store(ctx)
     try:
         item = store.get(item_id)
     except UnknownItemError:
         raise click.ClickException(f"no review item {item_id!r}") from None
-    click.echo(f"{item.item_id}  ({item.kind}, {item.status}, version {item.version}, reviewer {item.reviewer})")
+    click.echo(
+        f"{item.item_id}  ({item.kind}, {item.status}, version {item.version}, "
+        f"reviewer {reviewer_label(item.reviewer, missing='none yet')})"
+    )
     click.echo(f"title: {item.title}\nflags: {', '.join(item.flags) or 'none'}")
     click.echo(f"--- original\n{item.original}\n--- proposed\n{item.proposed}")
     if item.edited_text is not None:
         click.echo(f"--- edited\n{item.edited_text}")
     click.echo(f"--- context\n{json.dumps(item.context, indent=2, ensure_ascii=False)}\n--- audit")
     for entry in store.audit(item_id):
-        click.echo(f"  v{entry.version} {entry.action} {entry.from_status}->{entry.to_status} by {entry.reviewer}")
+        source = f"{entry.from_status}->" if entry.from_status else ""
+        who = reviewer_label(entry.reviewer, missing="the pipeline")
+        click.echo(f"  v{entry.version} {entry.action} {source}{entry.to_status} by {who}")
 
 
 def _bulk(ctx: click.Context, action: str, task: str, kind: str | None, unflagged: bool, ids: tuple[str, ...],
-          reviewer: str) -> None:  # fmt: skip
+          reviewer: str | None) -> None:  # fmt: skip
+    """Decide the selected pending items; a bad queue, reviewer or id is a clean error."""
+    from review.store import InvalidDecisionError, UnknownItemError
+
     store = open_store(ctx)
-    count = store.bulk_decide(action, reviewer, task, kind, unflagged_only=unflagged, ids=list(ids) or None)
-    click.echo(f"{action}ed {count} pending items of {task}{'/' + kind if kind else ''}")
+    check_queue(store, task, kind)
+    name = reviewer or os_user()
+    if name is None:
+        raise click.UsageError("cannot tell who you are from the system: pass --reviewer NAME")
+    try:
+        count = store.bulk_decide(action, name, task, kind, unflagged_only=unflagged, ids=list(ids) or None)
+    except (InvalidDecisionError, UnknownItemError) as error:
+        raise click.ClickException(str(error)) from None
+    click.echo(f"{action}ed {count} pending items of {task}{'/' + kind if kind else ''} as {name}")
 
 
 def _decision_options(command):
-    command = click.option("--reviewer", required=True, help="Your name (recorded in the audit log).")(command)
+    reviewer_help = "Your name, recorded in the audit log (default: the OS user)."
+    command = click.option("--reviewer", default=None, help=reviewer_help)(command)
     command = click.option("--ids", multiple=True, help="Only these item ids (repeat the option).")(command)
     command = click.option("--unflagged", is_flag=True, help="Only items the leak detector did not flag.")(command)
     command = click.option("--kind", default=None)(command)
@@ -95,7 +157,7 @@ def _decision_options(command):
 @_decision_options
 @click.pass_context
 def accept(
-    ctx: click.Context, task: str, kind: str | None, unflagged: bool, ids: tuple[str, ...], reviewer: str
+    ctx: click.Context, task: str, kind: str | None, unflagged: bool, ids: tuple[str, ...], reviewer: str | None
 ) -> None:
     """Accept pending items in bulk (by filter)."""
     _bulk(ctx, "accept", task, kind, unflagged, ids, reviewer)
@@ -105,7 +167,7 @@ def accept(
 @_decision_options
 @click.pass_context
 def reject(
-    ctx: click.Context, task: str, kind: str | None, unflagged: bool, ids: tuple[str, ...], reviewer: str
+    ctx: click.Context, task: str, kind: str | None, unflagged: bool, ids: tuple[str, ...], reviewer: str | None
 ) -> None:
     """Reject pending items in bulk (by filter)."""
     _bulk(ctx, "reject", task, kind, unflagged, ids, reviewer)
@@ -119,8 +181,10 @@ def reject(
 @click.pass_context
 def export(ctx: click.Context, task: str, kind: str | None, fmt: str, output: Path | None) -> None:
     """Write a queue to JSONL or CSV, to review offline or in another tool."""
+    store = open_store(ctx)
+    check_queue(store, task, kind)
     target = output or Path(f"review-{task}{'-' + kind if kind else ''}.{fmt}")
-    rows = open_store(ctx).export(target, task, kind, fmt)
+    rows = store.export(target, task, kind, fmt)
     click.echo(f"wrote {rows} items to {target}")
 
 
@@ -130,7 +194,12 @@ def export(ctx: click.Context, task: str, kind: str | None, fmt: str, output: Pa
 @click.pass_context
 def import_(ctx: click.Context, source: Path, reviewer: str | None) -> None:
     """Bring decisions back from an exported (and edited) file; reports what it rejected."""
-    report = open_store(ctx).import_file(source, reviewer)
+    from review.store import InvalidDecisionError
+
+    try:
+        report = open_store(ctx).import_file(source, reviewer)
+    except (InvalidDecisionError, ValueError) as error:
+        raise click.ClickException(str(error)) from None
     click.echo(f"applied {report.applied}, unchanged {report.unchanged}, rejected {len(report.rejected)}")
     for line, reason in report.rejected:
         click.echo(f"  line {line}: {reason}")
@@ -142,15 +211,27 @@ def import_(ctx: click.Context, source: Path, reviewer: str | None) -> None:
 @click.option("--task", default=None)
 @click.pass_context
 def stats(ctx: click.Context, task: str | None) -> None:
-    """Progress per queue, and agreement between reviewers who decided the same items."""
+    """Progress per queue (who decided), and agreement between reviewers who decided the same items."""
+    from review.store import reviewer_label
+
     store = open_store(ctx)
+    check_queue(store, task, None)
+    deciders = store.deciders(task=task)
     for queue in store.stats(task=task):
         done = queue.total - queue.pending
-        click.echo(f"{queue.task}/{queue.kind}: {done}/{queue.total} decided (revision {queue.revision})")
+        line = f"{queue.task}/{queue.kind}: {done}/{queue.total} decided (revision {queue.revision})"
+        by = deciders.get((queue.task, queue.kind), {})
+        if by:
+            line += ", by " + ", ".join(f"{reviewer_label(name)} {count}" for name, count in by.items())
+        click.echo(line)
     for agreement in store.agreement(task=task):
+        if agreement.reviewers is None:
+            click.echo(f"{agreement.task}/{agreement.kind}: no item decided by two reviewers yet (no agreement)")
+            continue
         kappa = "n/a" if agreement.kappa is None else f"{agreement.kappa:.3f}"
+        pair = " and ".join(reviewer_label(name) for name in agreement.reviewers)
         click.echo(
-            f"{agreement.task}/{agreement.kind}: {agreement.items} items decided by {agreement.reviewers}: "
+            f"{agreement.task}/{agreement.kind}: {agreement.items} items decided by {pair}: "
             f"observed agreement {agreement.observed:.3f}, Cohen's kappa {kappa}"
         )
 
@@ -162,8 +243,13 @@ def stats(ctx: click.Context, task: str | None) -> None:
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, token: str | None) -> None:
     """Start the review web app (http://127.0.0.1:8765 by default)."""
+    from review.web import UnsafeBindError, check_bind
     from review.web import serve as serve_app
 
+    try:
+        check_bind(host, token)
+    except UnsafeBindError as error:
+        raise click.ClickException(str(error)) from None
     store = open_store(ctx)
     click.echo(f"review queue: http://{host}:{port}  (store {store.path})")
     serve_app(store.path, host=host, port=port, token=token)

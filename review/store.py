@@ -3,17 +3,22 @@
 Contracts:
 
 * One database file (WAL mode, ``synchronous=NORMAL``, foreign keys on, a busy timeout), created
-  with its folder when missing. Safe to open from several processes and threads: each
-  :class:`ReviewStore` holds one connection guarded by a lock; every read-modify-write runs in
-  its own ``BEGIN IMMEDIATE`` transaction, so every decision is committed on its own and a crash
-  between two decisions loses neither.
+  with its folder when missing; an existing file that is empty or not a sound SQLite database is
+  refused (:class:`conteb.sqlite_files.StoreFileError`), never started fresh. Safe to open from
+  several processes and threads: each :class:`ReviewStore` holds one connection guarded by a
+  lock; every read-modify-write runs in its own ``BEGIN IMMEDIATE`` transaction, so every
+  decision is committed on its own and a crash between two decisions loses neither.
 * Items come from ``REVIEW_ITEMS`` rows (:meth:`ReviewStore.push`, idempotent). A decision
   (:meth:`ReviewStore.decide`) names the version the reviewer saw; a different current version
   raises :class:`ConflictError`, never a lost update.
 * The ``audit`` table is append-only (triggers refuse UPDATE and DELETE). Undo, "last decision"
   and reviewer agreement are all derived from it by replaying each item's log: ``push``/``reopen``
   start from a pending item with an empty decision stack, ``accept``/``reject``/``edit``/``import``
-  push a decision, ``undo`` pops the latest one.
+  push a decision, ``undo`` pops the latest one, and only the reviewer who made it may undo it.
+* Reviewer names are 1 to 64 characters with no control or format character; decision texts and
+  notes hold no NUL character (:class:`InvalidDecisionError` otherwise).
+* A CSV export escapes every text cell a spreadsheet would run as a formula (OWASP: a leading
+  ``'`` before ``= + - @``, tab, CR, or a leading ``'``); a CSV import removes one leading ``'``.
 * The ``queues`` table holds one revision counter per ``(task, kind)``, bumped by every push that
   changes the queue and by every decision or undo (a UI polls it to know when to reload).
 
@@ -29,9 +34,9 @@ import itertools
 import json
 import os
 import sqlite3
-import tempfile
 import threading
 import time
+import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,6 +45,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
+from conteb.sqlite_files import connect_store
+from conteb.storage import atomic_path
 
 STATUSES = ("pending", "accepted", "rejected", "edited")
 """Every status an item can be in."""
@@ -56,6 +64,17 @@ BUSY_TIMEOUT_S = 30.0
 """How long a connection waits for another writer's lock before giving up (``sqlite3.OperationalError``)."""
 
 SCHEMA_VERSION = 1
+
+STORE_CONTENTS = "the review queue (items, their decisions and the audit log)"
+"""What the store file holds, for :func:`conteb.sqlite_files.connect_store`'s messages."""
+
+MAX_REVIEWER_CHARS = 64
+
+AUTO_REVIEWER = "auto"
+"""The reviewer name of automatic decisions (``auto``, or ``auto:<method>``)."""
+
+CSV_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "'")
+"""A CSV text cell starting with one of these gets a leading ``'`` (OWASP CSV injection; ``'`` keeps it reversible)."""
 
 _ACTION_STATUS = {"accept": "accepted", "reject": "rejected", "edit": "edited"}
 _STATUS_ACTION = {status: action for action, status in _ACTION_STATUS.items()}
@@ -336,10 +355,33 @@ def _decision_label(row: sqlite3.Row) -> str:
     return action if action in _ACTION_STATUS else _STATUS_ACTION[row["to_status"]]
 
 
-def _clean_reviewer(reviewer: str | None) -> str:
+def clean_reviewer(reviewer: object) -> str:
+    """``reviewer`` without surrounding whitespace; InvalidDecisionError (saying why) unless it is 1 to
+    :data:`MAX_REVIEWER_CHARS` characters with no control or format character (Unicode category C)."""
     if not isinstance(reviewer, str) or not reviewer.strip():
         raise InvalidDecisionError("a reviewer name is required")
-    return reviewer.strip()
+    name = reviewer.strip()
+    if len(name) > MAX_REVIEWER_CHARS:
+        raise InvalidDecisionError(f"a reviewer name has at most {MAX_REVIEWER_CHARS} characters (got {len(name)})")
+    bad = next((char for char in name if unicodedata.category(char).startswith("C")), None)
+    if bad is not None:
+        raise InvalidDecisionError(f"a reviewer name cannot contain control characters (found U+{ord(bad):04X})")
+    return name
+
+
+def reviewer_label(reviewer: str | None, missing: str = "unknown") -> str:
+    """How a recorded reviewer reads in listings: automatic ones are marked, None reads as ``missing``."""
+    if reviewer is None:
+        return missing
+    if reviewer == AUTO_REVIEWER or reviewer.startswith(f"{AUTO_REVIEWER}:"):
+        return f"{reviewer} (automatic)"
+    return reviewer
+
+
+def _check_no_nul(field: str, text: str | None) -> None:
+    """InvalidDecisionError when ``text`` holds a NUL character (it would be cut short by many tools)."""
+    if isinstance(text, str) and "\x00" in text:
+        raise InvalidDecisionError(f"the {field} contains a NUL character (\\x00); remove it")
 
 
 def _has_text(text: Any) -> bool:
@@ -455,7 +497,19 @@ def _export_value(name: str, value: Any, fmt: str) -> Any:
         return json.dumps(value, sort_keys=True, ensure_ascii=False)
     if name == "flagged":
         return "true" if value else "false"
-    return "" if value is None else value
+    return "" if value is None else _csv_escape(value)
+
+
+def _csv_escape(value: Any) -> Any:
+    """A text cell as written to CSV: prefixed with ``'`` when it starts with :data:`CSV_FORMULA_PREFIXES`."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(CSV_FORMULA_PREFIXES) else value
+
+
+def _csv_unescape(value: str | None) -> str | None:
+    """A CSV cell as read back: one leading ``'`` removed (undoing :func:`_csv_escape`); empty or missing: None."""
+    if value is not None and value.startswith("'"):
+        value = value[1:]
+    return value or None
 
 
 def _read_import_rows(source: Path) -> Iterator[tuple[int, dict[str, Any] | str]]:
@@ -477,20 +531,25 @@ def _read_import_rows(source: Path) -> Iterator[tuple[int, dict[str, Any] | str]
             reader = csv.DictReader(handle)
             start = 2  # line 1 is the header
             for row in reader:
-                yield start, {key: (None if value == "" else value) for key, value in row.items() if key is not None}
+                yield start, {key: _csv_unescape(value) for key, value in row.items() if key is not None}
                 start = reader.line_num + 1
     else:
         raise ValueError(f"cannot import {source}: expected a .jsonl or .csv file")
 
 
 class ReviewStore:
-    """The review database at ``path`` (see the module doc for the contracts)."""
+    """The review database at ``path`` (see the module doc for the contracts).
+
+    Raises :class:`conteb.sqlite_files.StoreFileError` (naming the file and what to do) when ``path``
+    exists but is empty, not a SQLite database or damaged.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        self._conn = connect_store(
+            self.path, STORE_CONTENTS, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+        )
         self._conn.row_factory = sqlite3.Row
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
@@ -718,12 +777,17 @@ class ReviewStore:
         flagged: bool | None = None,
         limit: int | None = None,
         offset: int = 0,
+        flagged_first: bool = False,
     ) -> list[ReviewItem]:
-        """Items matching every given filter, ordered by task, kind, item_id; ``limit``/``offset`` page them."""
+        """Items matching every given filter, ordered by task, kind, item_id; ``limit``/``offset`` page them.
+
+        ``flagged_first``: within each queue, flagged items come before the others (each in item_id order).
+        """
         if (limit is not None and limit < 0) or offset < 0:
             raise ValueError("limit and offset must be >= 0")
         where, params = _where(task, kind, status, flagged)
-        sql = f"SELECT * FROM items{where} ORDER BY task, kind, item_id LIMIT ? OFFSET ?"
+        order = "task, kind, flagged DESC, item_id" if flagged_first else "task, kind, item_id"
+        sql = f"SELECT * FROM items{where} ORDER BY {order} LIMIT ? OFFSET ?"
         with self._lock:
             rows = self._conn.execute(sql, (*params, -1 if limit is None else limit, offset)).fetchall()
         return [_to_item(row) for row in rows]
@@ -757,6 +821,18 @@ class ReviewStore:
                 found.append(hit[0] if hit else None)
         return found[0], found[1]
 
+    def position(self, item_id: str, status: str | None = None) -> tuple[int | None, int]:
+        """``(k, n)``: the item is the k-th of the n items of its queue (only ``status`` items if given), in
+        item_id order (the order of :meth:`neighbours`); k is None when the item does not have ``status``."""
+        with self._read() as conn:
+            row = self._item_row(conn, item_id)
+            where, params = _where(row["task"], row["kind"], status)
+            total = conn.execute(f"SELECT COUNT(*) FROM items{where}", params).fetchone()[0]
+            if status is not None and row["status"] != status:
+                return None, total
+            before = conn.execute(f"SELECT COUNT(*) FROM items{where} AND item_id < ?", (*params, item_id))
+            return before.fetchone()[0] + 1, total
+
     # --- decisions ----------------------------------------------------------------------------
 
     def decide(
@@ -772,17 +848,20 @@ class ReviewStore:
 
         ``edit`` needs a non-empty ``edited_text`` (equal to the proposal is allowed, still stored
         as edited); ``accept``/``reject`` must not carry one. Raises InvalidDecisionError for a
-        malformed decision (``expected_version`` must be an int), UnknownItemError, or
+        malformed decision (``expected_version`` must be an int, the reviewer name must pass
+        :func:`clean_reviewer`, text and note hold no NUL), UnknownItemError, or
         ConflictError when the item is no longer at ``expected_version``. One transaction:
         version+1, reviewer/note/updated_at set, an audit row, the queue revision bumped.
         """
         if action not in ACTIONS:
             raise InvalidDecisionError(f"unknown action {action!r} (expected one of {', '.join(ACTIONS)})")
-        name = _clean_reviewer(reviewer)
+        name = clean_reviewer(reviewer)
         if action == "edit" and not _has_text(edited_text):
             raise InvalidDecisionError("an edit needs a non-empty edited_text")
         if action != "edit" and edited_text is not None:
             raise InvalidDecisionError(f"{action} takes no edited_text (use edit)")
+        _check_no_nul("edited text", edited_text)
+        _check_no_nul("note", note)
         with self._write() as conn:
             row = self._item_row(conn, item_id)
             self._check_version(conn, row, expected_version)
@@ -799,13 +878,14 @@ class ReviewStore:
             )
 
     def undo(self, item_id: str, reviewer: str, expected_version: int) -> ReviewItem:
-        """Undo the item's latest live decision (whoever made it); returns the restored item.
+        """Undo the item's latest live decision, which ``reviewer`` must have made; returns the restored item.
 
         Status, edited_text, reviewer and note go back to what the previous live decision set (or
         pending when none, since the last push/reopen); version+1, audit ``undo`` by ``reviewer``.
-        InvalidDecisionError when there is nothing to undo, ConflictError on a stale version.
+        InvalidDecisionError when there is nothing to undo or the latest decision is someone
+        else's (they can undo it, anyone can decide again), ConflictError on a stale version.
         """
-        name = _clean_reviewer(reviewer)
+        name = clean_reviewer(reviewer)
         with self._write() as conn:
             row = self._item_row(conn, item_id)
             self._check_version(conn, row, expected_version)
@@ -813,6 +893,11 @@ class ReviewStore:
             if not stack:
                 raise InvalidDecisionError(f"review item {item_id!r} has no decision to undo")
             undone = stack.pop()
+            if undone["reviewer"] != name:
+                raise InvalidDecisionError(
+                    f"the latest decision on review item {item_id!r} ({undone['action']}) was made by "
+                    f"{reviewer_label(undone['reviewer'])!r}; only they can undo it (you can decide the item again)"
+                )
             previous = stack[-1] if stack else None
             return self._set_state(
                 conn,
@@ -828,7 +913,7 @@ class ReviewStore:
 
     def last_decision(self, reviewer: str, task: str | None = None, kind: str | None = None) -> AuditEntry | None:
         """``reviewer``'s latest accept/reject/edit that is still live (not undone, not superseded by a reopen)."""
-        name = _clean_reviewer(reviewer)
+        name = clean_reviewer(reviewer)
         where, params = _where(task, kind, prefix="i.")
         where = where.replace(" WHERE ", " AND ") if where else ""
         with self._read() as conn:
@@ -856,20 +941,22 @@ class ReviewStore:
         unflagged_only: bool = False,
         ids: Sequence[str] | None = None,
         pending_only: bool = True,
+        note: str | None = None,
     ) -> int:
         """Accept or reject every selected item of ``task`` (and ``kind``); returns how many were decided.
 
         Selection: the queue's items, pending only unless ``pending_only=False``, unflagged only if
         asked, and among ``ids`` when given (an unknown id raises UnknownItemError before anything
         is written; ids of other queues are not selected). Each item is decided in its own
-        versioned transaction; an item changed concurrently since the selection is skipped.
-        ``edit`` is refused (it needs a text per item).
+        versioned transaction (its own audit row, by ``reviewer``, with ``note``); an item changed
+        concurrently since the selection is skipped. ``edit`` is refused (it needs a text per item).
         """
         if action not in ACTIONS:
             raise InvalidDecisionError(f"unknown action {action!r} (expected one of {', '.join(ACTIONS)})")
         if action == "edit":
             raise InvalidDecisionError("bulk edit is not possible: an edit needs its own text")
-        _clean_reviewer(reviewer)
+        clean_reviewer(reviewer)
+        _check_no_nul("note", note)
         where, params = _where(task, kind, "pending" if pending_only else None, False if unflagged_only else None)
         with self._read() as conn:
             if ids is not None:
@@ -891,7 +978,7 @@ class ReviewStore:
         decided = 0
         for item_id, version in selected:
             try:
-                self.decide(item_id, action, reviewer, version)
+                self.decide(item_id, action, reviewer, version, note=note)
             except ConflictError:
                 continue
             decided += 1
@@ -927,6 +1014,21 @@ class ReviewStore:
             for row in rows
         ]
 
+    def deciders(
+        self, task: str | None = None, kind: str | None = None
+    ) -> dict[tuple[str, str], dict[str | None, int]]:
+        """Per ``(task, kind)`` queue with decided items: how many of them each reviewer decided last (None:
+        no reviewer recorded), most first, ties by name."""
+        where, params = _where(task, kind)
+        where = f"{where} AND status != 'pending'" if where else " WHERE status != 'pending'"
+        sql = f"SELECT task, kind, reviewer, COUNT(*) AS n FROM items{where} GROUP BY task, kind, reviewer"
+        with self._lock:
+            rows = self._conn.execute(sql, params).fetchall()
+        found: dict[tuple[str, str], dict[str | None, int]] = defaultdict(dict)
+        for row in sorted(rows, key=lambda r: (r["task"], r["kind"], -r["n"], r["reviewer"] or "")):
+            found[(row["task"], row["kind"])][row["reviewer"]] = row["n"]
+        return dict(found)
+
     def revision(self, task: str, kind: str) -> int:
         """The queue's revision counter (0 for a queue never pushed)."""
         with self._lock:
@@ -952,7 +1054,8 @@ class ReviewStore:
         """Write the queue's items (every :data:`EXPORT_COLUMNS` field) to ``target``; returns rows written.
 
         ``fmt`` is ``jsonl`` (context a JSON object, flags a list) or ``csv`` (header row; context
-        and flags as JSON strings, flagged ``true``/``false``, null as empty). Atomic: written to a
+        and flags as JSON strings, flagged ``true``/``false``, null as empty, a text cell starting
+        with one of :data:`CSV_FORMULA_PREFIXES` prefixed with ``'`` against formula injection). Atomic: written to a
         temporary file next to ``target`` and renamed over it.
         """
         if fmt not in EXPORT_FORMATS:
@@ -962,24 +1065,16 @@ class ReviewStore:
             {name: _export_value(name, getattr(item, name), fmt) for name in EXPORT_COLUMNS}
             for item in self.items(task=task, kind=kind)
         ]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-                if fmt == "jsonl":
-                    for row in rows:
-                        handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-                else:
-                    writer = csv.DictWriter(handle, fieldnames=EXPORT_COLUMNS)
-                    writer.writeheader()
-                    writer.writerows(rows)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp_name, target)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp_name)
-            raise
+        with atomic_path(target) as tmp, tmp.open("w", encoding="utf-8", newline="") as handle:
+            if fmt == "jsonl":
+                for row in rows:
+                    handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            else:
+                writer = csv.DictWriter(handle, fieldnames=EXPORT_COLUMNS)
+                writer.writeheader()
+                writer.writerows(rows)
+            handle.flush()
+            os.fsync(handle.fileno())
         return len(rows)
 
     def import_file(self, source: Path, reviewer: str | None = None) -> ImportReport:
@@ -991,10 +1086,12 @@ class ReviewStore:
         asks for pending, or it has no reviewer (the ``reviewer`` argument overrides the row's).
         A row matching the current status (and text, for edited) is unchanged. Others are applied
         as a decision: audit action ``import``, version+1, queue revision bumped. Line numbers are
-        the file's physical lines (a CSV header is line 1; a row spanning lines gets its first).
+        the file's physical lines (a CSV header is line 1; a row spanning lines gets its first). A
+        CSV cell loses one leading ``'`` (the export's formula escape). A row's reviewer must pass
+        :func:`clean_reviewer`, its text and note hold no NUL.
         ValueError for another suffix; InvalidDecisionError for a blank ``reviewer`` override.
         """
-        override = None if reviewer is None else _clean_reviewer(reviewer)
+        override = None if reviewer is None else clean_reviewer(reviewer)
         applied = unchanged = 0
         rejected: list[tuple[int, str]] = []
         for line, row in _read_import_rows(Path(source)):
@@ -1025,8 +1122,14 @@ class ReviewStore:
         text = row.get("edited_text")
         text = text if _has_text(text) else None
         row_reviewer = row.get("reviewer")
-        name = override or (row_reviewer.strip() if isinstance(row_reviewer, str) and row_reviewer.strip() else None)
+        name = override or (row_reviewer if isinstance(row_reviewer, str) and row_reviewer.strip() else None)
         note = row.get("note") if isinstance(row.get("note"), str) else None
+        try:
+            name = None if name is None else clean_reviewer(name)
+            _check_no_nul("edited text", text)
+            _check_no_nul("note", note)
+        except InvalidDecisionError as exc:
+            raise _Rejected(str(exc)) from None
         with self._write() as conn:
             current = conn.execute("SELECT * FROM items WHERE item_id = ?", (item_id,)).fetchone()
             if current is None:

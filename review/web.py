@@ -1,9 +1,12 @@
 """The review queue in a browser: Starlette + Jinja2 pages, served by uvicorn.
 
-Pages: ``/`` (queues and their progress), ``/queue/{task}/{kind}`` (items, filtered by status),
-``/item/{item_id}`` (one item: word diff, context, flags, decision buttons and keyboard shortcuts)
-and ``/healthz``. Decisions are ``POST`` forms; after one the page moves to the next item of the
-queue under the same status filter.
+Pages: ``/`` (queues and their progress), ``/queue/{task}/{kind}`` (items, filtered by status,
+flagged first, a page at a time), ``/queue/{task}/{kind}/accept-unflagged`` (confirm, then accept
+every unflagged pending item under the reviewer's name), ``/item/{item_id}`` (one item: word diff,
+context, flags, its position in the queue, decision buttons and keyboard shortcuts) and
+``/healthz``. Decisions are ``POST`` forms; after one the page moves to the next item of the
+queue under the same status filter. A decision without a reviewer name asks for the name, and
+saving it comes back to the item.
 
 Security, because the pages show untrusted documents and change the store:
 
@@ -16,18 +19,22 @@ Security, because the pages show untrusted documents and change the store:
   :func:`hmac.compare_digest`) and, when the browser sends ``Origin`` or ``Referer``, it must be
   this site's origin; otherwise 403 and nothing changes;
 * responses carry a nonce-based ``Content-Security-Policy``, ``X-Content-Type-Options``,
-  ``Referrer-Policy``, ``X-Frame-Options`` and ``Cache-Control: no-store`` (pages only).
+  ``Referrer-Policy``, ``X-Frame-Options`` and ``Cache-Control: no-store`` (pages only);
+* :func:`serve` refuses a non-loopback bind without a token (:class:`UnsafeBindError`) and
+  redacts ``?token=`` from uvicorn's logs (:class:`RedactTokenFilter`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import hmac
 import ipaddress
 import json
+import logging
+import re
 import secrets
 import sys
-import unicodedata
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,7 +53,15 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from review.diff import inline_diff, word_diff
-from review.store import ConflictError, InvalidDecisionError, ReviewItem, ReviewStore, UnknownItemError
+from review.store import (
+    ConflictError,
+    InvalidDecisionError,
+    QueueStats,
+    ReviewItem,
+    ReviewStore,
+    UnknownItemError,
+    clean_reviewer,
+)
 
 HERE = Path(__file__).resolve().parent
 TOKEN_COOKIE = "conteb_review_token"
@@ -55,14 +70,17 @@ REVIEWER_COOKIE = "conteb_review_reviewer"
 CSRF_FIELD = "csrf_token"
 STATUS_FILTERS = ("pending", "accepted", "rejected", "edited", "all")
 ACTIONS = ("accept", "reject", "edit")
-PAGE_SIZE = 100
+PAGE_SIZES = (25, 50, 100)
+"""Items per queue page a reader may choose (``?size=``); the first is the default."""
 MAX_FORM_BYTES = 1 << 20
-MAX_REVIEWER_CHARS = 64
+BULK_NOTE = "accept all unflagged (web UI)"
+TOKEN_IN_QUERY = re.compile(r"([?&]token=)[^&#\s\"]*")
 CONTEXT_KEYS = ("theme", "chunk_index", "previous_chunk", "next_chunk", "query", "answer")
 NOTICES = {
     "undone": "Your last decision was undone; the item is back to what it was before it.",
     "finished": "No more items under this filter: this queue is done for now.",
     "name": "Reviewer name saved.",
+    "accepted_unflagged": "Every unflagged pending item was accepted under your name (one audit entry each).",
 }
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 UNAUTHENTICATED_PATHS = frozenset({"/healthz"})
@@ -132,15 +150,11 @@ def _cookie_value(request: Request, name: str) -> str | None:
 
 
 def _clean_reviewer(name: str | None) -> str | None:
-    """A reviewer name fit to record (trimmed, printable, at most 64 characters), or None."""
-    if name is None:
+    """The reviewer name fit to record (:func:`review.store.clean_reviewer`), or None."""
+    try:
+        return clean_reviewer(name)
+    except InvalidDecisionError:
         return None
-    name = " ".join(name.split())
-    if not name or len(name) > MAX_REVIEWER_CHARS:
-        return None
-    if any(unicodedata.category(char).startswith("C") for char in name):
-        return None
-    return name
 
 
 def _status_filter(value: str | None, default: str) -> str:
@@ -165,6 +179,38 @@ def queue_url(task: str, kind: str, status: str | None = None, **params: object)
     query = {"status": status, **params} if status else params
     path = f"/queue/{quote(task, safe='')}/{quote(kind, safe='')}"
     return f"{path}?{urlencode(query)}" if query else path
+
+
+def accept_unflagged_url(task: str, kind: str) -> str:
+    """Path of a queue's "accept all unflagged" confirmation page (GET) and action (POST)."""
+    return f"{queue_url(task, kind)}/accept-unflagged"
+
+
+def _query_count(request: Request, name: str, default: int) -> int:
+    """A whole-number query parameter (``default`` when absent or empty); HTTPException 400 for anything else.
+
+    A number too long to matter (over 18 digits) reads as :data:`sys.maxsize`, for the caller to clamp.
+    """
+    raw = request.query_params.get(name, "")
+    if raw == "":
+        return default
+    if not (raw.isascii() and raw.isdigit()):
+        raise HTTPException(400, f"The {name!r} parameter must be a whole number >= 0, not {raw[:40]!r}.")
+    return sys.maxsize if len(raw) > 18 else int(raw)
+
+
+def _page_links(total: int, offset: int, size: int, around: int = 2) -> list[dict[str, int | bool] | None]:
+    """Links to the pages of ``total`` items, ``size`` a page: the first, the last and ``around`` pages either
+    side of the one at ``offset`` (``number``, ``offset``, ``current``), None where pages are left out."""
+    count = max(1, -(-total // size))
+    current = offset // size
+    shown = sorted({0, count - 1, *range(max(0, current - around), min(count, current + around + 1))})
+    links: list[dict[str, int | bool] | None] = []
+    for index, page in enumerate(shown):
+        if index and page != shown[index - 1] + 1:
+            links.append(None)
+        links.append({"number": page + 1, "offset": page * size, "current": page == current})
+    return links
 
 
 def _safe_next(target: str | None) -> str:
@@ -192,6 +238,32 @@ def _here(request: Request) -> str:
 def _context_value(value: Any) -> str:
     """A context value as text (JSON for anything that is not a string)."""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _redact_token(text: str) -> str:
+    """``text`` with the value of every ``token`` query parameter replaced by ``REDACTED``."""
+    return TOKEN_IN_QUERY.sub(r"\1REDACTED", text)
+
+
+class RedactTokenFilter(logging.Filter):
+    """Hides ``?token=`` values in log records (uvicorn's access log prints each request's path and query)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite the record's message and string arguments in place; never drops a record."""
+        if isinstance(record.msg, str):
+            record.msg = _redact_token(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(_redact_token(arg) if isinstance(arg, str) else arg for arg in record.args)
+        return True
+
+
+def log_config() -> dict[str, Any]:
+    """uvicorn's default logging configuration with :class:`RedactTokenFilter` on each of its loggers."""
+    config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config.setdefault("filters", {})["redact_token"] = {"()": RedactTokenFilter}
+    for logger in config["loggers"].values():
+        logger["filters"] = [*logger.get("filters", []), "redact_token"]
+    return config
 
 
 # --------------------------------------------------------------------------------------------
@@ -339,7 +411,13 @@ class _ReviewApp:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.env.globals.update(item_url=item_url, queue_url=queue_url, status_filters=STATUS_FILTERS)
+        self.env.globals.update(
+            item_url=item_url,
+            queue_url=queue_url,
+            accept_unflagged_url=accept_unflagged_url,
+            status_filters=STATUS_FILTERS,
+            page_sizes=PAGE_SIZES,
+        )
         self.env.filters["when"] = _when
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -403,11 +481,29 @@ class _ReviewApp:
             raise HTTPException(403, "Missing or wrong CSRF token: reload the page and try again.")
         return form
 
+    def signed_number(self, request: Request, form: dict[str, str], field: str, then: str) -> tuple[str, int] | str:
+        """The reviewer's name and the whole number in ``form[field]`` (a version or revision the page showed),
+        or the message for the 400 page: no reviewer name yet (followed by ``then``), or no such number."""
+        reviewer = self.reviewer(request)
+        if reviewer is None:
+            return f"Set your reviewer name (top of the page) first; {then}."
+        try:
+            return reviewer, int(form.get(field, ""))
+        except ValueError:
+            return f"The form lacks the {field} the page showed; reload."
+
     def get_item(self, item_id: str) -> ReviewItem:
         try:
             return self.store.get(item_id)
         except UnknownItemError:
             raise HTTPException(404, f"No review item {item_id!r}.") from None
+
+    def queue_stats(self, task: str, kind: str) -> QueueStats:
+        """The queue's counts; HTTPException 404 for a queue never pushed."""
+        stats = self.store.stats(task=task, kind=kind)
+        if not stats:
+            raise HTTPException(404, f"No review queue {task}/{kind}.")
+        return stats[0]
 
     # -- pages ------------------------------------------------------------------------------
 
@@ -433,19 +529,24 @@ class _ReviewApp:
         return self.render(request, "index.html", queues=queues)
 
     async def queue(self, request: Request) -> Response:
-        """A queue's items under a status filter (pending by default), 100 a page."""
+        """A queue's items under a status filter (pending by default), flagged first, a page at a time.
+
+        ``?size=`` is one of :data:`PAGE_SIZES`; ``?offset=`` a whole number, moved down to the start of its
+        page and clamped to the last page; anything else is a 400.
+        """
         task, kind = request.path_params["task"], request.path_params["kind"]
         status = _status_filter(request.query_params.get("status"), "pending")
-        stats = self.store.stats(task=task, kind=kind)
-        if not stats:
-            raise HTTPException(404, f"No review queue {task}/{kind}.")
-        try:
-            offset = max(0, int(request.query_params.get("offset", "0")))
-        except ValueError:
-            offset = 0
+        stats = self.queue_stats(task, kind)
+        size = _query_count(request, "size", PAGE_SIZES[0])
+        if size not in PAGE_SIZES:
+            raise HTTPException(400, f"The 'size' parameter must be one of {', '.join(map(str, PAGE_SIZES))}.")
         store_status = _store_status(status)
         total = self.store.count(task=task, kind=kind, status=store_status)
-        items = self.store.items(task=task, kind=kind, status=store_status, limit=PAGE_SIZE, offset=offset)
+        last_page = max(0, total - 1) // size * size
+        offset = min(_query_count(request, "offset", 0) // size * size, last_page)
+        items = self.store.items(
+            task=task, kind=kind, status=store_status, limit=size, offset=offset, flagged_first=True
+        )
         first_pending = self.store.items(task=task, kind=kind, status="pending", limit=1)
         return self.render(
             request,
@@ -453,21 +554,77 @@ class _ReviewApp:
             title=f"{task} / {kind}",
             task=task,
             kind=kind,
-            stats=stats[0],
+            stats=stats,
             status=status,
             items=items,
             total=total,
             offset=offset,
-            page_size=PAGE_SIZE,
+            page_size=size,
+            pages=_page_links(total, offset, size),
+            unflagged_pending=self.store.count(task=task, kind=kind, status="pending", flagged=False),
             first_pending=first_pending[0] if first_pending else None,
         )
+
+    def accept_unflagged_page(
+        self, request: Request, task: str, kind: str, status_code: int = 200, error: str | None = None
+    ) -> HTMLResponse:
+        """The confirmation page of "accept all unflagged" (also the answer to a refused confirmation)."""
+        stats = self.queue_stats(task, kind)
+        selected = self.store.count(task=task, kind=kind, status="pending", flagged=False)
+        preview = self.store.items(task=task, kind=kind, status="pending", flagged=False, limit=20)
+        return self.render(
+            request,
+            "accept_unflagged.html",
+            status_code=status_code,
+            title=f"Accept unflagged · {task} / {kind}",
+            task=task,
+            kind=kind,
+            stats=stats,
+            selected=selected,
+            preview=preview,
+            error=error,
+            here=accept_unflagged_url(task, kind),
+        )
+
+    async def accept_unflagged_form(self, request: Request) -> Response:
+        """GET: what "accept all unflagged" would do, with the button that does it (changes nothing)."""
+        return self.accept_unflagged_page(request, request.path_params["task"], request.path_params["kind"])
+
+    async def accept_unflagged(self, request: Request) -> Response:
+        """POST (CSRF-checked): accept every unflagged pending item of the queue under the reviewer's name.
+
+        The form names the queue revision the reviewer confirmed; a queue changed since is a 409 and
+        nothing is accepted. Each item gets its own audit entry (reviewer, note :data:`BULK_NOTE`).
+        """
+        form = await self.form(request)
+        task, kind = request.path_params["task"], request.path_params["kind"]
+        stats = self.queue_stats(task, kind)
+        signed = self.signed_number(request, form, "revision", then="then confirm again")
+        if isinstance(signed, str):
+            return self.accept_unflagged_page(request, task, kind, 400, signed)
+        reviewer, revision = signed
+        if revision != stats.revision:
+            message = (
+                f"The queue changed since this page was shown (revision {revision}, now {stats.revision}): "
+                "nothing was accepted. Check the items below and confirm again."
+            )
+            return self.accept_unflagged_page(request, task, kind, 409, message)
+        try:
+            self.store.bulk_decide("accept", reviewer, task, kind, unflagged_only=True, note=BULK_NOTE)
+        except InvalidDecisionError as error:
+            return self.accept_unflagged_page(request, task, kind, 400, str(error))
+        return RedirectResponse(queue_url(task, kind, "pending", notice="accepted_unflagged"), status_code=303)
 
     def item_page(
         self, request: Request, item: ReviewItem, status: str, status_code: int = 200, error: str | None = None
     ) -> HTMLResponse:
-        """The page of one item (also used to answer a refused decision with the fresh item)."""
+        """The page of one item (also used to answer a refused decision with the fresh item).
+
+        Its reviewer-name form always comes back to this item's page, whatever URL answered.
+        """
         reviewer = self.reviewer(request)
         previous_id, next_id = self.store.neighbours(item.item_id, status=_store_status(status))
+        position, queue_size = self.store.position(item.item_id, status=_store_status(status))
         last = self.store.last_decision(reviewer, task=item.task, kind=item.kind) if reviewer else None
         last_item = None
         if last is not None:
@@ -487,8 +644,11 @@ class _ReviewApp:
             "item.html",
             status_code=status_code,
             title=item.item_id,
+            here=item_url(item.item_id, status),
             item=item,
             status=status,
+            position=position,
+            queue_size=queue_size,
             previous_id=previous_id,
             next_id=next_id,
             last=last,
@@ -522,14 +682,10 @@ class _ReviewApp:
         form = await self.form(request)
         item = self.get_item(request.path_params["item_id"])
         status = _status_filter(form.get("status"), "all")
-        reviewer = self.reviewer(request)
-        if reviewer is None:
-            return self.item_page(request, item, status, 400, "Set your reviewer name (top of the page) first.")
-        try:
-            version = int(form.get("version", ""))
-        except ValueError:
-            return self.item_page(request, item, status, 400, "The form lacks the item's version; reload.")
-        return form, item, status, reviewer, version
+        signed = self.signed_number(request, form, "version", then="saving it brings you back to this item")
+        if isinstance(signed, str):
+            return self.item_page(request, item, status, 400, signed)
+        return form, item, status, *signed
 
     def _apply(
         self, request: Request, item: ReviewItem, status: str, change: Callable[[], ReviewItem]
@@ -593,9 +749,10 @@ class _ReviewApp:
         """Remember the reviewer's name in a cookie (POST), then go back."""
         form = await self.form(request)
         target = _safe_next(form.get("next"))
-        name = _clean_reviewer(form.get("name"))
-        if name is None:
-            message = f"A reviewer name is 1 to {MAX_REVIEWER_CHARS} printable characters."
+        try:
+            name = clean_reviewer(form.get("name"))
+        except InvalidDecisionError as error:
+            message = f"Reviewer name refused: {error}."
             return self.render_error(request, 400, "Reviewer name refused", message)
         response = RedirectResponse(target, status_code=303)
         secure = request.url.scheme == "https"
@@ -627,6 +784,8 @@ def create_app(store_path: Path, token: str | None = None, review_base_url: str 
         Route("/healthz", views.healthz, methods=["GET", "HEAD"]),
         Route("/reviewer", views.set_reviewer, methods=["POST"]),
         Route("/queue/{task}/{kind}", views.queue, methods=["GET", "HEAD"]),
+        Route("/queue/{task}/{kind}/accept-unflagged", views.accept_unflagged_form, methods=["GET", "HEAD"]),
+        Route("/queue/{task}/{kind}/accept-unflagged", views.accept_unflagged, methods=["POST"]),
         Route("/item/{item_id:path}/decide", views.decide, methods=["POST"]),
         Route("/item/{item_id:path}/undo", views.undo, methods=["POST"]),
         Route("/item/{item_id:path}", views.item, methods=["GET", "HEAD"]),
@@ -646,17 +805,41 @@ def create_app(store_path: Path, token: str | None = None, review_base_url: str 
     return app
 
 
-def serve(store_path: Path, host: str = "127.0.0.1", port: int = 8765, token: str | None = None) -> None:
-    """Serve the review app with uvicorn; a non-loopback ``host`` needs a ``token`` (ValueError)."""
+class UnsafeBindError(ValueError):
+    """A non-loopback bind without a token: anyone who can reach the port could change decisions."""
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Raise :class:`UnsafeBindError` (one line: what and how to fix) for a non-loopback ``host`` without token."""
     if not _is_loopback_name(host) and not token:
-        raise ValueError(
+        raise UnsafeBindError(
             f"refusing to serve the review queue on {host!r} without a token: anyone who can reach it could "
-            "change review decisions. Bind 127.0.0.1 (the default) or pass a token (CONTEB_REVIEW_TOKEN)."
+            "change review decisions. Bind 127.0.0.1 (the default) or pass a token (--token or CONTEB_REVIEW_TOKEN)."
         )
+
+
+def serve(store_path: Path, host: str = "127.0.0.1", port: int = 8765, token: str | None = None) -> None:
+    """Serve the review app with uvicorn (logs through :func:`log_config`, so no token shows in them).
+
+    A non-loopback ``host`` needs a ``token`` (:class:`UnsafeBindError`, a ValueError). With a token, the
+    link to open (token included, once) is printed on stderr.
+    """
+    check_bind(host, token)
     if token:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         print(f"review queue: open http://{shown}:{port}/?token={quote(token, safe='')}", file=sys.stderr)
-    uvicorn.run(create_app(Path(store_path), token=token), host=host, port=port, log_level="info")
+    app = create_app(Path(store_path), token=token)
+    uvicorn.run(app, host=host, port=port, log_level="info", log_config=log_config())
 
 
-__all__ = ["create_app", "item_url", "queue_url", "serve"]
+__all__ = [
+    "RedactTokenFilter",
+    "UnsafeBindError",
+    "accept_unflagged_url",
+    "check_bind",
+    "create_app",
+    "item_url",
+    "log_config",
+    "queue_url",
+    "serve",
+]

@@ -3,8 +3,10 @@
 The app runs under uvicorn in a background thread on 127.0.0.1 and a free port; the test names
 the reviewer, accepts one item with the keyboard (``a``), edits another (``e``, type,
 ``Ctrl+Enter``), rejects and undoes with ``r``/``u``, and checks the store after each step. It
-also checks that hostile document text never runs as script. Screenshots of an item page and of
-the overview go to ``$CONTEB_SCREENSHOTS`` when it is set.
+also checks that hostile document text never runs as script, that a shortcut pressed before the
+reviewer is named asks for the name and comes back to the item, and "accept all unflagged".
+Screenshots of an item page, the queue page and the overview go to ``$CONTEB_SCREENSHOTS`` when
+it is set.
 
 Skipped (with the reason) when ``/usr/bin/chromium`` or the ``playwright`` package is missing:
 ``scripts/install-browser.sh`` installs the browser; Playwright never downloads one here.
@@ -186,3 +188,42 @@ def test_review_with_the_keyboard(page: sync_api.Page, server: str, store_path: 
     page.goto(server + "/")
     assert page.locator(".queue-row").count() == 1
     _screenshot(page, "review-overview.png")
+
+
+def test_a_shortcut_before_naming_oneself_asks_for_the_name(page: sync_api.Page, server: str, store_path: Path) -> None:
+    item = f"{TASK}:{KIND}:c0"
+    page.goto(f"{server}/item/{item}?status=pending")
+    page.keyboard.press("a")  # no reviewer yet: the name box gets the focus, nothing is posted
+    assert page.evaluate("document.activeElement.id") == "reviewer-input"
+    assert page.url.endswith(f"/item/{item}?status=pending")
+    with ReviewStore(store_path) as store:
+        assert store.get(item).status == "pending"
+    page.keyboard.type("Bea")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert page.url.endswith(f"/item/{item}?status=pending")  # back on the item, not a 404
+    assert page.locator("#reviewer-name").inner_text() == "Bea"
+    assert page.locator("#item-position").inner_text() == "item 1 of 3"
+    _press(page, "a")
+    with ReviewStore(store_path) as store:
+        accepted = store.get(item)
+    assert (accepted.status, accepted.reviewer) == ("accepted", "Bea")
+
+
+def test_accept_all_unflagged_from_the_queue_page(page: sync_api.Page, server: str, store_path: Path) -> None:
+    page.goto(f"{server}/queue/{TASK}/{KIND}")
+    page.fill("#reviewer-input", "Bulk Bea")
+    with page.expect_navigation():
+        page.click("#reviewer-save")
+    rows = page.locator("tr[data-item-id]")
+    assert rows.first.get_attribute("data-item-id") == f"{TASK}:{KIND}:c1"  # the flagged item first
+    _screenshot(page, "review-queue.png")
+    with page.expect_navigation():
+        page.click("#accept-unflagged")
+    assert "Accept 2 unflagged pending items" in page.locator("main").inner_text()
+    with page.expect_navigation():
+        page.click("#confirm-accept-unflagged")
+    assert f"/queue/{TASK}/{KIND}?status=pending&notice=accepted_unflagged" in page.url
+    with ReviewStore(store_path) as store:
+        statuses = {item.object_id: (item.status, item.reviewer) for item in store.items(task=TASK)}
+    assert statuses == {"c0": ("accepted", "Bulk Bea"), "c1": ("pending", None), "c2": ("accepted", "Bulk Bea")}
