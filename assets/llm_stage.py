@@ -33,8 +33,9 @@ def run_requests(
 ) -> tuple[dict[str, LLMResult], dict[str, object]]:
     """Answer ``requests`` under scope ``<task>/<stage>``; results by custom id, plus metadata.
 
-    Metadata: request counts (cached, asked, failed), tokens and estimated dollars of this
-    materialization, and the task's running total from the ledger.
+    Metadata: request counts (cached, asked, failed, and among the failed the remembered failures
+    that were not asked again), tokens and estimated dollars of this materialization, and the
+    task's running total from the ledger.
     """
     scope = f"{task.name}/{stage}"
     started = time.time()
@@ -52,6 +53,13 @@ def run_requests(
         context.log.warning(f"{scope}: {result.custom_id} failed: {result.error}")
     if failed:
         context.log.warning(f"{scope}: {len(failed)} of {len(results)} requests failed (kept out, listed in metadata)")
+    remembered = sum(r.remembered for r in results)
+    if remembered:
+        context.log.warning(
+            f"{scope}: {remembered} of them failed validation in an earlier run with the same prompt, model and "
+            f"settings and were not asked again; `conteb llm retry-failed --task {task.name} --stage {stage}` "
+            "has the next run ask for them again"
+        )
     metadata: dict[str, object] = {
         "llm/status": "ran",
         "llm/model": client.settings.model,
@@ -59,6 +67,7 @@ def run_requests(
         "llm/requests": len(results),
         "llm/cached": sum(r.cached for r in results),
         "llm/failed": len(failed),
+        "llm/remembered_failures": remembered,
         "llm/calls": now.calls,
         "llm/prompt_tokens": now.prompt_tokens,
         "llm/completion_tokens": now.completion_tokens,

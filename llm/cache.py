@@ -6,19 +6,27 @@
   killed mid-stage loses nothing it paid for and a rerun asks only for what is missing.
 * ``usage``: one row per paid call (scope, tokens, estimated dollars): the cost ledger.
 * ``batches``: Batch API jobs in flight, so a restarted stage resumes polling instead of paying twice.
+* ``failures``: key -> the last answer that failed validation (after the re-ask) and why, with the scope
+  (``<task>/<stage>``) that asked. A rerun does not pay for the same refusal again: the key changes with
+  the prompt, model or settings, and ``conteb llm retry-failed`` forgets a task's or stage's failures.
+  A valid answer for the key replaces its failure.
+
+The file is opened with :func:`conteb.sqlite_files.connect_store`: an existing 0-byte, foreign or damaged
+file is refused (``StoreFileError``), never silently started fresh.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from conteb.sqlite_files import connect_store
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -31,7 +39,12 @@ CREATE INDEX IF NOT EXISTS usage_scope ON usage(scope);
 CREATE TABLE IF NOT EXISTS batches (
     batch_id TEXT PRIMARY KEY, scope TEXT NOT NULL, keys_digest TEXT NOT NULL, status TEXT NOT NULL,
     created_at REAL NOT NULL, updated_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS failures (
+    key TEXT PRIMARY KEY, scope TEXT NOT NULL, custom_id TEXT, model TEXT, prompt_tag TEXT, error TEXT NOT NULL,
+    answer TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS failures_scope ON failures(scope);
 """
+STORE_CONTENTS = "the paid LLM answers and the cost ledger"
 
 
 def cache_key(parts: dict[str, Any]) -> str:
@@ -49,6 +62,18 @@ class CachedAnswer:
 
 
 @dataclass(frozen=True)
+class RememberedFailure:
+    """An answer that failed validation: why (``error``), the answer text itself, and the scope that asked."""
+
+    scope: str
+    error: str
+    answer: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    model: str | None
+
+
+@dataclass(frozen=True)
 class UsageSummary:
     calls: int
     prompt_tokens: int
@@ -57,13 +82,15 @@ class UsageSummary:
 
 
 class AnswerCache:
-    """The SQLite file at ``path`` (created with its folder when missing). Thread-safe."""
+    """The SQLite file at ``path`` (created with its folder when missing). Thread-safe.
+
+    Raises :class:`conteb.sqlite_files.StoreFileError` when ``path`` exists but is not a usable store.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+        self._db = connect_store(self.path, STORE_CONTENTS, check_same_thread=False, isolation_level=None, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
         self._db.executescript(_SCHEMA)
@@ -79,31 +106,81 @@ class AnswerCache:
             ).fetchone()
         return CachedAnswer(json.loads(row[0]), row[1], row[2], row[3]) if row else None
 
-    def get_many(self, keys: Iterable[str]) -> dict[str, CachedAnswer]:
-        """Cached answers among ``keys``."""
-        found: dict[str, CachedAnswer] = {}
+    def _rows_by_key(self, select: str, keys: Iterable[str]) -> list[tuple[Any, ...]]:
+        """Rows of ``select`` (``SELECT key, ... FROM table``) whose key is among ``keys``, 500 keys a query."""
         keys = list(dict.fromkeys(keys))
+        rows: list[tuple[Any, ...]] = []
         with self._lock:
             for start in range(0, len(keys), 500):
                 chunk = keys[start : start + 500]
-                rows = self._db.execute(
-                    f"SELECT key, value, prompt_tokens, completion_tokens, model FROM answers "
-                    f"WHERE key IN ({','.join('?' * len(chunk))})",
-                    chunk,
-                ).fetchall()
-                for key, value, prompt_tokens, completion_tokens, model in rows:
-                    found[key] = CachedAnswer(json.loads(value), prompt_tokens, completion_tokens, model)
-        return found
+                rows += self._db.execute(f"{select} WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+        return rows
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, CachedAnswer]:
+        """Cached answers among ``keys``."""
+        rows = self._rows_by_key("SELECT key, value, prompt_tokens, completion_tokens, model FROM answers", keys)
+        return {
+            key: CachedAnswer(json.loads(value), prompt_tokens, completion_tokens, model)
+            for key, value, prompt_tokens, completion_tokens, model in rows
+        }
 
     def put(
         self, key: str, custom_id: str, model: str, prompt_tag: str, value: dict[str, Any], usage: tuple[int, int]
     ) -> None:
-        """Store a validated answer (committed at once)."""
-        with self._lock:
+        """Store a validated answer (committed at once); it replaces a remembered failure of ``key``."""
+        with self._lock, self._db:
+            self._db.execute("BEGIN")
             self._db.execute(
                 "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, custom_id, model, prompt_tag, json.dumps(value, ensure_ascii=False), *usage, time.time()),
             )
+            self._db.execute("DELETE FROM failures WHERE key = ?", (key,))
+
+    # --- remembered failures -------------------------------------------------------------------
+
+    def remember_failure(
+        self,
+        key: str,
+        scope: str,
+        custom_id: str,
+        model: str,
+        prompt_tag: str,
+        error: str,
+        answer: str | None,
+        usage: tuple[int, int],
+    ) -> None:
+        """Remember that ``key``'s answer (``answer``, the last one received) failed validation with ``error``."""
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, scope, custom_id, model, prompt_tag, error, answer, *usage, time.time()),
+            )
+
+    def failures(self, keys: Iterable[str]) -> dict[str, RememberedFailure]:
+        """Remembered failures among ``keys``."""
+        rows = self._rows_by_key(
+            "SELECT key, scope, error, answer, prompt_tokens, completion_tokens, model FROM failures", keys
+        )
+        return {key: RememberedFailure(*rest) for key, *rest in rows}
+
+    def failure_counts(self, task: str) -> dict[str, int]:
+        """How many failures are remembered per scope (``<task>/<stage>``) of ``task``, sorted by scope."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT scope, COUNT(*) FROM failures WHERE scope LIKE ? ESCAPE '\\' GROUP BY scope ORDER BY scope",
+                [_like_prefix(f"{task}/")],
+            ).fetchall()
+        return dict(rows)
+
+    def forget_failures(self, task: str, stage: str | None = None) -> int:
+        """Forget the remembered failures of scope ``<task>/<stage>`` (every stage of ``task`` when ``stage`` is
+        ``None``), so the next run asks for them again; returns how many were forgotten."""
+        if stage is None:
+            where, params = "scope LIKE ? ESCAPE '\\'", [_like_prefix(f"{task}/")]
+        else:
+            where, params = "scope = ?", [f"{task}/{stage}"]
+        with self._lock:
+            return self._db.execute(f"DELETE FROM failures WHERE {where}", params).rowcount
 
     def record_usage(
         self, scope: str, custom_id: str, model: str, usage: tuple[int, int], cost_usd: float, mode: str
@@ -122,8 +199,7 @@ class AnswerCache:
             "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), "
             "COALESCE(SUM(cost_usd), 0) FROM usage WHERE scope LIKE ? ESCAPE '\\'"
         )
-        escaped = scope_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        params: list[Any] = [escaped + "%"]
+        params: list[Any] = [_like_prefix(scope_prefix)]
         if since is not None:
             query += " AND created_at >= ?"
             params.append(since)
@@ -163,3 +239,8 @@ class AnswerCache:
                 "status = excluded.status, updated_at = excluded.updated_at",
                 (batch_id, scope, keys_digest, status, now, now),
             )
+
+
+def _like_prefix(prefix: str) -> str:
+    """A ``LIKE ... ESCAPE '\\'`` pattern matching the strings that start with ``prefix``."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

@@ -2,14 +2,23 @@
 
 ``LLMClient.run(requests, scope=...)`` returns one :class:`LLMResult` per request, in order:
 
-1. Answers already in the :class:`AnswerCache` are returned without a request (``cached=True``).
+1. Answers already in the :class:`AnswerCache` are returned without a request (``cached=True``),
+   and so are remembered failures (``remembered=True``): answers refused by validation in an earlier
+   run with the same key (prompt, model, settings). A remembered answer that the request's current
+   validator accepts becomes a cached answer.
 2. The rest are sent with ``openai.AsyncOpenAI`` (SDK retries off: we retry ourselves), at most
-   ``max_concurrency`` at a time and within the requests/tokens-per-minute budget.
-3. 429, 408, 409, 5xx, timeouts and connection errors are retried with exponential backoff and
-   jitter (``Retry-After`` honoured), up to ``max_attempts`` tries; any other 4xx is not retried.
+   ``max_concurrency`` at a time and within the requests/tokens-per-minute budget. Each try has a
+   total deadline of ``timeout_s`` (the SDK's timeout only bounds the wait between two bytes) and
+   reads at most ``max_answer_bytes``.
+3. 429, 408, 409, 5xx, timeouts, connection errors and a 200 that is not a chat completion (an HTML
+   page, JSON of another shape, too large: :class:`ServerFault`) are retried with exponential
+   backoff and jitter, up to ``max_attempts`` tries; any other 4xx is not retried. ``Retry-After``
+   (seconds or an HTTP date) is honoured up to ``max_retry_after_s``; a value that is neither is
+   ignored (normal backoff).
 4. The answer must be JSON that matches the request's schema and passes its validator; if not,
    the model is re-asked once with the problem stated. Valid answers are committed to the cache
-   at once; every paid call goes to the cost ledger under ``scope``.
+   at once; every paid call goes to the cost ledger under ``scope``; an answer still refused after
+   the re-ask is remembered as a failure (see 1; ``conteb llm retry-failed`` forgets it).
 5. An item that still fails is returned with its error: one bad item never fails the stage.
 
 ``mode: batch`` sends the uncached requests through the Batch API instead (see ``llm/batch.py``).
@@ -20,6 +29,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import dataclasses
+import datetime
 import email.utils
 import json
 import os
@@ -31,20 +42,27 @@ from typing import Any
 
 import jsonschema
 import openai
+from openai import AsyncAPIResponse
+from openai._constants import RAW_RESPONSE_HEADER  # "stream": the SDK hands back the unread response
 from openai.types.chat import ChatCompletion
 
-from llm.cache import AnswerCache, cache_key
+from llm.cache import AnswerCache, RememberedFailure, cache_key
 from llm.settings import LLMSettings
 from llm.types import LLMRequest, LLMResult
 
 Progress = Callable[[int, int], None]
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 RETRYABLE_STATUS = {408, 409, 429}
-MAX_RETRY_AFTER_S = 600.0
+_DELAY_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # RFC 9110 delay-seconds is 1*DIGIT; decimals tolerated
+_PREVIEW_CHARS = 80
 
 
 class AnswerError(ValueError):
     """The model's answer is not usable (not JSON, wrong shape, or rejected by the validator)."""
+
+
+class ServerFault(RuntimeError):
+    """No usable chat completion came back (deadline passed, not a completion, too large): retried like a 5xx."""
 
 
 class LLMClient:
@@ -165,10 +183,15 @@ class LLMClient:
                 completion_tokens=cached.completion_tokens, model=cached.model,
             )  # fmt: skip
         pending = {key: request for key, request in zip(keys, requests, strict=True) if key not in results}
-        if pending:
+        remembered = self._remembered(pending)
+        results.update(remembered)
+        pending = {key: request for key, request in pending.items() if key not in remembered}
+        skipped = sum(result.remembered for result in remembered.values())
+        if pending or skipped:
             self.log(
-                f"{scope or 'llm'}: {len(results)} of {len(set(keys))} answers cached; "
-                f"asking {self.settings.model} for {len(pending)} ({self.settings.mode} mode)"
+                f"{scope or 'llm'}: {len(results) - skipped} of {len(set(keys))} answers cached, {skipped} remembered "
+                f"failure{'s' * (skipped != 1)} not asked again; asking {self.settings.model} for {len(pending)} "
+                f"({self.settings.mode} mode)"
             )
             if self.settings.mode == "batch":
                 from llm.batch import run_batch
@@ -176,7 +199,29 @@ class LLMClient:
                 results.update(run_batch(self, pending, scope, progress))
             else:
                 results.update(self.run_online(pending, scope, progress))
-        return [_for_request(results[key], request) for key, request in zip(keys, requests, strict=True)]
+        return [
+            dataclasses.replace(results[key], custom_id=request.custom_id)  # identical requests share an answer
+            for key, request in zip(keys, requests, strict=True)
+        ]
+
+    def _remembered(self, pending: dict[str, LLMRequest]) -> dict[str, LLMResult]:
+        """Results of the ``pending`` requests with a remembered failure, without asking: the remembered
+        answer when the request's current validator accepts it (stored as an answer), else the failure."""
+        out: dict[str, LLMResult] = {}
+        for key, failure in self.cache.failures(pending).items():
+            request = pending[key]
+            tokens = (failure.prompt_tokens, failure.completion_tokens)
+            try:
+                value = self.parse_answer(request, failure.answer)
+            except AnswerError:
+                out[key] = LLMResult(request.custom_id, error=_remembered_error(failure), model=failure.model,
+                                     remembered=True)  # fmt: skip
+                continue
+            self.cache.put(key, request.custom_id, failure.model or self.settings.model, request.prompt_tag, value,
+                           tokens)  # fmt: skip
+            out[key] = LLMResult(request.custom_id, value, cached=True, prompt_tokens=tokens[0],
+                                 completion_tokens=tokens[1], model=failure.model)  # fmt: skip
+        return out
 
     async def _run_online(
         self, pending: dict[str, LLMRequest], scope: str, progress: Progress | None
@@ -209,6 +254,7 @@ class LLMClient:
     ) -> tuple[str, LLMResult]:
         result = LLMResult(request.custom_id, model=self.settings.model)
         extra: list[dict[str, str]] = []
+        content: str | None = None
         for _ask in range(2):  # the first answer, then one re-ask when it is invalid
             try:
                 content = await self._complete(client, semaphore, limiter, request, extra, result, scope)
@@ -232,6 +278,9 @@ class LLMClient:
             self.cache.put(key, request.custom_id, self.settings.model, request.prompt_tag, result.value,
                            (result.prompt_tokens, result.completion_tokens))  # fmt: skip
             return key, result
+        self.cache.remember_failure(key, scope, request.custom_id, self.settings.model, request.prompt_tag,
+                                    result.error or "invalid answer", content,
+                                    (result.prompt_tokens, result.completion_tokens))  # fmt: skip
         return key, result
 
     async def _complete(
@@ -252,42 +301,69 @@ class LLMClient:
             try:
                 async with semaphore:
                     await limiter.acquire(estimate)
-                    # The SDK's generic POST with the typed response: the same HTTP call as
-                    # chat.completions.create(**body), without re-validating parameters we built
-                    # ourselves (that costs ~1 ms of CPU per call, the bottleneck at 32+ in flight).
-                    response = await client.post("/chat/completions", cast_to=ChatCompletion, body=body)
-            except (openai.APIConnectionError, openai.APIStatusError) as error:
+                    content, prompt_tokens, completion_tokens = await self._post(client, body)
+            except (openai.APIConnectionError, openai.APIStatusError, ServerFault) as error:
                 status = getattr(error, "status_code", None)
                 retryable = status is None or status in RETRYABLE_STATUS or status >= 500
                 if not retryable or attempt == self.settings.max_attempts:
                     raise
-                delay = self._delay(attempt, error)
+                delay, why = self._delay(attempt, error)
+                what = f": {error}" if isinstance(error, ServerFault) else f" {status}" if status else ""
                 self.log(
-                    f"{scope or 'llm'}: {request.custom_id}: {type(error).__name__}"
-                    f"{f' {status}' if status else ''}, retry {attempt}/{self.settings.max_attempts - 1} "
-                    f"in {delay:.1f}s"
+                    f"{scope or 'llm'}: {request.custom_id}: {type(error).__name__}{what}, "
+                    f"retry {attempt}/{self.settings.max_attempts - 1} in {delay:.1f}s{why}"
                 )
                 await asyncio.sleep(delay)
                 continue
-            usage = response.usage
-            prompt_tokens = (usage.prompt_tokens or 0) if usage else 0
-            completion_tokens = (usage.completion_tokens or 0) if usage else 0
             result.prompt_tokens += prompt_tokens
             result.completion_tokens += completion_tokens
             self.cache.record_usage(
                 scope, request.custom_id, self.settings.model, (prompt_tokens, completion_tokens),
                 self.settings.cost_usd(prompt_tokens, completion_tokens), "online",
             )  # fmt: skip
-            return response.choices[0].message.content if response.choices else None
+            return content
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _delay(self, attempt: int, error: Exception) -> float:
-        """Seconds to wait before try ``attempt + 1``: ``Retry-After`` if given, else backoff with jitter."""
-        retry_after = _retry_after(error)
-        if retry_after is not None:  # the server knows best; capped so a bogus header cannot stall a run
-            return min(retry_after, MAX_RETRY_AFTER_S)
+    async def _post(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> tuple[str | None, int, int]:
+        """One chat-completions call: ``(content, prompt tokens, completion tokens)`` of its answer.
+
+        The whole call, from sending to the answer's last byte, must end within ``timeout_s`` and the
+        answer may not exceed ``max_answer_bytes``, else :class:`ServerFault`; status and connection
+        errors are raised as the SDK raises them.
+        """
+        timeout_s = self.settings.timeout_s
+        try:
+            async with asyncio.timeout(timeout_s):
+                # The SDK's generic POST, as chat.completions.create(**body) without re-validating the parameters
+                # we built ourselves (~1 ms of CPU per call, the bottleneck at 32+ in flight); the body is left
+                # unread ("stream") so that its size can be capped while it arrives.
+                response = await client.post(
+                    "/chat/completions", cast_to=ChatCompletion, body=body,
+                    options={"headers": {RAW_RESPONSE_HEADER: "stream"}},
+                )  # fmt: skip
+                data = await _read_capped(response, self.settings.max_answer_bytes)
+        except TimeoutError:
+            raise ServerFault(f"no complete answer within {timeout_s:g} s (llm.timeout_s)") from None
+        return parse_completion(response.headers.get("content-type", ""), data)
+
+    def _delay(self, attempt: int, error: Exception) -> tuple[float, str]:
+        """Seconds to wait before try ``attempt + 1``, and a note for the log: the server's ``Retry-After``
+        (capped at ``max_retry_after_s``) when it can be read, else backoff with jitter."""
+        header, value = _retry_after_header(error)
+        if value is not None:
+            seconds = parse_retry_after(value, time.time())
+            if header == "retry-after-ms" and seconds is not None:
+                seconds /= 1000
+            cap = self.settings.max_retry_after_s
+            if seconds is not None and seconds > cap:
+                return cap, f" ({header} {value!r} = {seconds:g} s, capped at {cap:g} s: llm.max_retry_after_s)"
+            if seconds is not None:
+                return seconds, f" ({header} {value!r})"
+            note = f" ({header} {value!r} ignored: neither seconds nor an HTTP date)"
+        else:
+            note = ""
         ceiling = min(self.settings.backoff_max_s, self.settings.backoff_initial_s * 2 ** (attempt - 1))
-        return ceiling / 2 + random.uniform(0, ceiling / 2)  # "equal jitter"
+        return ceiling / 2 + random.uniform(0, ceiling / 2), note  # "equal jitter"
 
 
 class RateLimiter:
@@ -319,33 +395,98 @@ class RateLimiter:
                 await asyncio.sleep(max(0.01, self.window_s - (now - self._window[0][0])))
 
 
-def _retry_after(error: Exception) -> float | None:
-    """Seconds from ``Retry-After`` / ``retry-after-ms`` headers of a failed response, if any."""
-    response = getattr(error, "response", None)
-    headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    if headers.get("retry-after-ms"):
-        try:
-            return float(headers["retry-after-ms"]) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
+def parse_retry_after(value: str, now: float) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (RFC 9110, section 10.2.3) received at ``now``.
+
+    Accepts delay-seconds (decimals too) and an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and
+    asctime forms, which are GMT); a date in the past means 0. Anything else is ``None`` (ignore it).
+    """
+    text = value.strip()
+    if _DELAY_SECONDS.fullmatch(text):
+        return float(text)
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - now)
 
 
-def _for_request(result: LLMResult, request: LLMRequest) -> LLMResult:
-    """A copy of ``result`` carrying ``request``'s custom id (identical requests share an answer)."""
-    return LLMResult(
-        request.custom_id, result.value, result.error, result.cached, result.attempts,
-        result.prompt_tokens, result.completion_tokens, result.model,
-    )  # fmt: skip
+async def _read_capped(response: AsyncAPIResponse[Any], limit: int) -> bytes:
+    """The body of a streamed ``response`` (closed afterwards); :class:`ServerFault` when it is larger than
+    ``limit`` bytes or breaks off."""
+    data = bytearray()
+    try:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise ServerFault(_too_large(int(declared), limit))
+        async for chunk in response.iter_bytes():
+            data += chunk
+            if len(data) > limit:
+                raise ServerFault(_too_large(len(data), limit))
+    except ServerFault:
+        raise
+    except Exception as error:  # the HTTP library's own error types (they differ between SDK versions)
+        broke = f"{type(error).__name__}: {error}"
+        raise ServerFault(f"the answer broke off after {len(data):,} bytes ({broke})") from error
+    finally:
+        await response.close()
+    return bytes(data)
+
+
+def parse_completion(content_type: str, data: bytes) -> tuple[str | None, int, int]:
+    """``(message content, prompt tokens, completion tokens)`` of a chat-completions answer body.
+
+    Raises :class:`ServerFault` saying what came back (content type, size, first characters) when
+    ``data`` is not a JSON object whose ``choices[0].message`` holds a string (or null) ``content``.
+    """
+    what = f"{content_type or 'no content type'}, {len(data):,} bytes"
+    try:
+        value = json.loads(data)
+    except ValueError:  # also undecodable bytes
+        raise ServerFault(f"the answer is not a chat completion ({what}, not JSON): {_preview(data)}") from None
+    choices = value.get("choices") if isinstance(value, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict) or not isinstance(message.get("content"), str | None):
+        raise ServerFault(
+            f"the answer is not a chat completion ({what}, JSON without choices[0].message.content): {_preview(data)}"
+        )
+    usage = value.get("usage") if isinstance(value.get("usage"), dict) else {}
+    return message.get("content"), _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+
+
+def _count(value: Any) -> int:
+    """A token count from an answer's ``usage`` (0 when missing or not a non-negative integer)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _preview(data: bytes) -> str:
+    """The first characters of ``data``, quoted, with ``...`` when there is more."""
+    text = data.decode("utf-8", "replace")  # at most max_answer_bytes
+    return repr(text[:_PREVIEW_CHARS]) + ("..." if len(text) > _PREVIEW_CHARS else "")
+
+
+def _too_large(size: int, limit: int) -> str:
+    return f"the answer (at least {size:,} bytes) is larger than llm.max_answer_bytes ({limit} bytes)"
+
+
+def _retry_after_header(error: Exception) -> tuple[str, str | None]:
+    """``(header name, value)`` of the wait a failed response asks for: ``retry-after-ms`` (OpenAI's) when it
+    holds a number, else ``Retry-After``; the value is ``None`` when neither is there."""
+    headers = getattr(getattr(error, "response", None), "headers", None) or {}
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds and _DELAY_SECONDS.fullmatch(milliseconds.strip()):
+        return "retry-after-ms", milliseconds
+    return "Retry-After", headers.get("retry-after") or None
+
+
+def _remembered_error(failure: RememberedFailure) -> str:
+    """The error of a result whose failure was remembered (says how to ask again)."""
+    task = failure.scope.split("/", 1)[0]
+    command = f"conteb llm retry-failed --task {task}" if task else "conteb llm retry-failed"
+    return f"{failure.error} (remembered from an earlier run, not asked again; `{command}` asks again)"
 
 
 def _run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:

@@ -41,13 +41,15 @@ class LLMSettings(BaseModel):
     base_url: str | None = None  # None: $OPENAI_BASE_URL, else the OpenAI API
     temperature: float = Field(0.0, ge=0, le=2)
     max_tokens: int = Field(1024, ge=1)
-    timeout_s: float = Field(60.0, gt=0)
+    timeout_s: float = Field(60.0, gt=0)  # per try, from sending the request to the answer's last byte
     max_concurrency: int = Field(16, ge=1)
     requests_per_minute: int | None = Field(None, ge=1)
     tokens_per_minute: int | None = Field(None, ge=1)
     max_attempts: int = Field(5, ge=1)  # transport tries per call (429, 5xx, timeouts, connection errors)
     backoff_initial_s: float = Field(1.0, ge=0)
     backoff_max_s: float = Field(60.0, ge=0)
+    max_retry_after_s: float = Field(60.0, ge=0)  # the longest wait a server's Retry-After header may impose
+    max_answer_bytes: int = Field(1024 * 1024, ge=1024)  # a larger HTTP answer is refused as a server fault
     structured_output: Literal["json_schema", "json_instruction"] = "json_schema"
     mode: Literal["online", "batch"] = "online"
     batch_poll_s: float = Field(30.0, gt=0)

@@ -40,7 +40,7 @@ Responder = Callable[[dict[str, Any]], dict[str, Any] | str]
 """Given the parsed chat-completions request body, return the answer: a dict is JSON-encoded into
 the assistant message content; a str is used as the content verbatim."""
 
-FaultKind = Literal["status", "hang", "malformed_json", "truncated", "content"]
+FaultKind = Literal["status", "hang", "malformed_json", "truncated", "content", "trickle", "body"]
 MALFORMED_CONTENT = "Sure! Here is the answer: {chunk: 3"
 _CONNECTION_ERRORS = (OSError,)  # BrokenPipe, ConnectionReset, timeouts: the client has gone
 
@@ -49,26 +49,32 @@ _CONNECTION_ERRORS = (OSError,)  # BrokenPipe, ConnectionReset, timeouts: the cl
 class Fault:
     """One injected failure, consumed by one chat request (or one Batch API line).
 
-    - ``status``: HTTP ``status`` with an OpenAI-style error body (+ ``Retry-After: retry_after``);
+    - ``status``: HTTP ``status`` with an OpenAI-style error body (+ ``Retry-After: retry_after``, a number of
+      seconds or any text, sent verbatim);
     - ``hang``: sleep ``seconds`` before answering normally (the client's timeout should fire first);
     - ``malformed_json``: a 200 whose assistant content is not JSON;
     - ``truncated``: a 200 announcing the full ``Content-Length`` but only half the body, then the
       connection is closed;
-    - ``content``: a normal 200 whose assistant content is ``content`` verbatim.
+    - ``content``: a normal 200 whose assistant content is ``content`` verbatim;
+    - ``trickle``: a normal 200 whose body is sent one byte at a time, ``seconds`` apart (each byte
+      arrives well within a read timeout, the whole answer does not);
+    - ``body``: a 200 whose whole HTTP body is ``content`` with ``Content-Type: content_type`` (an HTML
+      error page from a proxy, JSON of the wrong shape, an oversized answer).
 
-    In a batch, ``hang`` answers normally without sleeping and ``truncated`` becomes a line with
-    ``"response": null`` and ``"error": {"code": "server_error", ...}``.
+    In a batch, ``hang`` and ``trickle`` answer normally without sleeping; ``truncated`` and ``body``
+    become a line with ``"response": null`` and ``"error": {"code": "server_error", ...}``.
     """
 
     kind: FaultKind
     status: int = 500
-    retry_after: float | None = None
+    retry_after: float | str | None = None
     seconds: float = 0.0
     content: str = ""
+    content_type: str = "application/json"
 
     @classmethod
-    def rate_limited(cls, retry_after: float | None = None) -> Fault:
-        """HTTP 429, with ``Retry-After`` when ``retry_after`` is given."""
+    def rate_limited(cls, retry_after: float | str | None = None) -> Fault:
+        """HTTP 429, with ``Retry-After`` when ``retry_after`` is given (a number, or text sent verbatim)."""
         return cls("status", status=429, retry_after=retry_after)
 
     @classmethod
@@ -95,6 +101,16 @@ class Fault:
     def raw(cls, content: str) -> Fault:
         """A 200 whose assistant content is ``content`` verbatim."""
         return cls("content", content=content)
+
+    @classmethod
+    def trickle(cls, seconds_per_byte: float) -> Fault:
+        """A normal 200 whose body is written one byte every ``seconds_per_byte``."""
+        return cls("trickle", seconds=seconds_per_byte)
+
+    @classmethod
+    def http_body(cls, body: str, content_type: str = "text/html; charset=utf-8") -> Fault:
+        """A 200 whose HTTP body is ``body`` verbatim, sent as ``content_type`` (not a chat completion)."""
+        return cls("body", content=body, content_type=content_type)
 
 
 @dataclass
@@ -163,8 +179,8 @@ def _message_text(messages: Any) -> str:
     return "".join(out)
 
 
-def _format_seconds(value: float) -> str:
-    return f"{value:g}"
+def _format_seconds(value: float | str) -> str:
+    return value if isinstance(value, str) else f"{value:g}"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -235,9 +251,11 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str = "application/json",
         extra: dict[str, str] | None = None,
         truncate: bool = False,
+        trickle_s: float = 0.0,
     ) -> None:
         """Write one response; ``truncate`` announces the full length, writes half of ``payload`` and closes
-        the connection (no ``Connection: close`` warning, as when a proxy or server dies mid-answer)."""
+        the connection (no ``Connection: close`` warning, as when a proxy or server dies mid-answer);
+        ``trickle_s`` > 0 writes the body one byte at a time, that many seconds apart."""
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
@@ -247,6 +265,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(key, value)
             # headers and body in one write: two small writes would meet Nagle + delayed ACK (40 ms)
             self._headers_buffer.append(b"\r\n")
+            if trickle_s > 0:
+                self.flush_headers()
+                self._trickle(payload, trickle_s)
+                return
             self._headers_buffer.append(payload[: len(payload) // 2] if truncate else payload)
             self.flush_headers()
         except _CONNECTION_ERRORS:
@@ -257,8 +279,19 @@ class _Handler(BaseHTTPRequestHandler):
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
 
-    def _send_json(self, status: int, obj: Any, extra: dict[str, str] | None = None, truncate: bool = False) -> None:
-        self._send(status, json.dumps(obj).encode(), extra=extra, truncate=truncate)
+    def _trickle(self, payload: bytes, seconds_per_byte: float) -> None:
+        """Write ``payload`` one byte at a time; stops when the client has gone or the server stops."""
+        stopping = self.server.owner._stopping
+        for index in range(len(payload)):
+            self.wfile.write(payload[index : index + 1])
+            if stopping.wait(seconds_per_byte):
+                self.close_connection = True
+                return
+
+    def _send_json(
+        self, status: int, obj: Any, extra: dict[str, str] | None = None, truncate: bool = False, trickle_s: float = 0.0
+    ) -> None:
+        self._send(status, json.dumps(obj).encode(), extra=extra, truncate=truncate, trickle_s=trickle_s)
 
     def _dispatch(self, method: str) -> None:
         owner = self.server.owner
@@ -485,6 +518,10 @@ class OpenAICompatibleServer:
             handler._send_json(200, self._answer(body), truncate=True)
         elif fault.kind == "content":
             handler._send_json(200, self._answer(body, fault.content))
+        elif fault.kind == "trickle":
+            handler._send_json(200, self._answer(body), trickle_s=fault.seconds)
+        elif fault.kind == "body":
+            handler._send(200, fault.content.encode(), content_type=fault.content_type)
         else:  # pragma: no cover - Literal exhausts the kinds
             raise ValueError(f"unknown fault kind {fault.kind!r}")
 
@@ -665,8 +702,9 @@ class OpenAICompatibleServer:
                         }
                     )
                     continue
-                if fault is not None and fault.kind == "truncated":
-                    errors.append(_batch_error_line(line_id, custom_id, "server_error", "Injected truncated answer"))
+                if fault is not None and fault.kind in ("truncated", "body"):
+                    message = f"Injected {'truncated' if fault.kind == 'truncated' else 'non-completion'} answer"
+                    errors.append(_batch_error_line(line_id, custom_id, "server_error", message))
                     continue
                 content = None
                 if fault is not None and fault.kind == "malformed_json":

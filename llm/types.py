@@ -30,7 +30,11 @@ class LLMRequest:
 
 @dataclass
 class LLMResult:
-    """The outcome of one request: a validated ``value`` or an ``error`` (never both)."""
+    """The outcome of one request: a validated ``value`` or an ``error`` (never both).
+
+    ``remembered``: the error is a failure remembered from an earlier run (its answer failed validation
+    with the same prompt, model and settings), returned without asking again.
+    """
 
     custom_id: str
     value: dict[str, Any] | None = None
@@ -40,6 +44,7 @@ class LLMResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     model: str | None = None
+    remembered: bool = False
 
     @property
     def ok(self) -> bool:

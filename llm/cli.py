@@ -1,0 +1,63 @@
+"""``conteb llm``: the LLM answer store from the command line.
+
+``conteb llm retry-failed --task T [--stage S]`` forgets the remembered failures (answers refused by
+validation) of a task or one of its stages, so that the next run asks for them again.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+import click
+
+from conteb.sqlite_files import StoreFileError
+from conteb.storage import llm_cache_path, resolve_data_dir
+
+
+@click.group("llm")
+def llm() -> None:
+    """The LLM answer store: remembered failures."""
+
+
+@llm.command("retry-failed")
+@click.option("--task", required=True, help="Task whose remembered failures to forget.")
+@click.option(
+    "--stage",
+    default=None,
+    help="Only this stage (themes, reformulation, synthetic_queries, chunk_contexts, llm_pairing, answerability); "
+    "default: every stage.",
+)
+@click.pass_context
+def retry_failed(ctx: click.Context, task: str, stage: str | None) -> None:
+    """Forget the remembered LLM failures of a task (or one stage): the next run asks for them again."""
+    from conteb.cli import _load  # the registry given to `conteb --config` (exits 1 on an invalid one)
+    from llm.cache import AnswerCache
+
+    config = _load(ctx)
+    names = [t.name for t in config.tasks]
+    if task not in names:
+        _fail(f"unknown task {task!r}; the tasks of {config.config_path} are: {', '.join(names)}")
+    path = llm_cache_path(resolve_data_dir(config.config_dir))
+    scope = f"{task}/{stage}" if stage else task
+    if not path.exists():
+        click.echo(f"forgot 0 remembered failures of {scope} ({path} does not exist yet)")
+        return
+    try:
+        cache = AnswerCache(path)
+    except StoreFileError as error:
+        _fail(str(error))
+    forgotten = cache.forget_failures(task, stage)
+    left = cache.failure_counts(task)
+    cache.close()
+    click.echo(
+        f"forgot {forgotten} remembered failure{'s' * (forgotten != 1)} of {scope}"
+        + ("; the next run asks for them again" if forgotten else "")
+    )
+    if left:
+        click.echo("still remembered: " + ", ".join(f"{where} {count}" for where, count in left.items()))
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(message, err=True)
+    sys.exit(1)
