@@ -27,17 +27,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-# conteb status runs either way: it says where datasets landed, or which review queues wait.
+# The registry is checked first (its problems on one line each, no traceback). conteb status runs either way: it
+# says where datasets landed and what to do next; exit status 3 (make: "Error 3") = waiting for review, not a crash.
 run: $(STAMP)
-	@$(BIN)/dagster job execute -j build_conteb; status=$$?; $(BIN)/conteb status; exit $$status
+	@$(BIN)/conteb validate --no-sources >/dev/null || exit 2
+	@$(BIN)/dagster job execute -j build_conteb; $(BIN)/conteb status --run-status $$?
 
 # Every configured retrieval system on every task; reports in data/reports/ (after `make run`).
 evaluate: $(STAMP)
-	$(BIN)/dagster job execute -j evaluate_conteb
+	@$(BIN)/dagster job execute -j evaluate_conteb && echo "reports: data/reports/report.html (report.md beside it)"
 
 # The paper's controlled experiment (conteb.yaml `reproduce:`): SQuAD v1.1 dev split by document, made
 # context-dependent, InSeNT (plain and anchored windows) and the +Training control trained on the train split,
-# every baseline on the test split; report in data/reports/reproduce/ (about 100 minutes on 2 CPU cores: bench/BENCHMARKS.md).
+# every baseline on the test split; report in data/reports/reproduce/ (43 minutes on 2 CPU cores: bench/BENCHMARKS.md).
 reproduce: $(STAMP)
 	$(BIN)/dagster job execute -j reproduce_conteb
 

@@ -32,8 +32,10 @@ from curation.review_items import review_items_from_llm_pairs, review_items_from
 from curation.reviewed import Decision, PendingReviewError, apply_query_reviews, apply_reformulation_reviews
 from pipelines.metadata import count_metadata
 from pipelines.resources import ReviewStoreResource
+from review.store import AUTO_REVIEWER
 
-AUTO_REVIEWER = "auto"
+REVIEW_COMMAND = "conteb review serve"
+WAITING = "waiting for review"
 REVIEWED_OF_KIND = {
     "reformulation": (REFORMULATED_CHUNKS, REVIEWED_CHUNKS),
     "synthetic_query": (SYNTHETIC_QUERIES, REVIEWED_SYNTHETIC_QUERIES),
@@ -77,7 +79,8 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
                 "review_complete",
                 asset=key(task, review_queue(kind)),
                 blocking=True,
-                description="Fails (ERROR) while items are pending: nothing downstream uses unreviewed LLM output.",
+                description="Fails (ERROR) while items are pending, i.e. the run is waiting for review (not a crash): "
+                f"nothing downstream uses unreviewed LLM output. Decide the items with `{REVIEW_COMMAND}`.",
             )
         ],
     )
@@ -104,11 +107,15 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
         [stats] = store.stats(task=task.name, kind=kind) or [None]
         pending = stats.pending if stats else 0
         url = review.queue_url(task.name, kind)
+        state = WAITING if pending else "complete"
         context.log.info(
             f"{task.name}/{kind}: pushed {report.total} items ({report.added} new, {report.reopened} reopened, "
             f"{report.unchanged} unchanged); {auto} unchanged proposals auto-accepted; {pending} pending -> {url}"
         )
+        if pending:
+            context.log.warning(waiting_message(task, kind, pending, url))
         metadata = {
+            "review_status": state,
             "review_url": dg.MetadataValue.url(url),
             **count_metadata(
                 "push", {"added": report.added, "reopened": report.reopened, "unchanged": report.unchanged}
@@ -127,13 +134,25 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
             check_name="review_complete",
             passed=pending == 0,
             severity=dg.AssetCheckSeverity.ERROR,
-            description=(
-                "all items decided" if pending == 0 else f"{pending} items pending review: `conteb review serve`, {url}"
-            ),
-            metadata={"pending": pending, "review_url": dg.MetadataValue.url(url)},
+            description="all items decided" if pending == 0 else waiting_message(task, kind, pending, url),
+            metadata={
+                "status": state,
+                "pending": pending,
+                "review_command": REVIEW_COMMAND,
+                "review_url": dg.MetadataValue.url(url),
+            },
         )
 
     return queue
+
+
+def waiting_message(task: TaskConfig, kind: str, pending: int, url: str) -> str:
+    """The one line a run stopped at ``task``'s ``kind`` queue logs (and its check shows): not a failure, how many
+    items wait, and the command that resolves them."""
+    return (
+        f"WAITING FOR REVIEW (not a failure): task '{task.name}': {pending} {kind} item(s) pending; decide them with "
+        f"`{REVIEW_COMMAND}` ({url}), then rerun `make run` (nothing downstream of the queue runs until then)"
+    )
 
 
 def decisions(review: ReviewStoreResource, task: TaskConfig, kind: str) -> dict[str, Decision]:

@@ -1,19 +1,26 @@
 """The ``conteb`` command line.
 
-``conteb status``: the tasks of the registry and where their datasets landed, with row counts.
-``conteb validate``: load the registry and report problems (exit status 1 on an invalid file).
+``conteb status``: the tasks of the registry and where their datasets landed, with row counts, the review queues
+waiting, and what to do next. With ``--run-status N`` (what ``make run`` passes after ``dagster job execute -j
+build_conteb``) it also says how that run ended and exits 0 (succeeded), 3 (:data:`EXIT_WAITING_FOR_REVIEW`: the
+run stopped only at review gates, not a crash) or N (failed).
+``conteb validate``: load the registry and open every source it declares; one line per problem, naming the file,
+the task and the field (exit status 1 on any problem).
 ``conteb costs``: the LLM cost ledger: calls, tokens and estimated dollars per task and stage.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 from pathlib import Path
 
 import click
 import pyarrow.parquet as pq
 
-from conteb.config import ConfigError, load_config
+from conteb.config import ConfigError, display_path, load_config
+from conteb.sqlite_files import StoreFileError
 from conteb.storage import dataset_dir, llm_cache_path, resolve_data_dir, review_store_path
 
 
@@ -40,13 +47,45 @@ def _load(ctx: click.Context):
 
 
 @main.command()
+@click.option("--no-sources", is_flag=True, help="Check the registry only; do not open the sources it declares.")
 @click.pass_context
-def validate(ctx: click.Context) -> None:
-    """Validate the task registry."""
+def validate(ctx: click.Context, no_sources: bool) -> None:
+    """Validate the task registry and open every source it declares (exit status 1 on any problem)."""
     config = _load(ctx)
-    click.echo(f"{config.config_path}: {len(config.tasks)} task(s) OK: {', '.join(t.name for t in config.tasks)}")
+    shown = display_path(config.config_path)
+    opened = {} if no_sources else {task.name: check_source(task, config.config_dir) for task in config.tasks}
+    problems = [
+        f"{shown}: task '{task.name}' (tasks[{index}]): source: {opened[task.name]}"
+        for index, task in enumerate(config.tasks)
+        if isinstance(opened.get(task.name), SourceProblem)
+    ]
+    if problems:
+        click.echo("\n".join(problems), err=True)
+        sys.exit(1)
+    click.echo(f"{shown}: {len(config.tasks)} task(s) OK: {', '.join(t.name for t in config.tasks)}")
     for task in config.tasks:
         click.echo(f"  {task.name}: {describe_splits(task)}")
+        if task.name in opened:
+            click.echo(f"  {task.name}: source: {opened[task.name]}")
+
+
+class SourceProblem(str):
+    """Why a task's source cannot be read (the loader's message: file, row and reason)."""
+
+
+def check_source(task, base_dir: Path) -> str:
+    """Load ``task``'s source as the ``source_documents`` asset would: ``documents N, queries M``, ``not opened:
+    ...`` for a hub dataset (no network is assumed), or a :class:`SourceProblem`."""
+    from conteb.config import HFDatasetSource
+    from curation.sources import SourceError, load_source
+
+    if isinstance(task.source, HFDatasetSource) and not Path(task.source.path).exists():
+        return f"not opened: hub dataset {task.source.path!r} (loaded when the task runs)"
+    try:
+        result = load_source(task.source, base_dir)
+    except SourceError as error:
+        return SourceProblem(str(error))
+    return f"documents {len(result.documents):,}, queries {len(result.queries):,}"
 
 
 def describe_splits(task) -> str:
@@ -58,13 +97,28 @@ def describe_splits(task) -> str:
     return f"splits {shares} (by document, seed {task.splits.seed}){train}; evaluated on {task.evaluation_split}"
 
 
+EXIT_WAITING_FOR_REVIEW = 3
+"""Exit status of ``conteb status --run-status N`` (hence of ``make run``: make says "Error 3") when the build run
+stopped only because review queues wait: not a crash; decide the items and rerun."""
+
+BUILD_JOB = "build_conteb"
+
+
 @main.command()
+@click.option(
+    "--run-status",
+    type=int,
+    default=None,
+    help="Exit status of the `dagster job execute -j build_conteb` just run (`make run` passes it). Exit 0 after a "
+    f"success, {EXIT_WAITING_FOR_REVIEW} when the run stopped only at review gates, else this status.",
+)
 @click.pass_context
-def status(ctx: click.Context) -> None:
-    """Where each task's ConTEB dataset is, with its row counts."""
+def status(ctx: click.Context, run_status: int | None) -> None:
+    """Where each task's ConTEB dataset is, with its row counts, the review queues waiting, and what to do next."""
     config = _load(ctx)
     data_dir = resolve_data_dir(config.config_dir)
     click.echo(f"registry: {config.config_path}\ndata:     {data_dir}")
+    built = False
     for task in config.tasks:
         folder = dataset_dir(data_dir, task.name)
         counts = []
@@ -76,10 +130,17 @@ def status(ctx: click.Context) -> None:
             files = sorted((folder / config_name).glob("*.parquet"))
             if files:
                 counts.append(f"{sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} {unit}")
+        built = built or bool(counts)
         state = ", ".join(counts) if counts else "not built yet"
         click.echo(f"  {task.name:<20} {folder}  [{state}]")
         click.echo(f"  {'':<20} {describe_splits(task)}{_split_rows(folder, task.split_names)}")
-    _review_status(config, data_dir)
+    waiting = _review_status(data_dir)
+    outcome = "waiting" if waiting else ("built" if built else "not built")
+    code = 0
+    if run_status is not None:
+        code, outcome = _run_verdict(run_status, waiting)
+    _next_steps(outcome, any(task.review_kinds for task in config.tasks))
+    sys.exit(code)
 
 
 def _split_rows(folder: Path, splits: tuple[str, ...]) -> str:
@@ -94,18 +155,85 @@ def _split_rows(folder: Path, splits: tuple[str, ...]) -> str:
     return f" ({', '.join(rows)})" if rows else ""
 
 
-def _review_status(config, data_dir: Path) -> None:
-    """Pending review items per queue, with the commands that resolve them."""
+def _review_status(data_dir: Path) -> list:
+    """Print the review queues with pending items (task/kind, pending of total); return them."""
     store_path = review_store_path(data_dir)
     if not store_path.exists():
-        return
+        return []
     from review.store import ReviewStore
 
-    waiting = [q for q in ReviewStore(store_path).stats() if q.pending]
+    try:
+        waiting = [q for q in ReviewStore(store_path).stats() if q.pending]
+    except StoreFileError as error:
+        click.echo(f"  review: {error}")
+        return []
     for queue in waiting:
-        click.echo(f"  review: {queue.task}/{queue.kind}: {queue.pending} of {queue.total} items pending")
-    if waiting:
-        click.echo("  -> decide them with `conteb review serve` (or `conteb review accept ...`), then rerun `make run`")
+        click.echo(f"  waiting for review: {queue.task}/{queue.kind}: {queue.pending} of {queue.total} items pending")
+    return waiting
+
+
+def _run_verdict(run_status: int, waiting: list) -> tuple[int, str]:
+    """How the build run just made ended: ``(exit status, outcome)``; says it in one line."""
+    if run_status == 0:
+        click.echo(f"{BUILD_JOB}: succeeded")
+        return 0, "built"
+    outcome = _latest_build_outcome()
+    if outcome is not None and outcome.state == "waiting_for_review":
+        pending = sum(q.pending for q in waiting)
+        where = ", ".join(f"{q.task}/{q.kind}" for q in waiting) or ", ".join(outcome.waiting)
+        click.echo(
+            f"{BUILD_JOB}: WAITING FOR REVIEW (not a failure): {pending} item(s) pending in {where}; "
+            f"nothing downstream used unreviewed output (exit status {EXIT_WAITING_FOR_REVIEW})"
+        )
+        return EXIT_WAITING_FOR_REVIEW, "waiting"
+    steps = f" (failed steps: {', '.join(outcome.failed_steps)})" if outcome and outcome.failed_steps else ""
+    click.echo(f"{BUILD_JOB} failed with exit status {run_status}{steps}: see the first error above")
+    return run_status, "failed"
+
+
+def _latest_build_outcome():
+    """The latest ``build_conteb`` run's outcome from the Dagster instance ($DAGSTER_HOME), None without one."""
+    if not os.environ.get("DAGSTER_HOME"):
+        return None
+    import dagster as dg
+
+    from pipelines.run_outcome import latest_run_outcome
+
+    return latest_run_outcome(dg.DagsterInstance.get(), BUILD_JOB)
+
+
+def _conteb_command() -> str:
+    """``conteb`` when it is on ``$PATH``, else the path of this environment's script (``.venv/bin/conteb``)."""
+    if shutil.which("conteb"):
+        return "conteb"
+    script = Path(sys.executable).parent / "conteb"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+def _next_steps(outcome: str, has_review_queues: bool) -> None:
+    """What to do after ``outcome`` (``built``, ``waiting``, ``failed``, ``not built``), one command a line."""
+    review = f"{_conteb_command()} review serve"
+    if outcome == "waiting":
+        steps = [
+            (review, "decide the pending items in the browser (or `conteb review accept ...`)"),
+            ("make run", "then rerun: the reviewed output goes on to the datasets"),
+        ]
+    elif outcome == "failed":
+        steps = [("make run", "fix the first error above, then rerun")]
+    elif outcome == "not built":
+        steps = [("make run", "build the datasets of the registry")]
+    else:
+        steps = [
+            ("make evaluate", "compare the retrieval systems; reports in data/reports/"),
+            ("make dev", "the Dagster UI: assets, checks, runs (http://127.0.0.1:3000)"),
+        ]
+        if has_review_queues:
+            steps.append((review, "look at the review queues and their decisions"))
+    width = max(len(command) for command, _ in steps) + 3
+    click.echo("next:\n" + "\n".join(f"  {command:<{width}}{what}" for command, what in steps))
 
 
 @main.command()
@@ -119,7 +247,11 @@ def costs(ctx: click.Context) -> None:
     if not path.exists():
         click.echo(f"no LLM calls recorded yet ({path} does not exist)")
         return
-    by_scope = AnswerCache(path).usage_by_scope()
+    try:
+        by_scope = AnswerCache(path).usage_by_scope()
+    except StoreFileError as error:
+        click.echo(str(error), err=True)
+        sys.exit(1)
     click.echo(f"{'task/stage':<40} {'calls':>7} {'prompt tok':>11} {'compl. tok':>11} {'USD':>10}")
     for scope, usage in by_scope.items():
         click.echo(
@@ -132,10 +264,12 @@ def costs(ctx: click.Context) -> None:
 
 def _register_subcommands() -> None:
     from evaluation.cli import evaluate
+    from llm.cli import llm
     from review.cli import review
 
     main.add_command(review)
     main.add_command(evaluate)
+    main.add_command(llm)
 
 
 _register_subcommands()

@@ -7,10 +7,11 @@ code location rather than halfway through a run.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -359,45 +360,108 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
     return _resolve_paths(config)
 
 
+def display_path(path: Path) -> Path:
+    """``path`` relative to the working folder when it lies inside it (shorter messages), else as given."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
 def _describe_validation_error(config_path: Path, raw: dict[str, Any], error: ValidationError) -> str:
-    lines = [f"{config_path}: invalid task registry"]
+    """One self-contained line per problem: ``<file>: task 'x' (tasks[i]): <field>: <reason>``; an unknown key
+    is named with the closest allowed key (``difflib``) instead of pydantic's "Extra inputs are not permitted"."""
+    shown = display_path(config_path)
     tasks = raw.get("tasks") if isinstance(raw.get("tasks"), list) else []
+    lines = []
     for item in error.errors():
         loc = list(item["loc"])
+        unknown_key = item["type"] == "extra_forbidden"
+        field, models = _walk(loc[:-1] if unknown_key else loc)
         where = ""
         if len(loc) >= 2 and loc[0] == "tasks" and isinstance(loc[1], int):
             index = loc[1]
             entry = tasks[index] if index < len(tasks) else None
             name = entry.get("name", "?") if isinstance(entry, dict) else "?"
             where = f"task '{name}' (tasks[{index}]): "
-            loc = loc[2:]
-        # Drop the discriminator tag pydantic inserts into union locations.
-        field = ".".join(str(part) for part in loc if part not in ("squad_json", "text_folder", "hf_dataset", "sample"))
+            field = field.removeprefix(f"tasks[{index}]").removeprefix(".")
+        if unknown_key:
+            allowed = sorted({name for model in models for name in model.model_fields if name != "config_path"})
+            message = unknown_key_message(str(loc[-1]), allowed)
+            lines.append(f"{shown}: {where}{field + ': ' if field else ''}{message}")
+            continue
         message = item["msg"].removeprefix("Value error, ")
         if where and not field:  # a task-level rule: its message starts with the field it names
-            lines.append(f"  {where}{message}")
+            lines.append(f"{shown}: {where}{message}")
         else:
-            lines.append(f"  {where}{field or '(top level)'}: {message}")
+            lines.append(f"{shown}: {where}{field or '(top level)'}: {message}")
     return "\n".join(lines)
+
+
+def unknown_key_message(key: str, allowed: list[str]) -> str:
+    """``unknown key 'chunkng' (did you mean 'chunking'?)``; the allowed keys listed when none is close."""
+    close = difflib.get_close_matches(key, allowed, n=1)
+    if close:
+        return f"unknown key '{key}' (did you mean '{close[0]}'?)"
+    return f"unknown key '{key}' (allowed: {', '.join(allowed)})" if allowed else f"unknown key '{key}'"
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation may hold (through Optional, unions, tuples, ``Annotated``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for arg in get_args(annotation) for model in _models_in(arg)]
+
+
+def _union_tags(model: type[BaseModel]) -> set[str]:
+    """Names pydantic uses for ``model`` as a union member: its ``kind`` literal(s), else its class name."""
+    kind = model.model_fields.get("kind")
+    return {str(tag) for tag in get_args(kind.annotation)} if kind is not None else {model.__name__}
+
+
+def _walk(loc: list[Any]) -> tuple[str, list[type[BaseModel]]]:
+    """The registry path of a pydantic location (``evaluation.systems[0]``, union tags dropped) and the models
+    that can sit there (empty below a free-form mapping)."""
+    text, models = "", [ProjectConfig]
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+            continue
+        fields = [model.model_fields[part] for model in models if part in model.model_fields]
+        tagged = [model for model in models if part in _union_tags(model)]
+        if not fields and tagged:
+            models = tagged
+            continue
+        text += f".{part}" if text else str(part)
+        models = [model for field in fields for model in _models_in(field.annotation)]
+    return text, models
+
+
+def _as_written(written: str | Path, base: Path, resolved: Path) -> str:
+    """``'corpora/x.gz' (relative to /reg, the registry's folder: /reg/corpora/x.gz)``; absolute paths as written."""
+    if Path(written).expanduser().is_absolute():
+        return repr(str(written))
+    return f"{str(written)!r} (relative to {base}, the registry's folder: {resolved})"
 
 
 def _resolve_paths(config: ProjectConfig) -> ProjectConfig:
     base = config.config_dir
+    shown = display_path(config.config_path) if config.config_path else DEFAULT_CONFIG_NAME
     tasks = []
     for index, task in enumerate(config.tasks):
         source = task.source
-        where = f"{config.config_path}: task '{task.name}' (tasks[{index}]): source.path"
+        where = f"{shown}: task '{task.name}' (tasks[{index}]): source.path"
         if isinstance(source, HFDatasetSource):
             local = (base / source.path).resolve()
             looks_local = source.path.startswith((".", "/", "~"))
             if local.exists():
                 source = source.model_copy(update={"path": str(local)})
             elif looks_local:
-                raise ConfigError(f"{where}: no such dataset folder: {local}")
+                raise ConfigError(f"{where}: no such dataset folder: {_as_written(source.path, base, local)}")
         else:
-            resolved = (base / source.path).expanduser().resolve()
+            resolved = (base / source.path.expanduser()).resolve()
             if not resolved.exists():
-                raise ConfigError(f"{where}: no such file or folder: {resolved}")
+                raise ConfigError(f"{where}: no such file or folder: {_as_written(source.path, base, resolved)}")
             must_be_dir = isinstance(source, TextFolderSource | SampleSource)
             if must_be_dir != resolved.is_dir():
                 kind = "a folder" if must_be_dir else "a file"
@@ -411,7 +475,8 @@ def _resolve_paths(config: ProjectConfig) -> ProjectConfig:
             target = target.model_copy(update={"path": str(local.resolve())})
         elif target.path.startswith((".", "/", "~")):
             raise ConfigError(
-                f"{config.config_path}: evaluation.external[{index}] ({target.name}): path: no such folder: {local}"
+                f"{shown}: evaluation.external[{index}] ({target.name}): path: no such folder: "
+                f"{_as_written(target.path, base, local.resolve())}"
             )
         external.append(target)
     evaluation = config.evaluation.model_copy(update={"external": tuple(external)})

@@ -8,12 +8,14 @@ afterwards from every task evaluated so far.
 
 from __future__ import annotations
 
+import difflib
+import re
 import sys
 from pathlib import Path
 
 import click
 
-from conteb.config import ConfigError, load_config
+from conteb.config import ConfigError, ProjectConfig, load_config
 from conteb.storage import reports_dir, resolve_data_dir
 
 
@@ -24,13 +26,11 @@ from conteb.storage import reports_dir, resolve_data_dir
 @click.option("--no-chunk-sizes", is_flag=True, help="Skip the chunk-size robustness study (the slow part).")
 @click.pass_context
 def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...], split: str, no_chunk_sizes: bool):
-    """Evaluate retrieval systems on ConTEB tasks; write data/reports/ (results.json, reports, TREC runs)."""
-    from evaluation.load import CorpusError
-    from evaluation.report import write_reports, write_task_report
-    from evaluation.results import HEADLINE
-    from evaluation.runner import load_evaluation
-    from evaluation.targets import evaluate_target, evaluation_targets, find_target
+    """Evaluate retrieval systems on ConTEB tasks; write data/reports/ (results.json, reports, TREC runs).
 
+    Exit status 2 for an unknown ``--task`` or ``--system`` (told before anything loads), 1 when a task or a
+    system failed; the overall report is rebuilt only when some task was evaluated.
+    """
     try:
         config = load_config(ctx.obj)
     except ConfigError as error:
@@ -41,6 +41,18 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
         names = ", ".join(s.name for s in config.evaluation.systems)
         click.echo(f"unknown system(s) {unknown}; evaluation.systems declares: {names}", err=True)
         sys.exit(2)
+    known = known_task_names(config)
+    problems = [problem for name in tasks if (problem := unknown_task_problem(name, known))]
+    if problems:
+        click.echo("\n".join(problems) + f"\nknown tasks: {', '.join(known) or '(none)'}", err=True)
+        sys.exit(2)
+    # Imported after the checks above: an unknown name is told before torch and the models load.
+    from evaluation.load import CorpusError
+    from evaluation.report import write_reports, write_task_report
+    from evaluation.results import HEADLINE
+    from evaluation.runner import load_evaluation
+    from evaluation.targets import evaluate_target, evaluation_targets, find_target
+
     data_dir = resolve_data_dir(config.config_dir)
     reports = reports_dir(data_dir)
     targets = [find_target(config, data_dir, name, split) for name in tasks] or evaluation_targets(config, data_dir)
@@ -48,6 +60,7 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
         click.echo("nothing to evaluate: no tasks in the registry and no --task", err=True)
         sys.exit(2)
     failed = False
+    evaluated = 0
     for target in targets:
         click.echo(f"== {target.name} ({target.path}, split {target.split})")
         try:
@@ -65,6 +78,7 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
             failed = True
             continue
         write_task_report(evaluation, reports)
+        evaluated += 1
         for run in evaluation.runs:
             if run.status == "ok":
                 m = run.metrics[HEADLINE]
@@ -77,9 +91,34 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
                 f"  {comparison.system_a} vs {comparison.system_b}: {comparison.difference:+.3f} "
                 f"(p = {comparison.p_value:.4f}, {comparison.n_queries} queries)"
             )
+    if not evaluated:  # nothing new: the reports of earlier evaluations stay as they are
+        sys.exit(1)
     names = list(dict.fromkeys([t.name for t in evaluation_targets(config, data_dir)] + [t.name for t in targets]))
     evaluations = [e for name in names if (e := load_evaluation(reports, name)) is not None]
     paths = write_reports(evaluations, reports)
     click.echo(f"report: {paths.get('report.md', Path(reports) / 'report.md')}")
     if failed:
         sys.exit(1)
+
+
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+
+def known_task_names(config: ProjectConfig) -> list[str]:
+    """Registry tasks (declaration order), then ``evaluation.external`` names: what ``--task`` takes by name."""
+    return [task.name for task in config.tasks] + [target.name for target in config.evaluation.external]
+
+
+def unknown_task_problem(name: str, known: list[str]) -> str | None:
+    """Why ``--task name`` cannot be evaluated, decided without loading anything (None: a known name, an existing
+    folder, or a hub id ``owner/name``); a close known name is suggested (``difflib``)."""
+    if name in known or Path(name).expanduser().exists():
+        return None
+    if not name.startswith((".", "/", "~")) and _HUB_ID.fullmatch(name):
+        return None
+    close = difflib.get_close_matches(name, known, n=1)
+    if close:
+        return f"unknown task {name!r} (did you mean {close[0]!r}?)"
+    if "/" in name or name.startswith((".", "~")):
+        return f"unknown task {name!r}: no such folder ({Path(name).expanduser().resolve()})"
+    return f"unknown task {name!r}: not a task of the registry, a ConTEB folder, or a hub id (owner/name)"

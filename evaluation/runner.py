@@ -21,7 +21,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +53,45 @@ from evaluation.systems import IndexedSystem, NotRunnable, prepare_system, requi
 from evaluation.views import by_position, sample_subsets, scaling_curve, scaling_sizes
 
 logger = logging.getLogger(__name__)
+
+TALLIED_LOGGERS = ("training.encoder",)
+"""Loggers whose warnings repeat per document (the encoder's truncation warning): during an evaluation each
+distinct warning is printed once, with its count (:func:`summarized_warnings`)."""
+
+
+class _WarningTally(logging.Filter):
+    """Holds back WARNING-and-above records, counted by message template; lets the others through."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: dict[str, tuple[str, int]] = {}  # template -> (first formatted message, count)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        first, count = self.seen.get(str(record.msg), (record.getMessage(), 0))
+        self.seen[str(record.msg)] = (first, count + 1)
+        return False
+
+
+@contextmanager
+def summarized_warnings(log: Callable[[str], None], names: Sequence[str] = TALLIED_LOGGERS) -> Iterator[None]:
+    """While inside, warnings of the loggers ``names`` are not printed one by one; on leaving, each distinct one
+    (by message template) goes to ``log`` once: ``warning: <first message> (logged N times, shown once)``."""
+    tally = _WarningTally()
+    loggers = [logging.getLogger(name) for name in names]
+    for each in loggers:
+        each.addFilter(tally)
+    try:
+        yield
+    finally:
+        for each in loggers:
+            each.removeFilter(tally)
+        for first, count in tally.seen.values():
+            log(
+                f"warning: {first}"
+                + (f" (logged {count} times during this evaluation, shown once)" if count > 1 else "")
+            )
 
 
 def runs_dir(reports_dir: Path, task: str) -> Path:
@@ -293,6 +333,27 @@ def evaluate_task(
     a failure fails the run). ``sources`` enable the chunk-size study (span-annotated tasks only);
     without them ``no_sources_reason`` is recorded as the study's note.
     """
+    with summarized_warnings(log):
+        return _evaluate_task(
+            corpus, config, models_dir, reports_dir, systems, sources, no_sources_reason, llm_usage, chunk_sizes, log,
+            show_progress,
+        )  # fmt: skip
+
+
+def _evaluate_task(
+    corpus: EvalCorpus,
+    config: EvaluationConfig,
+    models_dir: Path,
+    reports_dir: Path,
+    systems: Sequence[str] | None,
+    sources: SpanSources | None,
+    no_sources_reason: str | None,
+    llm_usage: LLMUsage | None,
+    chunk_sizes: bool,
+    log: Callable[[str], None],
+    show_progress: bool,
+) -> TaskEvaluation:
+    """:func:`evaluate_task` without the warning summary."""
     selected = [config.system(name) for name in systems] if systems else list(config.systems)
     evaluator = _Evaluator(corpus, config, models_dir, reports_dir, log, show_progress)
     task_runs = runs_dir(reports_dir, corpus.name)

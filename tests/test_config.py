@@ -61,7 +61,7 @@ def test_config_env_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         ),
         (
             "tasks:\n  - name: t\n    source: {kind: sample}\n    chunkng: {chunk_size: 10}\n",
-            r"task 't' \(tasks\[0\]\): chunkng: Extra inputs are not permitted",
+            r"task 't' \(tasks\[0\]\): unknown key 'chunkng' \(did you mean 'chunking'\?\)",
         ),
         (
             "tasks:\n  - name: t\n    source: {kind: sample}\n    pairing: fuzzy\n",

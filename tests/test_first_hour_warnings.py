@@ -1,0 +1,50 @@
+"""``make evaluate`` prints a warning repeated per document (the encoder's truncation warning) once, with its
+count, instead of once per document and system."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+import evaluation.runner as runner
+from evaluation.config import BM25System, EvaluationConfig
+from tests.evaluation.toy import toy_corpus
+
+CONFIG = EvaluationConfig(
+    systems=(BM25System(kind="bm25", name="bm25"), BM25System(kind="bm25", name="bm25-plain", stemmer=None)),
+    bootstrap={"resamples": 100},
+    significance={"resamples": 100, "comparisons": []},
+    chunk_sizes={"enabled": False, "systems": []},
+)
+ENCODER = logging.getLogger("training.encoder")
+
+
+def test_a_repeated_warning_is_printed_once_with_its_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real = runner.prepare_system
+
+    def truncating(system, corpus, *args, **kwargs):
+        for document in range(10):  # what the encoder logs: one warning per document with an over-long chunk
+            ENCODER.warning("%d chunk(s) longer than %d tokens truncated to fit the context", document % 2 + 1, 254)
+        ENCODER.info("keeping eager attention: %s", "not a warning")
+        return real(system, corpus, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "prepare_system", truncating)
+    lines: list[str] = []
+    with caplog.at_level(logging.INFO, logger="training.encoder"):
+        runner.evaluate_task(
+            toy_corpus(), CONFIG, models_dir=tmp_path / "models", reports_dir=tmp_path, log=lines.append
+        )
+    warned = [r for r in caplog.records if r.name == "training.encoder" and r.levelno >= logging.WARNING]
+    assert warned == []  # none printed one by one
+    assert [r.getMessage() for r in caplog.records if r.name == "training.encoder"] == [
+        "keeping eager attention: not a warning"
+    ] * 2
+    [summary] = [line for line in lines if "truncated to fit the context" in line]
+    assert "20 times" in summary and summary.startswith("warning: 1 chunk(s) longer than 254 tokens")
+
+    ENCODER.warning("after the evaluation: printed as usual")
+    assert caplog.records[-1].getMessage() == "after the evaluation: printed as usual"
