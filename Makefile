@@ -35,7 +35,7 @@ run: $(STAMP)
 
 # Every configured retrieval system on every task; reports in data/reports/ (after `make run`).
 evaluate: $(STAMP)
-	@$(BIN)/dagster job execute -j evaluate_conteb && echo "reports: data/reports/report.html (report.md beside it)"
+	@$(BIN)/dagster job execute -j evaluate_conteb && echo "reports: $${CONTEB_DATA_DIR:-data}/reports/report.html (report.md beside it)"
 
 # The paper's controlled experiment (conteb.yaml `reproduce:`): SQuAD v1.1 dev split by document, made
 # context-dependent, InSeNT (plain and anchored windows) and the +Training control trained on the train split,
