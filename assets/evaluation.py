@@ -85,7 +85,8 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
             dg.AssetCheckSpec(
                 "metrics_match_trec_eval",
                 asset=evaluation_key(target.name),
-                description="nDCG@10 of every system recomputed from its TREC run file with pytrec_eval.",
+                description="nDCG@10, Recall@10 and P@10 of every system recomputed from its TREC run file with "
+                "pytrec_eval, on all queries and on the needs_context subset.",
             )
         ],
     )

@@ -148,6 +148,7 @@ class TaskEvaluation:
     chunk_sizes: list[ChunkSizePoint] = field(default_factory=list)
     chunk_size_note: str | None = None  # why the study did not run, when it did not
     qrels_file: str | None = None  # relative to the reports folder
+    subset_qrels_files: dict[str, str] = field(default_factory=dict)  # subset -> its qrels (relative), when reported
     notes: list[str] = field(default_factory=list)
     created_at: str = ""  # ISO timestamp
     corpus_fingerprint: str = ""  # EvalCorpus.fingerprint(): earlier results are merged only on the same corpus

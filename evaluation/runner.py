@@ -357,9 +357,17 @@ def _evaluate_task(
     selected = [config.system(name) for name in systems] if systems else list(config.systems)
     evaluator = _Evaluator(corpus, config, models_dir, reports_dir, log, show_progress)
     task_runs = runs_dir(reports_dir, corpus.name)
-    qrels_path = trec.write_qrels(
-        task_runs / "qrels.trec", corpus.query_ids, [corpus.chunk_ids[g] for g in corpus.gold]
-    )
+    gold_ids = [corpus.chunk_ids[g] for g in corpus.gold]
+    qrels_path = trec.write_qrels(task_runs / "qrels.trec", corpus.query_ids, gold_ids)
+    subset_qrels: dict[str, str] = {}
+    if evaluator.needs_context is not None:  # the subset's own qrels: trec_eval (and verify.py) can score it alone
+        rows = np.flatnonzero(evaluator.needs_context)
+        path = trec.write_qrels(
+            task_runs / f"qrels.{NEEDS_CONTEXT}.trec",
+            [corpus.query_ids[r] for r in rows],
+            [gold_ids[r] for r in rows],
+        )
+        subset_qrels[NEEDS_CONTEXT] = _relative(path, reports_dir)
     previous = load_evaluation(reports_dir, corpus.name)
     fingerprint = corpus.fingerprint()
     if previous is not None and previous.corpus_fingerprint != fingerprint:
@@ -399,6 +407,7 @@ def _evaluate_task(
         n_queries=corpus.n_queries,
         runs=sorted(runs.values(), key=lambda r: order.index(r.system)),
         qrels_file=_relative(qrels_path, reports_dir),
+        subset_qrels_files=subset_qrels,
         notes=list(corpus.notes),
         corpus_fingerprint=fingerprint,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

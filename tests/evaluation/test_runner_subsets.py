@@ -87,3 +87,21 @@ def test_older_evaluation_files_still_load(tmp_path: Path) -> None:
         del comparison["subset"]
     old = from_json(json.dumps(raw))
     assert old.n_needs_context is None and old.comparisons[0].subset == "all" and old.runs[0].subset_metrics == {}
+
+
+def test_subset_numbers_are_verified_against_trec_eval(tmp_path: Path) -> None:
+    """The needs_context subset gets its own qrels file; verify.py scores the run files against it."""
+    from evaluation.verify import verify_against_trec_eval
+
+    mask = np.array([True, False, True])
+    evaluation = evaluate(dataclasses.replace(toy_corpus(), needs_context=mask), tmp_path)
+    qrels = tmp_path / evaluation.subset_qrels_files["needs_context"]
+    assert qrels.name == "qrels.needs_context.trec" and len(qrels.read_text().splitlines()) == 2
+    assert verify_against_trec_eval(evaluation, tmp_path) == []
+    run = evaluation.run("bm25")
+    wrong = dataclasses.replace(run.subset_metrics["needs_context"]["ndcg@10"], value=0.123)
+    run.subset_metrics["needs_context"]["ndcg@10"] = wrong
+    [problem] = verify_against_trec_eval(evaluation, tmp_path)
+    assert "bm25 (needs_context subset): ndcg@10 reported 0.12300000" in problem
+    unlabelled = evaluate(toy_corpus(), tmp_path / "plain")
+    assert unlabelled.subset_qrels_files == {} and verify_against_trec_eval(unlabelled, tmp_path / "plain") == []
