@@ -49,6 +49,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports   # the layering contracts in pyproject.toml [tool.importlinter]
 
 # workspace.yaml names the code location; DAGSTER_MODULE_NAME would be a second pointer.
 dev: $(STAMP)

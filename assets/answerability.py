@@ -13,14 +13,14 @@ import pyarrow as pa
 from assets.benchmark import dataset_inputs, final_queries
 from assets.keys import ANSWERABILITY, ANSWERABILITY_QUARANTINE, out
 from assets.llm_stage import open_client, run_requests, skipped_outputs
+from assets.metadata import count_metadata
+from assets.resources import LLMResource
 from conteb.config import TaskConfig
 from conteb.schemas import ANSWERABILITY as SCHEMA
 from conteb.schemas import QUARANTINE
 from curation.answerability import STAGE, answerability_table, build_answerability_requests
 from curation.dataset import conteb_documents
 from curation.quarantine import count_reasons, quarantine_table
-from pipelines.metadata import count_metadata
-from pipelines.resources import LLMResource
 
 
 def build_answerability_asset(task: TaskConfig) -> dg.AssetsDefinition:

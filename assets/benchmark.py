@@ -26,6 +26,8 @@ from assets.keys import (
     THEMES,
     key,
 )
+from assets.metadata import count_metadata, markdown_preview, table_metadata
+from assets.resources import ConTEBSettings, LLMResource
 from conteb.config import TaskConfig
 from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES
 from conteb.storage import dataset_dir, stage_dir
@@ -34,8 +36,6 @@ from curation.dataset import conteb_documents, data_file, publish_task
 from curation.llm_pairing import combine_pairings
 from curation.necessity import label_queries, necessity_counts
 from curation.reviewed import drop_queries_of_chunks
-from pipelines.metadata import count_metadata, markdown_preview, table_metadata
-from pipelines.resources import ConTEBSettings, LLMResource
 
 STAGE_OF_QUARANTINE = {
     SOURCE_QUARANTINE: "source",

@@ -5,10 +5,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from assets.keys import CHUNK_QUARANTINE, CHUNKS, SOURCE_DOCUMENTS, key, out
+from assets.metadata import count_metadata
 from conteb.config import TaskConfig
 from curation.chunking import chunk_documents
 from curation.quarantine import count_reasons, quarantine_table
-from pipelines.metadata import count_metadata
 
 
 def build_chunks_asset(task: TaskConfig) -> dg.AssetsDefinition:

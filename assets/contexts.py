@@ -5,14 +5,14 @@ import pyarrow as pa
 
 from assets.keys import CHUNK_CONTEXTS, CHUNKS, CONTEXT_QUARANTINE, SOURCE_DOCUMENTS, key, out
 from assets.llm_stage import chunk_failures, open_client, run_requests, skipped_outputs
+from assets.metadata import count_metadata
+from assets.resources import LLMResource
 from conteb.config import TaskConfig
 from conteb.schemas import CHUNK_CONTEXTS as SCHEMA
 from conteb.schemas import QUARANTINE
 from curation.contextual import CUSTOM_ID_PREFIX, build_context_requests, contexts_table
 from curation.quarantine import count_reasons
 from llm.prompts import load_prompt
-from pipelines.metadata import count_metadata
-from pipelines.resources import LLMResource
 
 
 def build_contexts_asset(task: TaskConfig) -> dg.AssetsDefinition:

@@ -13,13 +13,13 @@ from pathlib import Path
 import dagster as dg
 
 from assets.keys import CHUNK_CONTEXTS, CONTEB_DATASET
+from assets.resources import ConTEBSettings
 from conteb.config import ProjectConfig
 from conteb.storage import reports_dir
 from evaluation.load import CorpusError
 from evaluation.reading import overall_reading, task_reading
 from evaluation.results import HEADLINE, NEEDS_CONTEXT, TaskEvaluation
 from evaluation.targets import EvalTarget, evaluate_target, evaluation_targets
-from pipelines.resources import ConTEBSettings
 
 GROUP = "evaluation"
 EVALUATION = "evaluation"

@@ -6,12 +6,12 @@ from collections.abc import Iterator, Sequence
 import dagster as dg
 import pyarrow as pa
 
+from assets.resources import LLMResource
 from conteb.config import TaskConfig
 from curation.quarantine import quarantine_table
 from curation.themes import llm_failure
 from llm.client import LLMClient
 from llm.types import LLMRequest, LLMResult
-from pipelines.resources import LLMResource
 
 NOT_CONFIGURED = (
     "not run: no LLM configured. Set OPENAI_API_KEY (OpenAI) or llm.base_url in conteb.yaml / "

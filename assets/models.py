@@ -14,9 +14,9 @@ import dagster as dg
 import yaml
 
 from assets.keys import CONTEB_DATASET
+from assets.resources import ConTEBSettings
 from conteb.config import ProjectConfig
 from conteb.storage import atomic_path, dataset_dir, models_dir
-from pipelines.resources import ConTEBSettings
 
 VARIANTS = {
     "insent_model": {

@@ -15,6 +15,8 @@ from assets.keys import (
     out,
 )
 from assets.llm_stage import open_client, run_requests, skipped_outputs
+from assets.metadata import count_metadata
+from assets.resources import LLMResource
 from conteb.config import TaskConfig
 from conteb.schemas import PAIRED_QUERIES as PAIRED_QUERIES_SCHEMA
 from conteb.schemas import QUARANTINE
@@ -22,8 +24,6 @@ from curation.llm_pairing import apply_llm_pairing, build_pairing_requests, pair
 from curation.pairing import PAIRING_METHODS
 from curation.quarantine import count_reasons, quarantine_table
 from llm.prompts import load_prompt
-from pipelines.metadata import count_metadata
-from pipelines.resources import LLMResource
 
 
 def build_pairs_asset(task: TaskConfig) -> dg.AssetsDefinition:

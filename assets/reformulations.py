@@ -17,13 +17,13 @@ from assets.keys import (
     queries_key,
 )
 from assets.llm_stage import not_run_metadata, open_client, run_requests
+from assets.metadata import count_metadata
+from assets.resources import LLMResource
 from conteb.config import TaskConfig
 from curation.quarantine import count_reasons, quarantine_table
 from curation.reformulation import apply_reformulations, build_reformulation_requests
 from curation.review_items import review_items_from_reformulations
 from curation.themes import build_theme_requests, themes_table
-from pipelines.metadata import count_metadata
-from pipelines.resources import LLMResource
 
 FALLBACK = "mask: no LLM configured, so theme mentions were masked (a deterministic non-LLM method)"
 

@@ -17,11 +17,11 @@ import dagster as dg
 from assets.evaluation import run_metadata
 from assets.keys import CHUNK_CONTEXTS, CONTEB_DATASET, key
 from assets.models import pipes_training_asset
+from assets.resources import ConTEBSettings
 from conteb.config import ProjectConfig, TaskConfig
 from conteb.reproduce import REPRODUCE_TASK, ReproduceConfig
 from conteb.storage import dataset_dir, models_dir, reports_dir, stage_dir
 from evaluation.experiment import model_folder, training_settings
-from pipelines.resources import ConTEBSettings
 
 GROUP = REPRODUCE_TASK
 MODELS = {

@@ -27,11 +27,11 @@ from assets.keys import (
     out,
     review_queue,
 )
+from assets.metadata import count_metadata
+from assets.resources import ReviewStoreResource
 from conteb.config import ProjectConfig, TaskConfig
 from curation.review_items import review_items_from_llm_pairs, review_items_from_synthetic
 from curation.reviewed import Decision, PendingReviewError, apply_query_reviews, apply_reformulation_reviews
-from pipelines.metadata import count_metadata
-from pipelines.resources import ReviewStoreResource
 from review.store import AUTO_REVIEWER
 
 REVIEW_COMMAND = "conteb review serve"

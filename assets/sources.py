@@ -3,11 +3,11 @@
 import dagster as dg
 
 from assets.keys import SOURCE_DOCUMENTS, SOURCE_QUARANTINE, SOURCE_QUERIES, out
+from assets.metadata import count_metadata
+from assets.resources import ConTEBSettings
 from conteb.config import TaskConfig
 from curation.quarantine import count_reasons
 from curation.sources import SourceError, load_source
-from pipelines.metadata import count_metadata
-from pipelines.resources import ConTEBSettings
 
 
 def build_source_asset(task: TaskConfig) -> dg.AssetsDefinition:

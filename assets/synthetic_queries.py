@@ -5,6 +5,8 @@ import pyarrow as pa
 
 from assets.keys import CHUNKS, SOURCE_DOCUMENTS, SYNTHETIC_QUARANTINE, SYNTHETIC_QUERIES, key, out
 from assets.llm_stage import chunk_failures, open_client, run_requests, skipped_outputs
+from assets.metadata import count_metadata
+from assets.resources import LLMResource
 from conteb.config import TaskConfig
 from conteb.schemas import QUARANTINE
 from conteb.schemas import SYNTHETIC_QUERIES as SCHEMA
@@ -18,8 +20,6 @@ from curation.synthetic_queries import (
     synthetic_stats,
 )
 from llm.prompts import load_prompt
-from pipelines.metadata import count_metadata
-from pipelines.resources import LLMResource
 
 
 def build_synthetic_queries_asset(task: TaskConfig) -> dg.AssetsDefinition:

@@ -21,6 +21,7 @@ from assets.models import build_model_assets
 from assets.pairs import build_llm_pairs_asset, build_pairs_asset
 from assets.reformulations import build_reformulation_asset
 from assets.reproduce import build_reproduce_assets
+from assets.resources import ConTEBSettings, LLMResource, ReviewStoreResource, StageTableIOManager
 from assets.review import build_queue_asset, build_review_sensor, build_reviewed_asset
 from assets.sources import build_source_asset
 from assets.synthetic_queries import build_synthetic_queries_asset
@@ -28,7 +29,6 @@ from conteb.config import ProjectConfig, TaskConfig, load_config
 from conteb.environment import keep_caches_in
 from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
 from pipelines.jobs import build_conteb_job, build_evaluate_job, build_reproduce_job, build_train_job
-from pipelines.resources import ConTEBSettings, LLMResource, ReviewStoreResource, StageTableIOManager
 
 
 def task_assets(task: TaskConfig) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:

@@ -10,12 +10,12 @@ import dagster as dg
 from click.testing import CliRunner
 
 from assets.llm_stage import open_client, run_requests
+from assets.resources import LLMResource
 from conteb.cli import main
 from conteb.config import SampleSource, TaskConfig
 from conteb.storage import llm_cache_path
 from llm.settings import LLMSettings
 from llm.testserver import Fault
-from pipelines.resources import LLMResource
 from tests.conftest import SAMPLE_DIR
 from tests.llm.conftest import API_KEY, make_request
 

@@ -10,11 +10,11 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from assets.metadata import table_metadata
 from conteb.storage import stage_dir, write_parquet_atomic
 from llm.cache import AnswerCache
 from llm.client import LLMClient
 from llm.settings import LLMSettings
-from pipelines.metadata import table_metadata
 
 if TYPE_CHECKING:
     from review.store import ReviewStore

@@ -1,0 +1,58 @@
+"""The layering contracts of pyproject.toml ([tool.importlinter]) hold, and a deliberate bad import breaks them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("conteb", "curation", "llm", "review", "training", "evaluation", "assets", "pipelines")
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+pytestmark = pytest.mark.skipif(
+    not LINT_IMPORTS.exists(), reason="import-linter is not installed (pip install -e .[dev])"
+)
+
+
+def _lint(project: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(project)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"], cwd=project, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def _copy(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    project.mkdir()
+    for package in PACKAGES:
+        shutil.copytree(ROOT / package, project / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "pyproject.toml", project / "pyproject.toml")
+    return project
+
+
+def test_the_project_keeps_its_contracts(tmp_path: Path) -> None:
+    result = _lint(_copy(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 kept, 0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "broken"),
+    [
+        ("curation/chunking.py", "import dagster  # deliberate", "Domain packages and the core import no Dagster"),
+        ("training/losses.py", "import assets.keys  # deliberate", "Dagster layer on top"),
+        ("conteb/ids.py", "import curation.chunking  # deliberate", "Dagster layer on top"),
+    ],
+)
+def test_a_bad_import_breaks_a_contract(tmp_path: Path, module: str, line: str, broken: str) -> None:
+    project = _copy(tmp_path)
+    path = project / module
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+    result = _lint(project)
+    assert result.returncode != 0
+    assert broken in result.stdout and "BROKEN" in result.stdout
