@@ -63,7 +63,7 @@ from curation.themes import themes_table
 from evaluation.config import DenseSystem
 from evaluation.corpus import EvalCorpus
 from evaluation.dense import document_rows, document_titles, encode_chunks, title_texts
-from evaluation.embedders import encode_queries_cached, setup_encoder
+from evaluation.embedders import EncoderSetup, encode_queries_cached, setup_encoder
 from evaluation.metrics import metrics_from_gold_rank
 from evaluation.ranking import dense_scorer, rank_corpus
 from evaluation.rechunk import rechunk_corpus
@@ -148,8 +148,8 @@ def masked_variant(corpus: EvalCorpus, documents: pa.Table) -> tuple[EvalCorpus,
     return dataclasses.replace(corpus, chunks=texts, notes=[*corpus.notes, f"masked variant: {stats}"]), stats
 
 
-def encode_system(system: DenseSystem, corpus: EvalCorpus) -> tuple[np.ndarray, dict]:
-    """float32 ``[C, D]`` chunk vectors of ``system`` (as ``prepare_single_vector``) and its encode cost."""
+def encode_system(system: DenseSystem, corpus: EvalCorpus) -> tuple[np.ndarray, dict, EncoderSetup]:
+    """float32 ``[C, D]`` chunk vectors of ``system`` (as ``prepare_single_vector``), its encode cost, its encoder."""
     setup = setup_encoder(system, ROOT / "data" / "models")
     groups = document_rows(corpus)
     if system.context == "title":
@@ -170,13 +170,13 @@ def encode_system(system: DenseSystem, corpus: EvalCorpus) -> tuple[np.ndarray, 
         "truncated_chunks": encoder.truncated_chunks,
     }
     print(f"{system.name}: {cost}", flush=True)
-    return vectors, cost
+    return vectors, cost, setup
 
 
 def evaluate(name: str, system: DenseSystem, corpus: EvalCorpus) -> tuple[dict, np.ndarray]:
-    chunk_vectors, cost = encode_system(system, corpus)
+    chunk_vectors, cost, setup = encode_system(system, corpus)
     started = time.perf_counter()
-    query_vectors, reused = encode_queries_cached(setup_encoder(system, ROOT / "data" / "models"), list(corpus.queries))
+    query_vectors, reused = encode_queries_cached(setup, list(corpus.queries))
     if not reused:
         print(f"{name}: {corpus.n_queries} queries encoded in {time.perf_counter() - started:.1f} s", flush=True)
     ranking = rank_corpus(

@@ -359,13 +359,12 @@ def _evaluate_task(
     task_runs = runs_dir(reports_dir, corpus.name)
     gold_ids = [corpus.chunk_ids[g] for g in corpus.gold]
     qrels_path = trec.write_qrels(task_runs / "qrels.trec", corpus.query_ids, gold_ids)
+    subset_rows = np.flatnonzero(evaluator.needs_context) if evaluator.needs_context is not None else None
+    subset_ids = None if subset_rows is None else [corpus.query_ids[r] for r in subset_rows]
     subset_qrels: dict[str, str] = {}
-    if evaluator.needs_context is not None:  # the subset's own qrels: trec_eval (and verify.py) can score it alone
-        rows = np.flatnonzero(evaluator.needs_context)
+    if subset_rows is not None:  # the subset's own qrels: trec_eval (and verify.py) can score it alone
         path = trec.write_qrels(
-            task_runs / f"qrels.{NEEDS_CONTEXT}.trec",
-            [corpus.query_ids[r] for r in rows],
-            [gold_ids[r] for r in rows],
+            task_runs / f"qrels.{NEEDS_CONTEXT}.trec", subset_ids, [gold_ids[r] for r in subset_rows]
         )
         subset_qrels[NEEDS_CONTEXT] = _relative(path, reports_dir)
     previous = load_evaluation(reports_dir, corpus.name)
@@ -414,8 +413,7 @@ def _evaluate_task(
         n_needs_context=corpus.n_needs_context,
     )
     evaluation.comparisons = compare_systems(evaluation, config, reports_dir, corpus.query_ids)
-    if evaluator.needs_context is not None:
-        subset_ids = [q for q, needed in zip(corpus.query_ids, evaluator.needs_context, strict=True) if needed]
+    if subset_ids is not None:
         evaluation.subset_comparisons = compare_systems(evaluation, config, reports_dir, subset_ids, NEEDS_CONTEXT)
     study = config.chunk_sizes
     if not (study.enabled and chunk_sizes):
