@@ -14,7 +14,7 @@ export HF_HUB_OFFLINE ?= 1
 export MPLCONFIGDIR := $(CURDIR)/.cache/matplotlib
 export DO_NOT_TRACK := 1
 
-.PHONY: run evaluate reproduce test lint dev bench clean venv
+.PHONY: run evaluate reproduce test lint dev bench clean venv workers workers-stop
 venv: $(STAMP)
 
 # torch==2.13.0 first: a CPU build on this machine's disk, so the resolver never pulls a
@@ -50,6 +50,18 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports   # the layering contracts in pyproject.toml [tool.importlinter]
+	$(BIN)/mypy          # the core, the registry and the domain packages ([tool.mypy])
+
+# The Celery executor (conteb.yaml `execution: {executor: celery}`): Debian's redis-server on 127.0.0.1 (installed
+# when missing) and N workers (default: execution.celery.workers), pids and logs in .cache/celery/; they stay up for
+# every `make run` / `make evaluate` until `make workers-stop`. `make workers run` does both on a fresh clone.
+workers: $(STAMP)
+	@bash scripts/install-redis.sh
+	@if bash scripts/workers.sh status >/dev/null 2>&1; then echo "workers: already running (make workers-stop to restart them)"; \
+	else bash scripts/workers.sh start $(N); fi
+
+workers-stop:
+	@bash scripts/workers.sh stop
 
 # workspace.yaml names the code location; DAGSTER_MODULE_NAME would be a second pointer.
 dev: $(STAMP)

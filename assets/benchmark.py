@@ -7,44 +7,30 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.keys import (
-    ANSWERABILITY,
-    ANSWERABILITY_QUARANTINE,
-    CHUNK_QUARANTINE,
-    CHUNKS,
-    CONTEB_DATASET,
-    LLM_PAIRING_QUARANTINE,
-    PAIRED_QUERIES,
-    PAIRING_QUARANTINE,
-    REFORMULATION_QUARANTINE,
-    REVIEWED_CHUNKS,
-    REVIEWED_LLM_PAIRED_QUERIES,
-    REVIEWED_SYNTHETIC_QUERIES,
-    SOURCE_DOCUMENTS,
-    SOURCE_QUARANTINE,
-    SYNTHETIC_QUARANTINE,
-    THEMES,
-    key,
-)
+from assets.keys import key
 from assets.metadata import count_metadata, markdown_preview, table_metadata
 from assets.resources import ConTEBSettings, LLMResource
 from conteb.config import TaskConfig
+from conteb.names import Stage, StageTable
 from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES
-from conteb.storage import dataset_dir, stage_dir
+from conteb.storage import data_file, dataset_dir, stage_table_path
 from curation import validation
-from curation.dataset import conteb_documents, data_file, publish_task
+from curation.dataset import conteb_documents, publish_task
 from curation.llm_pairing import combine_pairings
 from curation.necessity import label_queries, necessity_counts
-from curation.reviewed import drop_queries_of_chunks
+from curation.reviewed import queries_after_rejections
 
 STAGE_OF_QUARANTINE = {
-    SOURCE_QUARANTINE: "source",
-    CHUNK_QUARANTINE: "chunking",
-    PAIRING_QUARANTINE: "pairing",
-    LLM_PAIRING_QUARANTINE: "llm pairing",
-    REFORMULATION_QUARANTINE: "reformulation",
-    SYNTHETIC_QUARANTINE: "synthetic queries",
-    ANSWERABILITY_QUARANTINE: "answerability",
+    name: stage.replace("_", " ")  # the dataset card's label of the stage: "llm pairing", "synthetic queries"
+    for name, stage in {
+        StageTable.SOURCE_QUARANTINE: Stage.SOURCE,
+        StageTable.CHUNK_QUARANTINE: Stage.CHUNKING,
+        StageTable.PAIRING_QUARANTINE: Stage.PAIRING,
+        StageTable.LLM_PAIRING_QUARANTINE: Stage.LLM_PAIRING,
+        StageTable.REFORMULATION_QUARANTINE: Stage.REFORMULATION,
+        StageTable.SYNTHETIC_QUARANTINE: Stage.SYNTHETIC_QUERIES,
+        StageTable.ANSWERABILITY_QUARANTINE: Stage.ANSWERABILITY,
+    }.items()
 }
 
 
@@ -53,30 +39,30 @@ def necessity_inputs(task: TaskConfig) -> dict[str, dg.AssetIn]:
     title rule) and the LLM answerability judgements, unless the task says ``answerability: false``."""
     ins: dict[str, dg.AssetIn] = {}
     if task.reformulation:
-        ins["themes"] = dg.AssetIn(key(task, THEMES))
+        ins["themes"] = dg.AssetIn(key(task, StageTable.THEMES))
     if task.answerability is not False:
-        ins["answerability"] = dg.AssetIn(key(task, ANSWERABILITY))
-        ins[ANSWERABILITY_QUARANTINE] = dg.AssetIn(key(task, ANSWERABILITY_QUARANTINE))
+        ins["answerability"] = dg.AssetIn(key(task, StageTable.ANSWERABILITY))
+        ins[StageTable.ANSWERABILITY_QUARANTINE] = dg.AssetIn(key(task, StageTable.ANSWERABILITY_QUARANTINE))
     return ins
 
 
 def dataset_inputs(task: TaskConfig) -> dict[str, dg.AssetIn]:
     """The stage tables the published folder is made of, by the task's settings."""
-    ins = {"chunks": dg.AssetIn(key(task, CHUNKS))}
-    quarantines = [SOURCE_QUARANTINE, CHUNK_QUARANTINE]
+    ins = {"chunks": dg.AssetIn(key(task, StageTable.CHUNKS))}
+    quarantines = [StageTable.SOURCE_QUARANTINE, StageTable.CHUNK_QUARANTINE]
     if task.uses_span_pairing:
-        ins["span_queries"] = dg.AssetIn(key(task, PAIRED_QUERIES))
-        quarantines.append(PAIRING_QUARANTINE)
+        ins["span_queries"] = dg.AssetIn(key(task, StageTable.PAIRED_QUERIES))
+        quarantines.append(StageTable.PAIRING_QUARANTINE)
     # LLM output reaches the benchmark only through its review queue (assets/review.py).
     if task.uses_llm_pairing:
-        ins["llm_queries"] = dg.AssetIn(key(task, REVIEWED_LLM_PAIRED_QUERIES))
-        quarantines.append(LLM_PAIRING_QUARANTINE)
+        ins["llm_queries"] = dg.AssetIn(key(task, StageTable.REVIEWED_LLM_PAIRED_QUERIES))
+        quarantines.append(StageTable.LLM_PAIRING_QUARANTINE)
     if task.reformulation:
-        ins["reformulated"] = dg.AssetIn(key(task, REVIEWED_CHUNKS))
-        quarantines.append(REFORMULATION_QUARANTINE)
+        ins["reformulated"] = dg.AssetIn(key(task, StageTable.REVIEWED_CHUNKS))
+        quarantines.append(StageTable.REFORMULATION_QUARANTINE)
     if task.synthetic_queries:
-        ins["synthetic"] = dg.AssetIn(key(task, REVIEWED_SYNTHETIC_QUERIES))
-        quarantines.append(SYNTHETIC_QUARANTINE)
+        ins["synthetic"] = dg.AssetIn(key(task, StageTable.REVIEWED_SYNTHETIC_QUERIES))
+        quarantines.append(StageTable.SYNTHETIC_QUARANTINE)
     ins.update({name: dg.AssetIn(key(task, name)) for name in quarantines})
     return ins
 
@@ -88,24 +74,14 @@ def final_queries(task: TaskConfig, tables: dict[str, pa.Table]) -> pa.Table:
         queries = combine_pairings(tables["span_queries"], tables["llm_queries"])
     else:
         queries = tables["span_queries" if task.uses_span_pairing else "llm_queries"]
-    reviewed = tables.get("reformulated")
-    if reviewed is not None and task.review.on_reject == "drop_queries":
-        rejected = {
-            cid
-            for cid, status in zip(
-                reviewed.column("chunk_id").to_pylist(), reviewed.column("review_status").to_pylist(), strict=True
-            )
-            if status == "rejected"
-        }
-        queries = drop_queries_of_chunks(queries, rejected)
-    return queries
+    return queries_after_rejections(queries, tables.get("reformulated"), task.review.on_reject)
 
 
 def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
     """``[task]/conteb_dataset``: ``data/conteb/<task>/`` in the public ConTEB layout."""
 
     @dg.asset(
-        key=key(task, CONTEB_DATASET),
+        key=key(task, StageTable.CONTEB_DATASET),
         group_name=task.dagster_name,
         kinds={"parquet", "huggingface"},
         description=f"The ConTEB dataset folder of task '{task.name}' (documents, queries, README card).",
@@ -173,7 +149,7 @@ CHECKS = {
 
 def build_dataset_checks(task: TaskConfig) -> dg.AssetChecksDefinition:
     """The ERROR-severity invariants of the published folder, read back from disk."""
-    asset_key = key(task, CONTEB_DATASET)
+    asset_key = key(task, StageTable.CONTEB_DATASET)
 
     @dg.multi_asset_check(
         name=f"{task.dagster_name}__dataset_checks",
@@ -189,7 +165,7 @@ def build_dataset_checks(task: TaskConfig) -> dg.AssetChecksDefinition:
         documents = pa.concat_tables(list(documents_by_split.values()), promote_options="default")
         queries = pa.concat_tables(list(queries_by_split.values()), promote_options="default")
         sources = pq.read_table(
-            stage_dir(data_path, task.name) / f"{SOURCE_DOCUMENTS}.parquet", columns=["doc_id", "text"]
+            stage_table_path(data_path, task.name, StageTable.SOURCE_DOCUMENTS), columns=["doc_id", "text"]
         )
         outcomes = {
             "chunk_ids_unique_and_well_formed": validation.chunk_ids_unique_and_well_formed(documents),

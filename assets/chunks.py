@@ -4,9 +4,10 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from assets.keys import CHUNK_QUARANTINE, CHUNKS, SOURCE_DOCUMENTS, key, out
+from assets.keys import key, out
 from assets.metadata import count_metadata
 from conteb.config import TaskConfig
+from conteb.names import StageTable
 from curation.chunking import chunk_documents
 from curation.quarantine import count_reasons, quarantine_table
 
@@ -22,10 +23,12 @@ def build_chunks_asset(task: TaskConfig) -> dg.AssetsDefinition:
             f"RecursiveCharacterTextSplitter, chunk_size={settings.chunk_size}, "
             f"chunk_overlap={settings.chunk_overlap}; empty documents are quarantined."
         ),
-        ins={"documents": dg.AssetIn(key(task, SOURCE_DOCUMENTS))},
+        ins={"documents": dg.AssetIn(key(task, StageTable.SOURCE_DOCUMENTS))},
         outs={
-            CHUNKS: out(task, CHUNKS, "One row per chunk with its character span in the document."),
-            CHUNK_QUARANTINE: out(task, CHUNK_QUARANTINE, "Documents not chunked, with reasons."),
+            StageTable.CHUNKS: out(
+                task, StageTable.CHUNKS, "One row per chunk with its character span in the document."
+            ),
+            StageTable.CHUNK_QUARANTINE: out(task, StageTable.CHUNK_QUARANTINE, "Documents not chunked, with reasons."),
         },
     )
     def chunks(context: dg.AssetExecutionContext, documents: pa.Table):
@@ -42,7 +45,11 @@ def build_chunks_asset(task: TaskConfig) -> dg.AssetsDefinition:
                 "chunk_chars/mean": round(float(pc.mean(lengths).as_py()), 1),
                 "chunk_chars/max": int(pc.max(lengths).as_py()),
             }
-        yield dg.Output(result.chunks, CHUNKS, metadata={**count_metadata("count", result.stats), **length_stats})
-        yield dg.Output(quarantine, CHUNK_QUARANTINE, metadata=count_metadata("quarantine", count_reasons(quarantine)))
+        yield dg.Output(
+            result.chunks, StageTable.CHUNKS, metadata={**count_metadata("count", result.stats), **length_stats}
+        )
+        yield dg.Output(
+            quarantine, StageTable.CHUNK_QUARANTINE, metadata=count_metadata("quarantine", count_reasons(quarantine))
+        )
 
     return chunks

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import dagster as dg
 
-from assets.keys import CHUNK_CONTEXTS, CONTEB_DATASET
 from assets.resources import ConTEBSettings
-from conteb.config import ProjectConfig
+from conteb.names import StageTable
 from conteb.storage import reports_dir
 from evaluation.load import CorpusError
 from evaluation.reading import overall_reading, task_reading
 from evaluation.results import HEADLINE, NEEDS_CONTEXT, TaskEvaluation
 from evaluation.targets import EvalTarget, evaluate_target, evaluation_targets
+from project.config import ProjectConfig
 
 GROUP = "evaluation"
 EVALUATION = "evaluation"
@@ -36,9 +36,9 @@ def _upstream(config: ProjectConfig, target: EvalTarget) -> list[dg.AssetKey]:
     task = next((t for t in config.tasks if t.name == target.name), None)
     systems = config.evaluation.systems
     if task is not None:
-        deps.append(dg.AssetKey([task.name, CONTEB_DATASET]))
+        deps.append(dg.AssetKey([task.name, StageTable.CONTEB_DATASET]))
         if task.chunk_contexts and any(s.kind == "contextual" for s in systems):
-            deps.append(dg.AssetKey([task.name, CHUNK_CONTEXTS]))
+            deps.append(dg.AssetKey([task.name, StageTable.CHUNK_CONTEXTS]))
     if config.training.tasks:
         trained = {getattr(s, "trained", None) for s in systems} - {None}
         if not config.training.control:
@@ -92,14 +92,13 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
     )
     def task_evaluation(context: dg.AssetExecutionContext, settings: ConTEBSettings):
         # Imported here: torch and sentence-transformers would otherwise load in every step process.
-        from evaluation.report import dagster_markdown_task, write_task_report
-        from evaluation.report_subsets import reading_markdown
+        from evaluation.report import dagster_markdown_task, reading_markdown, write_task_report
         from evaluation.verify import verify_against_trec_eval
 
         data = settings.data_path
         reports = reports_dir(data)
         try:
-            evaluation = evaluate_target(target, config, data, log=context.log.info)
+            evaluation = evaluate_target(target, config.evaluation, data, log=context.log.info)
         except CorpusError as error:
             raise dg.Failure(description=f"{target.name}: {error}") from error
         paths = write_task_report(evaluation, reports)
@@ -139,8 +138,7 @@ def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.Assets
         description="results.json, report.md/.html and plots over every evaluated task (data/reports/).",
     )
     def evaluation_report(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
-        from evaluation.report import dagster_markdown_overall, write_reports
-        from evaluation.report_subsets import reading_markdown
+        from evaluation.report import dagster_markdown_overall, reading_markdown, write_reports
         from evaluation.runner import load_evaluation
 
         reports = reports_dir(settings.data_path)
@@ -173,7 +171,7 @@ def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.Assets
 
 def build_evaluation_assets(config: ProjectConfig, data_dir: Path) -> list[dg.AssetsDefinition]:
     """One evaluation asset per target of the ``evaluation:`` block, and the overall report."""
-    targets = evaluation_targets(config, data_dir)
+    targets = evaluation_targets(config.tasks, config.evaluation, data_dir)
     if not targets:
         return []
     return [*(_task_asset(config, target) for target in targets), _report_asset(config, targets)]

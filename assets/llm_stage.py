@@ -1,15 +1,19 @@
-"""Running an LLM stage inside an asset: progress logs, the not-run message, cost metadata."""
+"""Running an LLM stage in a Dagster step: the client, the not-run status, progress logs, cost metadata.
+
+A stage's shard step (``assets/sharded.py``) opens the client (:func:`open_client`) and asks the LLM through a
+:class:`StageRun` (or :func:`run_requests` directly, for a stage with two passes such as reformulation), which
+keeps that run's LLM metadata; when no LLM is configured the stage's outputs carry :func:`not_run_metadata`.
+The helpers take an asset's or an op's context (they use its log only).
+"""
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import dagster as dg
-import pyarrow as pa
 
 from assets.resources import LLMResource
 from conteb.config import TaskConfig
-from curation.quarantine import quarantine_table
-from curation.themes import llm_failure
+from conteb.names import Stage
 from llm.client import LLMClient
 from llm.types import LLMRequest, LLMResult
 
@@ -17,25 +21,28 @@ NOT_CONFIGURED = (
     "not run: no LLM configured. Set OPENAI_API_KEY (OpenAI) or llm.base_url in conteb.yaml / "
     "OPENAI_BASE_URL (any OpenAI-compatible server) to enable it."
 )
+StageContext = dg.AssetExecutionContext | dg.OpExecutionContext
+"""The context of an asset or of an op step (of a graph-backed asset): both have the run's ``log``."""
 
 
-def open_client(context: dg.AssetExecutionContext, llm: LLMResource) -> LLMClient:
+def open_client(context: StageContext, llm: LLMResource) -> LLMClient:
     """The client, logging through Dagster (retries and batch progress appear in the run log)."""
     return llm.client(log=context.log.info)
 
 
 def run_requests(
-    context: dg.AssetExecutionContext,
+    context: StageContext,
     client: LLMClient,
     task: TaskConfig,
-    stage: str,
+    stage: Stage,
     requests: Sequence[LLMRequest],
 ) -> tuple[dict[str, LLMResult], dict[str, object]]:
     """Answer ``requests`` under scope ``<task>/<stage>``; results by custom id, plus metadata.
 
     Metadata: request counts (cached, asked, failed, and among the failed the remembered failures
-    that were not asked again), tokens and estimated dollars of this materialization, and the
-    task's running total from the ledger.
+    that were not asked again), tokens and estimated dollars of this materialization (``llm/cached_tokens``:
+    prompt tokens the provider served from its prompt cache; ``llm/cached_share``: their share of the prompt
+    tokens), and the task's running total from the ledger.
     """
     scope = f"{task.name}/{stage}"
     started = time.time()
@@ -70,6 +77,8 @@ def run_requests(
         "llm/remembered_failures": remembered,
         "llm/calls": now.calls,
         "llm/prompt_tokens": now.prompt_tokens,
+        "llm/cached_tokens": now.cached_tokens,
+        "llm/cached_share": round(now.cached_share, 4),
         "llm/completion_tokens": now.completion_tokens,
         "llm/cost_usd": now.cost_usd,
         "llm/task_cost_usd": total.cost_usd,
@@ -77,27 +86,29 @@ def run_requests(
     return {r.custom_id: r for r in results}, metadata
 
 
-def not_run_metadata(context: dg.AssetExecutionContext, task: TaskConfig, stage: str) -> dict[str, object]:
-    """Log and return the 'not run' status of an LLM-only stage."""
+def not_run_metadata(context: StageContext, task: TaskConfig, stage: str) -> dict[str, object]:
+    """Log and return the 'not run' status of an LLM stage (``stage``: its name, or a label built from it)."""
     context.log.warning(f"{task.name}/{stage}: {NOT_CONFIGURED}")
     return {"llm/status": NOT_CONFIGURED}
 
 
-def skipped_outputs(
-    context: dg.AssetExecutionContext, task: TaskConfig, stage: str, empty: dict[str, pa.Schema]
-) -> Iterator[dg.Output]:
-    """Empty outputs of an LLM-only stage that could not run, each carrying the 'not run' status."""
-    metadata = not_run_metadata(context, task, stage)
-    for name, schema in empty.items():
-        yield dg.Output(schema.empty_table(), name, metadata=metadata)
+class StageRun:
+    """One run of an LLM stage in a step (an asset, or a shard of one): :meth:`ask` answers its requests (scope
+    ``<task>/<stage>``) and keeps that run's LLM metadata for the stage's table."""
 
+    def __init__(self, context: StageContext, client: LLMClient, task: TaskConfig, stage: Stage) -> None:
+        self.context = context
+        self.client = client
+        self.task = task
+        self.stage = stage
+        self.metadata: dict[str, object] = {}
 
-def chunk_failures(
-    stage: str, custom_id_prefix: str, failures: Sequence[tuple[str, str]], chunks: pa.Table, model: str
-) -> pa.Table:
-    """Quarantine table of ``(chunk_id, error)`` LLM failures of a per-chunk stage."""
-    doc_of = dict(zip(chunks.column("chunk_id").to_pylist(), chunks.column("doc_id").to_pylist(), strict=True))
-    return quarantine_table(
-        llm_failure(stage, "chunk", cid, doc_of[cid], f"{custom_id_prefix}{cid}", model, error)
-        for cid, error in failures
-    )
+    @property
+    def model(self) -> str:
+        """The configured model (the provenance of the rows and of their failures)."""
+        return self.client.settings.model
+
+    def ask(self, requests: Sequence[LLMRequest]) -> dict[str, LLMResult]:
+        """The results of ``requests`` by custom id (see :func:`run_requests`)."""
+        results, self.metadata = run_requests(self.context, self.client, self.task, self.stage, requests)
+        return results

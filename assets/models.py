@@ -13,10 +13,10 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
-from assets.keys import CONTEB_DATASET
 from assets.resources import ConTEBSettings
-from conteb.config import ProjectConfig
+from conteb.names import StageTable
 from conteb.storage import atomic_path, dataset_dir, models_dir
+from project.config import ProjectConfig
 
 VARIANTS = {
     "insent_model": {
@@ -46,7 +46,7 @@ def build_model_assets(config: ProjectConfig) -> list[dg.AssetsDefinition]:
     if not config.training.tasks:
         return []
     names = ["insent_model"] + (["finetune_control_model"] if config.training.control else [])
-    deps = [dg.AssetKey([task, CONTEB_DATASET]) for task in config.training.tasks]
+    deps = [dg.AssetKey([task, StageTable.CONTEB_DATASET]) for task in config.training.tasks]
     return [_model_asset(config, name, deps) for name in names]
 
 

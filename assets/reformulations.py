@@ -1,31 +1,49 @@
-"""Stage 3 asset: themes and reformulated chunks (LLM, or the labelled masking fallback),
-with review items for the manual-verification queue."""
+"""Stage 3 asset: themes and reformulated chunks (LLM, or the labelled masking fallback), with review items for
+the manual-verification queue; sharded by document (``assets/sharded.py``).
+
+A shard holds whole documents: their chunks, their source rows and the paired queries of their chunks, so one
+shard step does both passes for its documents (theme extraction on each document's opening, then the rewrite of
+every later chunk with its document's theme). Offline the shards run the masking fallback; the outputs are the
+same as an unsharded run's (themes, rewrites, leak flags and review items are all per document).
+"""
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from assets.keys import (
-    CHUNKS,
-    REFORMULATED_CHUNKS,
-    REFORMULATION_QUARANTINE,
-    REFORMULATION_REVIEW_ITEMS,
-    SOURCE_DOCUMENTS,
-    THEMES,
-    key,
-    out,
-    queries_key,
-)
-from assets.llm_stage import not_run_metadata, open_client, run_requests
+from assets.keys import key, out, queries_key
+from assets.llm_stage import not_run_metadata, run_requests
 from assets.metadata import count_metadata
-from assets.resources import LLMResource
+from assets.sharded import (
+    DRIVING,
+    Context,
+    Plan,
+    Shard,
+    ShardedStage,
+    Split,
+    by_documents,
+    document_shards,
+    merged_llm_metadata,
+    quarantine_output,
+    sharded_multi_asset,
+)
 from conteb.config import TaskConfig
-from curation.quarantine import count_reasons, quarantine_table
+from conteb.names import Stage, StageTable
+from conteb.schemas import REFORMULATED_CHUNKS, REVIEW_ITEMS, THEMES
+from curation.lookups import document_titles
+from curation.quarantine import QuarantineRecord
 from curation.reformulation import apply_reformulations, build_reformulation_requests
 from curation.review_items import review_items_from_reformulations
+from curation.shards import concat_in_order, items_in_order, positions, rows_in, sum_counts
 from curation.themes import build_theme_requests, themes_table
+from llm.client import LLMClient
 
 FALLBACK = "mask: no LLM configured, so theme mentions were masked (a deterministic non-LLM method)"
+DOCUMENT_ORDER = "documents"
+"""The key of ``Plan.order`` ordering the themes and their failures (by ``doc_id``, the source documents' order)."""
 
 
 def answers_by_chunk(queries: pa.Table) -> dict[str, list[str]]:
@@ -39,32 +57,42 @@ def answers_by_chunk(queries: pa.Table) -> dict[str, list[str]]:
     return grouped
 
 
-def build_reformulation_asset(task: TaskConfig) -> dg.AssetsDefinition:
+@dataclass(frozen=True)
+class ReformulationShard:
+    """One shard's themes, rewrites and review items, the theme and rewrite failures, the rewrite statistics and
+    the ``run_requests`` metadata of both passes (empty offline)."""
+
+    themes: pa.Table
+    reformulated: pa.Table
+    items: pa.Table
+    theme_failures: list[QuarantineRecord]
+    failures: list[QuarantineRecord]
+    stats: dict[str, int]
+    llm: dict[str, dict[str, object]]
+
+
+def split_documents(tables: Mapping[str, pa.Table], size: int) -> Split:
+    """Shards of the chunks' documents, each with its chunks and documents (column ``doc_id``) and the paired
+    queries of its chunks (column ``chunk_id``); rewrites ordered by chunk id, themes by the documents' order."""
+    chunks = tables["chunks"]
+
+    def slices(doc_ids: tuple[str, ...]) -> dict[str, pa.Table]:
+        shard = by_documents({name: tables[name] for name in ("chunks", "documents")}, doc_ids)
+        shard["queries"] = rows_in(tables["queries"], "chunk_id", shard["chunks"].column("chunk_id").to_pylist())
+        return shard
+
+    order = {
+        DRIVING: positions(chunks.column("chunk_id").to_pylist()),
+        DOCUMENT_ORDER: positions(tables["documents"].column("doc_id").to_pylist()),
+    }
+    return Split(document_shards(chunks, size, slices), order)
+
+
+def build_reformulation_asset(task: TaskConfig, shard_documents: int) -> dg.AssetsDefinition:
     """``themes``, ``reformulated_chunks``, ``reformulation_review_items``, ``reformulation_quarantine``."""
 
-    @dg.multi_asset(
-        name=f"{task.dagster_name}__reformulation",
-        group_name=task.dagster_name,
-        description=(
-            "Rewrite every chunk but each document's first so it no longer names the document's theme "
-            "(LLM; offline: labelled masking). Flags leaks and lost answers; every rewrite becomes a review item."
-        ),
-        ins={
-            "documents": dg.AssetIn(key(task, SOURCE_DOCUMENTS)),
-            "chunks": dg.AssetIn(key(task, CHUNKS)),
-            "queries": dg.AssetIn(key(task, queries_key(task))),
-        },
-        outs={
-            THEMES: out(task, THEMES, "Each document's theme and aliases (LLM, or from the title)."),
-            REFORMULATED_CHUNKS: out(task, REFORMULATED_CHUNKS, "Original and rewritten chunk text, leak flags."),
-            REFORMULATION_REVIEW_ITEMS: out(task, REFORMULATION_REVIEW_ITEMS, "Rewrites awaiting human review."),
-            REFORMULATION_QUARANTINE: out(task, REFORMULATION_QUARANTINE, "LLM failures (kept as original text)."),
-        },
-    )
-    def reformulation(
-        context: dg.AssetExecutionContext, llm: LLMResource, documents: pa.Table, chunks: pa.Table, queries: pa.Table
-    ):
-        client = open_client(context, llm)
+    def work(context: Context, client: LLMClient | None, shard: Shard) -> ReformulationShard:
+        documents, chunks, queries = (shard.tables[name] for name in ("documents", "chunks", "queries"))
         first_chunks = {
             doc_id: text
             for doc_id, index, text in zip(
@@ -72,36 +100,89 @@ def build_reformulation_asset(task: TaskConfig) -> dg.AssetsDefinition:
             )
             if index == 0
         }
-        chunked = documents.filter(pc.is_in(documents.column("doc_id"), pa.array(list(first_chunks))))
-        if client.available:
-            theme_results, theme_meta = run_requests(
-                context, client, task, "themes", build_theme_requests(chunked, first_chunks)
+        chunked = documents.filter(pc.is_in(documents.column("doc_id"), pa.array(list(first_chunks), pa.string())))
+        llm: dict[str, dict[str, object]] = {}
+        if client is not None:
+            theme_results, llm[Stage.THEMES] = run_requests(
+                context, client, task, Stage.THEMES, build_theme_requests(chunked, first_chunks)
             )
-            themes, failures = themes_table(chunked, theme_results, client.settings.model)
-            results, llm_meta = run_requests(
-                context, client, task, "reformulation", build_reformulation_requests(chunks, themes)
+            themes, theme_failures = themes_table(chunked, theme_results, client.settings.model)
+            results, llm[Stage.REFORMULATION] = run_requests(
+                context, client, task, Stage.REFORMULATION, build_reformulation_requests(chunks, themes)
             )
             output = apply_reformulations(
                 chunks, themes, answers_by_chunk(queries), results, client.settings.model, None
             )
+        else:
+            themes, theme_failures = themes_table(chunked, None, None)
+            output = apply_reformulations(chunks, themes, answers_by_chunk(queries), None, None, None)
+        items = review_items_from_reformulations(task.name, output.table, chunks, document_titles(documents))
+        return ReformulationShard(themes, output.table, items, theme_failures, output.failures, output.stats, llm)
+
+    def merge(
+        context: Context, client: LLMClient | None, plan: Plan, shards: Sequence[ReformulationShard]
+    ) -> Iterator[dg.Output]:
+        by_chunk, by_document = plan.order[DRIVING], plan.order[DOCUMENT_ORDER]
+        themes = concat_in_order([s.themes for s in shards], THEMES, "doc_id", by_document)
+        table = concat_in_order([s.reformulated for s in shards], REFORMULATED_CHUNKS, "chunk_id", by_chunk)
+        items = concat_in_order([s.items for s in shards], REVIEW_ITEMS, "object_id", by_chunk)
+        stats = sum_counts(s.stats for s in shards)
+        if client is not None:
+            theme_meta, llm_meta = (
+                merged_llm_metadata(client, f"{task.name}/{stage}", plan.started, [s.llm[stage] for s in shards])
+                for stage in (Stage.THEMES, Stage.REFORMULATION)
+            )
             status = {"method": "llm", **{f"themes/{k}": v for k, v in theme_meta.items()}, **llm_meta}
         else:
-            themes, failures = themes_table(chunked, None, None)
-            output = apply_reformulations(chunks, themes, answers_by_chunk(queries), None, None, None)
-            context.log.warning(f"{task.name}/reformulation: {FALLBACK}")
-            status = {"method": FALLBACK, **not_run_metadata(context, task, "reformulation (LLM)")}
-        titles = dict(zip(documents.column("doc_id").to_pylist(), documents.column("title").to_pylist(), strict=True))
-        items = review_items_from_reformulations(task.name, output.table, chunks, titles)
-        quarantine = quarantine_table([*failures, *output.failures])
-        context.log.info(f"{task.name}/reformulation: {output.stats}; {items.num_rows} review items")
-        stats = count_metadata("count", output.stats)
-        yield dg.Output(themes, THEMES, metadata={"count/llm": themes.column("method").to_pylist().count("llm")})
-        yield dg.Output(output.table, REFORMULATED_CHUNKS, metadata={**status, **stats})
+            context.log.warning(f"{task.name}/{Stage.REFORMULATION}: {FALLBACK}")
+            status = {"method": FALLBACK, **not_run_metadata(context, task, f"{Stage.REFORMULATION} (LLM)")}
+        context.log.info(f"{task.name}/{Stage.REFORMULATION}: {stats}; {items.num_rows} review items")
         yield dg.Output(
-            items, REFORMULATION_REVIEW_ITEMS, metadata={"count/flagged": sum(items.column("flagged").to_pylist())}
+            themes, StageTable.THEMES, metadata={"count/llm": themes.column("method").to_pylist().count("llm")}
         )
+        yield dg.Output(table, StageTable.REFORMULATED_CHUNKS, metadata={**status, **count_metadata("count", stats)})
         yield dg.Output(
-            quarantine, REFORMULATION_QUARANTINE, metadata=count_metadata("quarantine", count_reasons(quarantine))
+            items,
+            StageTable.REFORMULATION_REVIEW_ITEMS,
+            metadata={"count/flagged": sum(items.column("flagged").to_pylist())},
         )
+        # theme failures first (in document order), then rewrite failures (in chunk order), as an unsharded run
+        records = [
+            *items_in_order([r for s in shards for r in s.theme_failures], lambda r: r.object_id, by_document),
+            *items_in_order([r for s in shards for r in s.failures], lambda r: r.object_id, by_chunk),
+        ]
+        yield quarantine_output(StageTable.REFORMULATION_QUARANTINE, records)
 
-    return reformulation
+    stage = ShardedStage(
+        task=task,
+        stage=Stage.REFORMULATION,
+        name=f"{task.dagster_name}__reformulation",
+        description=(
+            "Rewrite every chunk but each document's first so it no longer names the document's theme "
+            "(LLM; offline: labelled masking). Flags leaks and lost answers; every rewrite becomes a review item."
+        ),
+        ins={
+            "documents": dg.AssetIn(key(task, StageTable.SOURCE_DOCUMENTS)),
+            "chunks": dg.AssetIn(key(task, StageTable.CHUNKS)),
+            "queries": dg.AssetIn(key(task, queries_key(task))),
+        },
+        outs={
+            StageTable.THEMES: out(
+                task, StageTable.THEMES, "Each document's theme and aliases (LLM, or from the title)."
+            ),
+            StageTable.REFORMULATED_CHUNKS: out(
+                task, StageTable.REFORMULATED_CHUNKS, "Original and rewritten chunk text, leak flags."
+            ),
+            StageTable.REFORMULATION_REVIEW_ITEMS: out(
+                task, StageTable.REFORMULATION_REVIEW_ITEMS, "Rewrites awaiting human review."
+            ),
+            StageTable.REFORMULATION_QUARANTINE: out(
+                task, StageTable.REFORMULATION_QUARANTINE, "LLM failures (kept as original text)."
+            ),
+        },
+        split=split_documents,
+        work=work,
+        merge=merge,
+        needs_llm=False,
+    )
+    return sharded_multi_asset(stage, shard_documents)

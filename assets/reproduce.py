@@ -15,13 +15,15 @@ from pathlib import Path
 import dagster as dg
 
 from assets.evaluation import run_metadata
-from assets.keys import CHUNK_CONTEXTS, CONTEB_DATASET, key
+from assets.keys import key
 from assets.models import pipes_training_asset
 from assets.resources import ConTEBSettings
-from conteb.config import ProjectConfig, TaskConfig
+from conteb.config import TaskConfig
+from conteb.names import StageTable
 from conteb.reproduce import REPRODUCE_TASK, ReproduceConfig
-from conteb.storage import dataset_dir, models_dir, reports_dir, stage_dir
+from conteb.storage import dataset_dir, models_dir, reports_dir
 from evaluation.experiment import model_folder, training_settings
+from project.config import ProjectConfig
 
 GROUP = REPRODUCE_TASK
 MODELS = {
@@ -81,7 +83,7 @@ def setup_lines(block: ReproduceConfig, task: TaskConfig) -> list[str]:
 def build_reproduce_assets(config: ProjectConfig, task: TaskConfig) -> list[dg.AssetsDefinition]:
     """The experiment's models, evaluation and comparison (its curation assets come from the task factories)."""
     block = config.reproduce
-    dataset = dg.AssetKey([task.name, CONTEB_DATASET])
+    dataset = dg.AssetKey([task.name, StageTable.CONTEB_DATASET])
     assets = [_model_asset(block, task, name, dataset) for name in MODELS]
     assets += [_evaluation_asset(config, task), _comparison_asset(block, task)]
     return assets
@@ -106,9 +108,9 @@ def _model_asset(block: ReproduceConfig, task: TaskConfig, name: str, dataset: d
 
 
 def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefinition:
-    deps = [key(task, CONTEB_DATASET), *(dg.AssetKey([task.name, name]) for name in MODELS)]
+    deps = [key(task, StageTable.CONTEB_DATASET), *(dg.AssetKey([task.name, name]) for name in MODELS)]
     if task.chunk_contexts:
-        deps.append(key(task, CHUNK_CONTEXTS))
+        deps.append(key(task, StageTable.CHUNK_CONTEXTS))
 
     @dg.asset(
         key=dg.AssetKey([task.name, EVALUATION]),
@@ -132,7 +134,7 @@ def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefin
             name=task.name,
             path=str(dataset_dir(data, task.name)),
             split=task.evaluation_split,
-            stages=stage_dir(data, task.name),
+            data_dir=data,
             split_by_document=True,
         )
         systems = experiment_systems(
@@ -146,9 +148,8 @@ def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefin
             contextual=task.chunk_contexts,
         )
         evaluation_settings = evaluation_config(config.evaluation, systems, profile.chunk_sizes)
-        experiment = config.model_copy(update={"evaluation": evaluation_settings})
         try:
-            evaluation = evaluate_target(target, experiment, data, log=context.log.info)
+            evaluation = evaluate_target(target, evaluation_settings, data, log=context.log.info)
         except CorpusError as error:
             raise dg.Failure(description=f"{task.name}: {error}") from error
         paths = write_task_report(evaluation, reports_dir(data))
@@ -176,8 +177,8 @@ def _comparison_asset(block: ReproduceConfig, task: TaskConfig) -> dg.AssetsDefi
         "(data/reports/reproduce/).",
     )
     def paper_comparison(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
-        from curation.dataset import data_file
-        from evaluation.report import render_markdown
+        from conteb.storage import data_file
+        from evaluation.render_markdown import render_markdown
         from evaluation.reproduce_report import build_comparison, reproduce_document, write_reproduce_report
 
         data = settings.data_path

@@ -11,10 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets.metadata import table_metadata
-from conteb.storage import stage_dir, write_parquet_atomic
+from conteb.storage import stage_table_path, write_parquet_atomic
 from llm.cache import AnswerCache
 from llm.client import LLMClient
 from llm.settings import LLMSettings
+from review.web_urls import queue_url
 
 if TYPE_CHECKING:
     from review.store import ReviewStore
@@ -47,7 +48,7 @@ class StageTableIOManager(dg.ConfigurableIOManager):
 
     def _path(self, key: dg.AssetKey) -> Path:
         task, *rest = key.path
-        return stage_dir(Path(self.data_dir), task) / f"{'__'.join(rest)}.parquet"
+        return stage_table_path(Path(self.data_dir), task, "__".join(rest))
 
     def handle_output(self, context: dg.OutputContext, obj: pa.Table) -> None:
         if not isinstance(obj, pa.Table):
@@ -93,4 +94,4 @@ class ReviewStoreResource(dg.ConfigurableResource):
         return ReviewStore(Path(self.path))
 
     def queue_url(self, task: str, kind: str) -> str:
-        return f"{self.ui_url.rstrip('/')}/queue/{task}/{kind}"
+        return self.ui_url.rstrip("/") + queue_url(task, kind)

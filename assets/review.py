@@ -9,58 +9,50 @@ in a run where its check fails, and the sensor requests that run once reviewers 
 import dagster as dg
 import pyarrow as pa
 
-from assets.keys import (
-    ANSWERABILITY,
-    ANSWERABILITY_QUARANTINE,
-    CHUNKS,
-    CONTEB_DATASET,
-    LLM_PAIRED_QUERIES,
-    PAIRED_QUERIES,
-    REFORMULATED_CHUNKS,
-    REFORMULATION_REVIEW_ITEMS,
-    REVIEWED_CHUNKS,
-    REVIEWED_LLM_PAIRED_QUERIES,
-    REVIEWED_SYNTHETIC_QUERIES,
-    SOURCE_DOCUMENTS,
-    SYNTHETIC_QUERIES,
-    key,
-    out,
-    review_queue,
-)
+from assets.keys import key, out, review_queue
 from assets.metadata import count_metadata
 from assets.resources import ReviewStoreResource
-from conteb.config import ProjectConfig, TaskConfig
+from conteb.config import TaskConfig
+from conteb.names import ReviewKind, StageTable
+from curation.lookups import document_titles
 from curation.review_items import review_items_from_llm_pairs, review_items_from_synthetic
 from curation.reviewed import Decision, PendingReviewError, apply_query_reviews, apply_reformulation_reviews
-from review.store import AUTO_REVIEWER
+from project.config import ProjectConfig
+from review.gate import auto_accept, completion_key
+from review.model import REVIEW_COMMAND
 
-REVIEW_COMMAND = "conteb review serve"
+REVIEW_CHECK = "review_complete"
+"""The name of each queue's blocking check (a run stopped by it is waiting for review, not failed)."""
 WAITING = "waiting for review"
 REVIEWED_OF_KIND = {
-    "reformulation": (REFORMULATED_CHUNKS, REVIEWED_CHUNKS),
-    "synthetic_query": (SYNTHETIC_QUERIES, REVIEWED_SYNTHETIC_QUERIES),
-    "pairing": (LLM_PAIRED_QUERIES, REVIEWED_LLM_PAIRED_QUERIES),
+    ReviewKind.REFORMULATION: (StageTable.REFORMULATED_CHUNKS, StageTable.REVIEWED_CHUNKS),
+    ReviewKind.SYNTHETIC_QUERY: (StageTable.SYNTHETIC_QUERIES, StageTable.REVIEWED_SYNTHETIC_QUERIES),
+    ReviewKind.PAIRING: (StageTable.LLM_PAIRED_QUERIES, StageTable.REVIEWED_LLM_PAIRED_QUERIES),
 }
 
 
 def queue_inputs(task: TaskConfig, kind: str) -> dict[str, dg.AssetIn]:
     """What a queue of ``kind`` builds its items from."""
-    if kind == "reformulation":
-        return {"items": dg.AssetIn(key(task, REFORMULATION_REVIEW_ITEMS))}
-    ins = {"documents": dg.AssetIn(key(task, SOURCE_DOCUMENTS)), "chunks": dg.AssetIn(key(task, CHUNKS))}
-    ins["stage"] = dg.AssetIn(key(task, SYNTHETIC_QUERIES if kind == "synthetic_query" else LLM_PAIRED_QUERIES))
-    if kind == "pairing" and task.uses_span_pairing:
-        ins["span_pairs"] = dg.AssetIn(key(task, PAIRED_QUERIES))
+    if kind == ReviewKind.REFORMULATION:
+        return {"items": dg.AssetIn(key(task, StageTable.REFORMULATION_REVIEW_ITEMS))}
+    ins = {
+        "documents": dg.AssetIn(key(task, StageTable.SOURCE_DOCUMENTS)),
+        "chunks": dg.AssetIn(key(task, StageTable.CHUNKS)),
+    }
+    stage = StageTable.SYNTHETIC_QUERIES if kind == ReviewKind.SYNTHETIC_QUERY else StageTable.LLM_PAIRED_QUERIES
+    ins["stage"] = dg.AssetIn(key(task, stage))
+    if kind == ReviewKind.PAIRING and task.uses_span_pairing:
+        ins["span_pairs"] = dg.AssetIn(key(task, StageTable.PAIRED_QUERIES))
     return ins
 
 
 def queue_items(task: TaskConfig, kind: str, tables: dict[str, pa.Table]) -> pa.Table:
     """The ``REVIEW_ITEMS`` to push for ``kind``."""
-    if kind == "reformulation":
+    if kind == ReviewKind.REFORMULATION:
         return tables["items"]
     documents = tables["documents"]
-    titles = dict(zip(documents.column("doc_id").to_pylist(), documents.column("title").to_pylist(), strict=True))
-    if kind == "synthetic_query":
+    titles = document_titles(documents)
+    if kind == ReviewKind.SYNTHETIC_QUERY:
         return review_items_from_synthetic(task.name, tables["stage"], tables["chunks"], titles)
     return review_items_from_llm_pairs(task.name, tables["stage"], tables["chunks"], titles, tables.get("span_pairs"))
 
@@ -76,7 +68,7 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
         ins=queue_inputs(task, kind),
         check_specs=[
             dg.AssetCheckSpec(
-                "review_complete",
+                REVIEW_CHECK,
                 asset=key(task, review_queue(kind)),
                 blocking=True,
                 description="Fails (ERROR) while items are pending, i.e. the run is waiting for review (not a crash): "
@@ -88,19 +80,15 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
         store = review.store()
         items = queue_items(task, kind, tables)
         report = store.push(items)
-        auto = 0
-        if task.review.auto_accept_unchanged:
-            unchanged = [
-                row["item_id"]
-                for row in items.select(["item_id", "original", "proposed", "flagged"]).to_pylist()
-                if row["original"] is not None and row["proposed"] == row["original"] and not row["flagged"]
-            ]
-            auto = store.bulk_decide("accept", AUTO_REVIEWER, task.name, kind, ids=unchanged) if unchanged else 0
-        by_method = 0
-        for method in task.review.auto_accept_methods:
-            ids = [row["item_id"] for row in items.select(["item_id", "method"]).to_pylist() if row["method"] == method]
-            if ids:
-                by_method += store.bulk_decide("accept", f"{AUTO_REVIEWER}:{method}", task.name, kind, ids=ids)
+        accepted = auto_accept(
+            store,
+            task.name,
+            kind,
+            items,
+            unchanged=task.review.auto_accept_unchanged,
+            methods=task.review.auto_accept_methods,
+        )
+        auto, by_method = accepted.unchanged, accepted.by_method
         if by_method:
             context.log.info(f"{task.name}/{kind}: {by_method} '{'/'.join(task.review.auto_accept_methods)}' "
                              "proposals accepted without review (review.auto_accept_methods)")  # fmt: skip
@@ -131,7 +119,7 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
             )  # fmt: skip
         yield dg.MaterializeResult(metadata=metadata)
         yield dg.AssetCheckResult(
-            check_name="review_complete",
+            check_name=REVIEW_CHECK,
             passed=pending == 0,
             severity=dg.AssetCheckSeverity.ERROR,
             description="all items decided" if pending == 0 else waiting_message(task, kind, pending, url),
@@ -177,8 +165,8 @@ def build_reviewed_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
     )
     def reviewed(context: dg.AssetExecutionContext, review: ReviewStoreResource, table: pa.Table):
         try:
-            if kind == "reformulation":
-                result = apply_reformulation_reviews(table, decisions(review, task, kind), task.review.on_reject)
+            if kind == ReviewKind.REFORMULATION:
+                result = apply_reformulation_reviews(table, decisions(review, task, kind))
             else:
                 result = apply_query_reviews(kind, table, decisions(review, task, kind))
         except PendingReviewError as error:
@@ -200,8 +188,12 @@ def build_review_sensor(config: ProjectConfig) -> dg.SensorDefinition | None:
         return None
     downstream = {
         task.name: [key(task, REVIEWED_OF_KIND[kind][1]) for kind in task.review_kinds]
-        + ([key(task, ANSWERABILITY), key(task, ANSWERABILITY_QUARANTINE)] if task.answerability is not False else [])
-        + [key(task, CONTEB_DATASET)]
+        + (
+            [key(task, StageTable.ANSWERABILITY), key(task, StageTable.ANSWERABILITY_QUARANTINE)]
+            if task.answerability is not False
+            else []
+        )
+        + [key(task, StageTable.CONTEB_DATASET)]
         for task in reviewed_tasks
     }
 
@@ -215,11 +207,11 @@ def build_review_sensor(config: ProjectConfig) -> dg.SensorDefinition | None:
     def review_queue_sensor(context: dg.SensorEvaluationContext, review: ReviewStoreResource):
         stats = {(s.task, s.kind): s for s in review.store().stats()}
         for task in reviewed_tasks:
-            # A queue never pushed, or empty, has nothing to wait for; at least one must hold items.
+            # A queue never pushed has nothing to wait for; completion_key has the rest of the rule.
             queues = [q for q in (stats.get((task.name, kind)) for kind in task.review_kinds) if q is not None]
-            if not any(q.total for q in queues) or any(q.pending for q in queues):
+            run_key = completion_key(task.name, queues)
+            if run_key is None:
                 continue
-            run_key = task.name + ":" + ",".join(f"{q.kind}@{q.revision}" for q in queues)
             yield dg.RunRequest(run_key=run_key, asset_selection=downstream[task.name], tags={"conteb/task": task.name})
 
     return review_queue_sensor

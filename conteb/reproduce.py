@@ -22,7 +22,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from conteb.config import StrictModel
 
 REPRODUCE_TASK = "reproduce"
 """Name (key prefix and group) of the experiment's task and assets."""
@@ -32,11 +34,7 @@ DEFAULT_SOURCE = Path("../shared/data/squad-v1.1-dev.json.gz")
 FALLBACK_SOURCE = Path("data/sample")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class ReproduceProfile(_Strict):
+class ReproduceProfile(StrictModel):
     """How big the experiment is: the base model, how many articles, the training settings, the study sizes.
 
     ``training`` holds :class:`training.config.TrainingConfig` fields (validated when the training runs);
@@ -99,7 +97,7 @@ GPU_PROFILE = ReproduceProfile(
 """The paper's setting: ModernBERT-embed-large (8k tokens), 4 documents per batch, every SQuAD dev article."""
 
 
-class ReproduceConfig(_Strict):
+class ReproduceConfig(StrictModel):
     """The ``reproduce:`` block (every key optional)."""
 
     source: Path | None = None  # SQuAD-format JSON file or sample-format folder; default: DEFAULT_SOURCE or the sample

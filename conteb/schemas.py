@@ -11,9 +11,15 @@ Stage tables (``data/stages/<task>/``):
 Published tables (``data/conteb/<task>/``, the public ConTEB layout): ``CONTEB_DOCUMENTS`` and
 ``CONTEB_QUERIES`` (the paired queries plus their context-necessity labels, see
 ``curation/necessity.py``).
+
+Evaluation tables (``data/reports/runs/<task>/``): :func:`per_query_metrics_schema`, the per-query
+metrics of one system (``<system>.metrics.parquet``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -111,12 +117,7 @@ CONTEB_QUERIES = pa.schema(
 )
 
 
-def empty_table(schema: pa.Schema) -> pa.Table:
-    """A zero-row table with ``schema``."""
-    return schema.empty_table()
-
-
-def table_from_rows(rows: list[dict], schema: pa.Schema) -> pa.Table:
+def table_from_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """Build a table of ``schema`` from row dicts (missing nullable keys become null)."""
     return pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
 
@@ -202,3 +203,18 @@ REVIEW_ITEMS = pa.schema(
         pa.field("proposed_sha256", pa.string(), nullable=False),  # detects a changed proposal
     ]
 )
+
+
+# --- evaluation -------------------------------------------------------------------------------
+
+
+def per_query_metrics_schema(metrics: Sequence[str]) -> pa.Schema:
+    """The per-query metrics of one system on one task (``runs/<task>/<system>.metrics.parquet``).
+
+    Columns: ``query_id`` (string), then one float64 column per metric, in the order of ``metrics``
+    (e.g. ``ndcg@10``, ``map@5``, ``mrr@10``: the names of ``evaluation/metrics.py``), the value of
+    that metric for the query. Every field is nullable (as pyarrow infers them from the written
+    arrays, so files written before this schema existed read back the same), although no value is
+    ever null. The metric columns depend on the configured cut-offs, hence a function.
+    """
+    return pa.schema([pa.field("query_id", pa.string()), *(pa.field(name, pa.float64()) for name in metrics)])

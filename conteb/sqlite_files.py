@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Literal, TypedDict, Unpack
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -27,7 +28,15 @@ def _refuse(path: Path, what: str, problem: str) -> StoreFileError:
     )
 
 
-def connect_store(path: Path, what: str, **connect_kwargs: object) -> sqlite3.Connection:
+class ConnectOptions(TypedDict, total=False):
+    """The ``sqlite3.connect`` keywords the stores pass; an absent key keeps sqlite3's default."""
+
+    timeout: float
+    isolation_level: Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"] | None
+    check_same_thread: bool
+
+
+def connect_store(path: Path, what: str, **connect_kwargs: Unpack[ConnectOptions]) -> sqlite3.Connection:
     """``sqlite3.connect(path, **connect_kwargs)``, creating the file only when it does not exist yet.
 
     ``what`` describes the contents for the error message (e.g. ``"the review decisions and their audit log"``).
@@ -50,7 +59,7 @@ def connect_store(path: Path, what: str, **connect_kwargs: object) -> sqlite3.Co
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
     existed = path.exists()
-    conn = sqlite3.connect(path, **connect_kwargs)  # type: ignore[arg-type]
+    conn = sqlite3.connect(path, **connect_kwargs)
     if existed:
         try:
             verdict = conn.execute("PRAGMA quick_check").fetchone()[0]

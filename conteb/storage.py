@@ -2,18 +2,24 @@
 
 Layout under the data folder (``data/`` beside ``conteb.yaml``, or ``$CONTEB_DATA_DIR``)::
 
-    conteb/<task>/          the published ConTEB dataset (Hugging Face layout, README card)
+    conteb/<task>/          the published ConTEB dataset (Hugging Face layout, README card; see below)
     stages/<task>/          intermediate stage tables (Parquet), one file per asset
     llm/answers.sqlite      paid LLM answers (cache) and the cost ledger
     review/review.sqlite    review queues: items, decisions, audit log
     models/<name>/          trained models (sentence-transformers folders)
     reports/                evaluation: results.json, reports, TREC run files (see evaluation/runner.py)
+
+A published dataset folder holds one folder per config (:data:`PUBLISHED_CONFIGS`) of Parquet shards named
+as ``push_to_hub`` names them, ``<config>/<split>-00000-of-00001.parquet`` (:func:`data_file`). Readers also
+accept the hub's own layout, ``data/<config>/``, and ``<split>.parquet`` or ``<split>-NNNNN-of-NNNNN*.parquet``
+shard names (:func:`shard_split`, :func:`config_shards`), so a dataset downloaded from the hub reads the same.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterator
@@ -57,9 +63,64 @@ def reports_dir(data_dir: Path) -> Path:
     return data_dir / "reports"
 
 
+PUBLISHED_CONFIGS: tuple[str, ...] = ("documents", "queries", "synthetic_queries")
+"""The configs of a published ConTEB dataset, in publishing order: chunks, queries, synthetic queries."""
+
+_SHARD_NAME = re.compile(r"^(?P<split>.+?)(?:-\d{5}-of-\d{5}.*)?\.parquet$")
+
+
+def data_file(config: str, split: str) -> str:
+    """Relative path of a config's single Parquet shard, named as ``push_to_hub`` names it:
+    ``<config>/<split>-00000-of-00001.parquet``."""
+    return f"{config}/{split}-00000-of-00001.parquet"
+
+
+def shard_split(path: Path) -> str:
+    """The split a shard belongs to: ``<split>.parquet`` or ``<split>-NNNNN-of-NNNNN*.parquet`` (the hub's
+    sharded names, with or without a suffix after the shard count); any other name: its stem."""
+    match = _SHARD_NAME.match(path.name)
+    return match["split"] if match else path.stem
+
+
+def _config_folders(folder: Path, config: str) -> tuple[Path, Path]:
+    """Where a dataset folder keeps ``config``'s shards: ``<config>/`` (ours), then ``data/<config>/`` (the hub's)."""
+    return folder / config, folder / "data" / config
+
+
+def config_shards(folder: Path, config: str, split: str | None) -> list[Path]:
+    """The Parquet shards of ``config`` of ``split`` (None: every split) in dataset ``folder``, sorted by name.
+
+    Taken from the first of ``<config>/`` and ``data/<config>/`` that holds any; ``[]`` when neither does.
+    """
+    for base in _config_folders(Path(folder), config):
+        files = sorted(path for path in base.glob("*.parquet") if split is None or shard_split(path) == split)
+        if files:
+            return files
+    return []
+
+
+def config_splits(folder: Path, config: str = "documents") -> tuple[str, ...]:
+    """The splits of ``config``'s shards in dataset ``folder`` (both shard folders), sorted."""
+    bases = _config_folders(Path(folder), config)
+    return tuple(sorted({shard_split(path) for base in bases for path in base.glob("*.parquet")}))
+
+
+def read_shards(files: list[Path]) -> pa.Table:
+    """The Parquet ``files`` (at least one) as one table; columns missing from some files are null there."""
+    if not files:
+        raise ValueError("read_shards needs at least one file")
+    tables = [pq.read_table(path) for path in files]
+    return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
+
+
 def stage_dir(data_dir: Path, task: str) -> Path:
     """Folder of the intermediate stage tables of ``task``."""
     return data_dir / "stages" / task
+
+
+def stage_table_path(data_dir: Path, task: str, table: str) -> Path:
+    """The Parquet file of stage table ``table`` (an asset name such as ``source_documents``) of ``task``."""
+    return stage_dir(data_dir, task) / f"{table}.parquet"
 
 
 TEMPORARY_MARK = ".conteb-"  # in the names of our temporaries: ``.<target name>.conteb-<16 hex>.tmp``

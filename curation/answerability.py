@@ -16,14 +16,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from conteb.names import Stage
 from conteb.schemas import ANSWERABILITY, table_from_rows
-from curation.llm_results import result_problem
+from curation.llm_results import llm_failure, result_problem
 from curation.quarantine import QuarantineRecord
-from curation.themes import llm_failure
 from llm.prompts import load_prompt
 from llm.types import LLMRequest, LLMResult
 
-STAGE = "answerability"
+STAGE = Stage.ANSWERABILITY
 PROMPT_NAME = "answerable_alone"
 CUSTOM_ID_PREFIX = "answerable:"
 MAX_REASON_CHARS = 400

@@ -16,10 +16,11 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 from conteb.config import ChunkingConfig
 from conteb.ids import chunk_id
+from conteb.names import Stage
 from conteb.schemas import CHUNKS
 from curation.quarantine import QuarantineReason, QuarantineRecord
 
-STAGE = "chunking"
+STAGE = Stage.CHUNKING
 
 
 @dataclass(frozen=True)

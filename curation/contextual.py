@@ -1,8 +1,13 @@
 """Contextual chunk descriptions for the Anthropic-style contextual-retrieval baseline.
 
-For each chunk the LLM reads its document (cut to the same window as the synthetic-query stage,
-:func:`curation.synthetic_queries.document_window`) and writes a short context situating the chunk
-in it; the evaluation prepends that context to the chunk before embedding. Results are cached by
+For each chunk the LLM reads its document's title and text (cut to the same window as the synthetic-query
+stage, :func:`curation.windows.document_window`) and writes a short context situating the chunk
+in it; the evaluation prepends that context to the chunk before embedding.
+
+Prompt caching: the prompt is the fixed system message, then the document (title and window), then the
+passage last, so the requests of chunks that share a window share that prefix; they carry the same
+``prefix_group`` (:func:`curation.windows.window_group`) and are listed together, in document order, so the client sends
+them together (``llm/scheduling.py``). Results are cached by
 the shared LLM client and stored beside the chunks in a ``CHUNK_CONTEXTS`` table (method ``llm``).
 """
 
@@ -14,7 +19,8 @@ import pyarrow as pa
 
 from conteb.schemas import CHUNK_CONTEXTS, table_from_rows
 from curation.llm_results import chunk_results
-from curation.synthetic_queries import document_lookup, document_window
+from curation.lookups import by_document
+from curation.windows import document_lookup, document_window, window_group
 from llm.prompts import load_prompt
 from llm.types import LLMRequest, LLMResult
 
@@ -42,23 +48,31 @@ def validate_context(value: dict[str, Any]) -> str | None:
 
 
 def build_context_requests(chunks: pa.Table, documents: pa.Table, max_document_chars: int = 20000) -> list[LLMRequest]:
-    """One request per chunk (``context:<chunk_id>``), in table order; chunks of unknown documents are skipped."""
+    """One request per chunk (``context:<chunk_id>``), grouped by document (documents in order of first
+    appearance, chunks in table order within one); chunks of unknown documents are skipped.
+
+    The prompt gets the document's ``title`` (its id when null) and ``document`` window, then the
+    ``chunk``; ``prefix_group`` is :func:`curation.windows.window_group`.
+    """
     prompt = load_prompt(PROMPT_NAME)
     docs = document_lookup(documents)
     requests = []
-    for chunk in chunks.to_pylist():
+    for chunk in by_document(chunks.to_pylist()):
         if chunk["doc_id"] not in docs:
             continue
-        _, text = docs[chunk["doc_id"]]
-        window = document_window(text, chunk["char_start"], chunk["char_end"], max_document_chars)
+        title, text = docs[chunk["doc_id"]]
+        start, end = chunk["char_start"], chunk["char_end"]
         requests.append(
             LLMRequest(
                 custom_id=f"{CUSTOM_ID_PREFIX}{chunk['chunk_id']}",
-                messages=prompt.messages(document=window, chunk=chunk["og_chunk"]),
+                messages=prompt.messages(
+                    title=title, document=document_window(text, start, end, max_document_chars), chunk=chunk["og_chunk"]
+                ),
                 schema_name="chunk_context",
                 schema=CONTEXT_SCHEMA,
                 prompt_tag=prompt.tag,
                 validator=validate_context,
+                prefix_group=window_group(chunk["doc_id"], text, start, end, max_document_chars),
             )
         )
     return requests

@@ -24,13 +24,11 @@ import yaml
 
 from conteb.config import TaskConfig
 from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, PAIRED_QUERIES, SYNTHETIC_QUERIES
-from conteb.storage import write_parquet_atomic, write_text_atomic
+from conteb.storage import PUBLISHED_CONFIGS, config_shards, data_file, write_parquet_atomic, write_text_atomic
 from curation.necessity import RULE as NECESSITY_RULE
 from curation.necessity import is_labelled, necessity_counts
 from curation.quarantine import count_reasons
 from curation.splits import HASH_RULE, assign_task_splits
-
-CONFIGS = ("documents", "queries", "synthetic_queries")
 
 
 def conteb_documents(chunks: pa.Table, reformulated: pa.Table | None = None) -> pa.Table:
@@ -51,11 +49,6 @@ def conteb_documents(chunks: pa.Table, reformulated: pa.Table | None = None) -> 
     return pa.Table.from_pydict(columns, schema=CONTEB_DOCUMENTS)
 
 
-def data_file(config: str, split: str) -> str:
-    """Relative path of a config's single Parquet shard, named as ``push_to_hub`` names it."""
-    return f"{config}/{split}-00000-of-00001.parquet"
-
-
 @dataclass
 class DatasetCard:
     """What the card states: provenance, license, counts and the settings that produced it."""
@@ -69,7 +62,7 @@ class DatasetCard:
     counts: dict[str, int]
     settings: dict[str, object]
     quarantine: dict[str, dict[str, int]] = field(default_factory=dict)  # stage -> reason -> count
-    configs: tuple[str, ...] = ("documents", "queries")
+    configs: tuple[str, ...] = PUBLISHED_CONFIGS[:2]  # documents and queries; set to those written on write
     empty_configs: tuple[str, ...] = ()  # configs with no rows, not published
     splits: tuple[str, ...] = ()  # document-level splits in declaration order; (): the one ``split``
     split_rule: str | None = None  # how documents were assigned to ``splits`` (fractions, seed, hash rule)
@@ -311,10 +304,10 @@ def write_conteb_dataset(
             write_parquet_atomic(table, target, compression="zstd")
             targets.append(target)
             written[name if len(splits) == 1 else f"{name}/{split}"] = target
-        for stale in (out_dir / name).glob("*.parquet"):
+        for stale in config_shards(out_dir, name, None):
             if stale not in targets:
                 stale.unlink()
-    for name in set(CONFIGS) - set(parts):
+    for name in set(PUBLISHED_CONFIGS) - set(parts):
         shutil.rmtree(out_dir / name, ignore_errors=True)
     written["card"] = write_text_atomic(card.render(), out_dir / "README.md")
     return written

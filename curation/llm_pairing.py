@@ -11,12 +11,16 @@ Rules (documented in the dataset card):
 * ``answer`` is the query's first answer text when it has one; ``answer_start``/``answer_end``
   are its span when that span matches the document (:func:`curation.pairing.check_answer`),
   else null (counted as ``answer_without_span``).
-* Quarantined (``object_kind="query"``): an empty list (``llm_no_chunk``); a missing, failed or
+* Quarantined (``object_kind="query"``, stage ``llm_pairing``): an empty list (``llm_no_chunk``); a missing, failed or
   invalid call (``llm_failed``, detail = the client's error); a document that is unknown
   (``unknown_document``) or has no chunks (``document_quarantined``) — those are never requested.
 * ``pairing: both`` runs the span and LLM methods: :func:`combine_pairings` keeps the span row
   where there is one (it is exact), else the LLM row; :func:`pairing_agreement` measures how
   often the two agree on the queries both paired.
+
+Prompt caching: the prompt is the fixed system message, then the document (title and numbered chunks), then
+the query last, so every query of a document shares that prefix; the requests carry ``prefix_group`` =
+``doc_id`` and are listed by document, so the client sends them together (``llm/scheduling.py``).
 
 Not registered in ``PAIRING_METHODS`` (that takes tables only; this method needs an LLM client).
 """
@@ -28,20 +32,19 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from conteb.names import Stage
 from conteb.perf import gc_paused
 from conteb.schemas import PAIRED_QUERIES
+from curation.lookups import by_document, chunk_texts, document_titles
 from curation.pairing import DocumentChunks, PairingResult, check_answer, index_chunks
 from curation.quarantine import QuarantineReason, QuarantineRecord
 from llm.prompts import load_prompt
 from llm.types import LLMRequest, LLMResult, Validator
 
-STAGE = "pairing"
+STAGE = Stage.LLM_PAIRING
 PROMPT_NAME = "pairing"
 CUSTOM_ID_PREFIX = "pair:"
 MAX_DISAGREEMENTS = 20
-
-LLM_NO_CHUNK = QuarantineReason.LLM_NO_CHUNK
-LLM_FAILED = QuarantineReason.LLM_FAILED
 
 
 # --- requests ---------------------------------------------------------------------------------
@@ -83,23 +86,25 @@ def pairing_validator(n_chunks: int) -> Validator:
 
 
 def build_pairing_requests(queries: pa.Table, documents: pa.Table, chunks: pa.Table) -> list[LLMRequest]:
-    """One request per query (``pair:<query_id>``) whose document has chunks, in query order.
+    """One request per query (``pair:<query_id>``) whose document has chunks, grouped by document
+    (documents in order of first appearance, queries in table order within one).
 
-    The prompt lists the document's chunks in order (numbered from 0) and includes the query's
-    first answer text when it has one. Other queries are reported by :func:`apply_llm_pairing`.
+    The prompt lists the document's chunks in order (numbered from 0), then the query and its first
+    answer text when it has one; ``prefix_group`` is the ``doc_id``. Other queries are reported by
+    :func:`apply_llm_pairing`.
     """
     prompt = load_prompt(PROMPT_NAME)
-    titles = dict(zip(documents.column("doc_id").to_pylist(), documents.column("title").to_pylist(), strict=True))
-    by_doc, chunk_texts = index_chunks(chunks), _chunk_texts(chunks)
+    titles = document_titles(documents)
+    by_doc, texts = index_chunks(chunks), chunk_texts(chunks)
     requests = []
-    for query in queries.to_pylist():
+    for query in by_document(queries.to_pylist()):
         doc_chunks = by_doc.get(query["doc_id"])
         if query["doc_id"] not in titles or doc_chunks is None:
             continue
         n_chunks = len(doc_chunks.ids)
         messages = prompt.messages(
             title=titles[query["doc_id"]] or query["doc_id"],
-            chunks=[chunk_texts[cid] for cid in doc_chunks.ids],
+            chunks=[texts[cid] for cid in doc_chunks.ids],
             query=query["query"],
             answer=_first_answer_text(query) or "",
         )
@@ -111,14 +116,10 @@ def build_pairing_requests(queries: pa.Table, documents: pa.Table, chunks: pa.Ta
                 schema=pairing_schema(n_chunks),
                 prompt_tag=prompt.tag,
                 validator=pairing_validator(n_chunks),
+                prefix_group=query["doc_id"],
             )
         )
     return requests
-
-
-def _chunk_texts(chunks: pa.Table) -> dict[str, str]:
-    """``{chunk_id: og_chunk}``."""
-    return dict(zip(chunks.column("chunk_id").to_pylist(), chunks.column("og_chunk").to_pylist(), strict=True))
 
 
 def _first_answer_text(query: dict) -> str | None:
@@ -186,11 +187,11 @@ def _apply_one(
         return
     indices, problem = _read_indices(results.get(f"{CUSTOM_ID_PREFIX}{query['query_id']}"), query, doc_chunks)
     if indices is None:
-        refuse(LLM_FAILED, problem, "failed")
+        refuse(QuarantineReason.LLM_FAILED, problem, "failed")
     elif not indices:
         n_chunks = len(doc_chunks.ids)
         detail = f"the LLM ({provenance['model']}) found none of the document's {n_chunks} chunks to answer the query"
-        refuse(LLM_NO_CHUNK, detail, "none")
+        refuse(QuarantineReason.LLM_NO_CHUNK, detail, "none")
     else:
         result.rows.append(_paired_row(query, texts[doc_id], [doc_chunks.ids[i] for i in indices], provenance, result))
 
@@ -201,12 +202,13 @@ def _read_indices(
     """``(indices, "")`` from a usable result, else ``(None, why)``; the answer is validated again here."""
     if llm_result is None:
         return None, f"no LLM result for {CUSTOM_ID_PREFIX}{query['query_id']}"
-    if not llm_result.ok:
+    value = llm_result.value
+    if not llm_result.ok or value is None:
         return None, llm_result.error or "LLM call failed without an error message"
-    problem = pairing_validator(len(doc_chunks.ids))(llm_result.value)
+    problem = pairing_validator(len(doc_chunks.ids))(value)
     if problem is not None:
-        return None, f"invalid answer {llm_result.value!r}: {problem}"
-    return list(llm_result.value["chunk_indices"]), ""
+        return None, f"invalid answer {value!r}: {problem}"
+    return list(value["chunk_indices"]), ""
 
 
 def _paired_row(

@@ -1,12 +1,18 @@
-"""Reading LLM results back per chunk: which are usable, and why the others are not."""
+"""Reading LLM results back: which are usable, why the others are not, and their quarantine records.
+
+Every LLM stage reports an unusable result the same way: :func:`llm_failure` (reason ``llm_failed``,
+source ``llm:<model>``, row = the request's custom id, detail = why).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 
+from conteb.names import Stage
+from curation.quarantine import QuarantineReason, QuarantineRecord
 from llm.types import LLMResult, Validator
 
 
@@ -34,7 +40,28 @@ def chunk_results(
     ):
         result = results.get(f"{custom_id_prefix}{chunk_id}")
         problem = result_problem(result, validator)
-        if problem:
-            failures.append((chunk_id, problem))
-        else:
+        # ``problem`` is "" only for a result with a value; the explicit checks say so to the type checker.
+        if not problem and result is not None and result.value is not None:
             yield chunk_id, doc_id, result.value
+        else:
+            failures.append((chunk_id, problem))
+
+
+def llm_failure(
+    stage: Stage, kind: str, object_id: str, doc_id: str, custom_id: str, model: str | None, problem: str
+) -> QuarantineRecord:
+    """A quarantine record for a failed LLM item (source ``llm:<model>``, row = the custom id)."""
+    source = f"llm:{model or 'unknown'}"
+    return QuarantineRecord(stage, QuarantineReason.LLM_FAILED, kind, object_id, doc_id, source, custom_id, problem)
+
+
+def chunk_failures(
+    stage: Stage, custom_id_prefix: str, failures: Iterable[tuple[str, str]], chunks: pa.Table, model: str
+) -> list[QuarantineRecord]:
+    """The records of the ``(chunk_id, problem)`` failures of a per-chunk stage (custom id ``<prefix><chunk_id>``,
+    as :func:`chunk_results` reads them); ``chunks`` gives each chunk's document."""
+    doc_of = dict(zip(chunks.column("chunk_id").to_pylist(), chunks.column("doc_id").to_pylist(), strict=True))
+    return [
+        llm_failure(stage, "chunk", cid, doc_of[cid], f"{custom_id_prefix}{cid}", model, problem)
+        for cid, problem in failures
+    ]

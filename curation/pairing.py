@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from conteb.names import Stage
 from conteb.perf import gc_paused
 from conteb.schemas import PAIRED_QUERIES
 from curation.quarantine import QuarantineReason, QuarantineRecord
 
-STAGE = "pairing"
+STAGE = Stage.PAIRING
 
 
 @dataclass

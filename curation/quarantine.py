@@ -13,6 +13,7 @@ from enum import StrEnum
 
 import pyarrow as pa
 
+from conteb.names import Stage
 from conteb.schemas import QUARANTINE, table_from_rows
 
 
@@ -39,7 +40,7 @@ class QuarantineReason(StrEnum):
 class QuarantineRecord:
     """One refused object. ``row`` locates it in the source (e.g. ``data[3].paragraphs[0].qas[2]``)."""
 
-    stage: str  # source | chunking | pairing | themes | reformulation | synthetic_queries | chunk_contexts
+    stage: Stage  # the stage that refused it (stored as its value)
     reason: QuarantineReason
     object_kind: str  # document | chunk | query | answer
     object_id: str
@@ -50,7 +51,7 @@ class QuarantineRecord:
 
     def as_row(self) -> dict:
         row = asdict(self)
-        row["reason"] = str(self.reason)
+        row["stage"], row["reason"] = str(self.stage), str(self.reason)
         return row
 
 

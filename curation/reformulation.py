@@ -28,14 +28,15 @@ from typing import Any
 
 import pyarrow as pa
 
+from conteb.names import Stage
 from conteb.schemas import REFORMULATED_CHUNKS, table_from_rows
-from curation.llm_results import result_problem
+from curation.llm_results import llm_failure, result_problem
 from curation.quarantine import QuarantineRecord
-from curation.themes import find_mentions, llm_failure, mask_mentions, theme_variants
+from curation.themes import find_mentions, mask_mentions, theme_variants
 from llm.prompts import load_prompt
 from llm.types import LLMRequest, LLMResult, Validator
 
-STAGE = "reformulation"
+STAGE = Stage.REFORMULATION
 PROMPT_NAME = "reformulation"
 MIN_LENGTH_RATIO = 0.5
 MAX_LENGTH_RATIO = 1.5

@@ -1,38 +1,36 @@
 """Review items: what a person verifies or corrects in the review queue (schema ``REVIEW_ITEMS``).
 
-Every kind of item (``reformulation`` now; ``pairing`` and ``synthetic_query`` later) is built by
-:func:`review_item`, so ids, flags and the proposal hash follow one rule:
+Every kind of item (:class:`conteb.names.ReviewKind`: ``reformulation``, ``pairing``,
+``synthetic_query``) is built by :func:`review_item`, so ids, flags and the proposal hash follow
+one rule:
 
 * ``item_id`` is ``f"{task}:{kind}:{object_id}"`` (stable across runs);
 * ``context`` is a JSON object (keys sorted, UTF-8 kept) or null;
 * ``flagged`` is true exactly when ``flags`` is non-empty;
-* ``proposed_sha256`` is the SHA-256 hex digest of ``proposed`` (UTF-8), so the store can tell
-  when a re-run proposes something new for an item already reviewed.
+* ``proposed_sha256`` is :func:`review.model.proposal_sha256` of ``proposed``, so the store can
+  tell when a re-run proposes something new for an item already reviewed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
+from conteb.names import ReviewKind
 from conteb.schemas import REVIEW_ITEMS, table_from_rows
+from curation.lookups import chunk_texts
+from review.model import proposal_sha256
 
 REWRITTEN_METHODS = ("llm", "mask")
 """Reformulation methods that changed (or tried to change) a chunk and so need review."""
 
 
-def proposal_sha256(proposed: str) -> str:
-    """SHA-256 hex digest of ``proposed`` encoded as UTF-8."""
-    return hashlib.sha256(proposed.encode("utf-8")).hexdigest()
-
-
 def review_item(
     task: str,
-    kind: str,
+    kind: ReviewKind | str,
     object_id: str,
     doc_id: str,
     proposed: str,
@@ -113,7 +111,7 @@ def review_items_from_reformulations(
         items.append(
             review_item(
                 task,
-                "reformulation",
+                ReviewKind.REFORMULATION,
                 row["chunk_id"],
                 row["doc_id"],
                 row["chunk"],
@@ -127,10 +125,6 @@ def review_items_from_reformulations(
     return review_items_table(items)
 
 
-def _chunk_texts(chunks: pa.Table) -> dict[str, str]:
-    return dict(zip(chunks.column("chunk_id").to_pylist(), chunks.column("og_chunk").to_pylist(), strict=True))
-
-
 def review_items_from_synthetic(
     task: str, synthetic: pa.Table, chunks: pa.Table, titles: Mapping[str, str]
 ) -> pa.Table:
@@ -139,11 +133,11 @@ def review_items_from_synthetic(
     ``proposed`` = the query (an edit rewrites it); ``context`` holds the chunk it should be
     answered by and the LLM's answer; flag ``answer_not_in_chunk`` when the answer is not a span.
     """
-    texts = _chunk_texts(chunks)
+    texts = chunk_texts(chunks)
     items = [
         review_item(
             task,
-            "synthetic_query",
+            ReviewKind.SYNTHETIC_QUERY,
             row["query_id"],
             row["doc_id"],
             row["query"],
@@ -167,7 +161,7 @@ def review_items_from_llm_pairs(
     the query, its answer and the text of the proposed chunks. Flag ``disagrees_with_span`` when
     the span method chose another gold chunk.
     """
-    texts = _chunk_texts(chunks)
+    texts = chunk_texts(chunks)
     span = {}
     if span_pairs is not None:
         span = dict(
@@ -179,7 +173,7 @@ def review_items_from_llm_pairs(
         items.append(
             review_item(
                 task,
-                "pairing",
+                ReviewKind.PAIRING,
                 row["query_id"],
                 row["doc_id"],
                 ", ".join(row["chunk_ids"]),

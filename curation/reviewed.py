@@ -4,9 +4,10 @@ A :class:`Decision` per reviewed object id (chunk id or query id) comes from the
 Rules (per kind):
 
 * ``reformulation``: accepted -> the proposed rewrite; edited -> the reviewer's text; rejected ->
-  the original chunk (``on_reject: original``), or the original chunk with its queries left out of
-  the benchmark (``on_reject: drop_queries``). Chunks that were never up for review (first
-  chunks, method ``unchanged``) pass through.
+  the original chunk. Chunks that were never up for review (first chunks, method ``unchanged``)
+  pass through. With ``on_reject: drop_queries`` the queries whose gold chunk's rewrite was
+  rejected are left out of the benchmark too (:func:`queries_after_rejections`; with
+  ``on_reject: original`` they stay).
 * ``synthetic_query``: accepted -> kept; edited -> kept with the reviewer's query text; rejected
   -> left out.
 * ``pairing``: accepted -> kept; edited -> the reviewer's comma-separated chunk ids (each must be a
@@ -24,11 +25,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from conteb.ids import parse_chunk_id
+from conteb.names import ReviewKind
 from conteb.schemas import REVIEWED_CHUNKS
+from review.model import REVIEW_COMMAND
+
+DROP_QUERIES = "drop_queries"
+"""The ``review.on_reject`` setting that leaves out the queries of chunks whose rewrite was rejected."""
 
 
 @dataclass(frozen=True)
 class Decision:
+    """A reviewed object's decision, as the review store holds it."""
+
     status: str  # pending | accepted | rejected | edited
     final_text: str | None  # edited text, or the accepted proposal
     reviewer: str | None
@@ -40,9 +48,10 @@ class PendingReviewError(RuntimeError):
 
 @dataclass
 class Reviewed:
+    """A stage table with the decisions applied, and how many rows ended in each review status."""
+
     table: pa.Table
     stats: dict[str, int] = field(default_factory=dict)
-    dropped_chunk_ids: set[str] = field(default_factory=set)  # on_reject: drop_queries
 
 
 def _require_decided(kind: str, decisions: Mapping[str, Decision], ids: list[str]) -> None:
@@ -52,17 +61,15 @@ def _require_decided(kind: str, decisions: Mapping[str, Decision], ids: list[str
     if pending:
         raise PendingReviewError(
             f"{len(pending)} {kind} items still pending review (e.g. {pending[:3]}): decide them in the review "
-            "queue (`conteb review serve`) first"
+            f"queue (`{REVIEW_COMMAND}`) first"
         )
 
 
-def apply_reformulation_reviews(
-    reformulated: pa.Table, decisions: Mapping[str, Decision], on_reject: str = "original"
-) -> Reviewed:
+def apply_reformulation_reviews(reformulated: pa.Table, decisions: Mapping[str, Decision]) -> Reviewed:
     """``REVIEWED_CHUNKS``: each chunk's final text after review (rules in the module doc)."""
     rows = reformulated.to_pylist()
     under_review = [row["chunk_id"] for row in rows if row["method"] != "unchanged"]
-    _require_decided("reformulation", decisions, under_review)
+    _require_decided(ReviewKind.REFORMULATION, decisions, under_review)
     result = Reviewed(
         REVIEWED_CHUNKS.empty_table(), dict.fromkeys(("accepted", "edited", "rejected", "not_reviewed"), 0)
     )
@@ -74,8 +81,6 @@ def apply_reformulation_reviews(
             row.update(review_status=decision.status, reviewer=decision.reviewer)
             if decision.status == "rejected":
                 row["chunk"] = row["og_chunk"]
-                if on_reject == "drop_queries":
-                    result.dropped_chunk_ids.add(row["chunk_id"])
             else:
                 row["chunk"] = decision.final_text
         result.stats[row["review_status"]] += 1
@@ -94,7 +99,7 @@ def apply_query_reviews(kind: str, queries: pa.Table, decisions: Mapping[str, De
         if decision.status == "rejected":
             continue
         if decision.status == "edited":
-            if kind == "synthetic_query":
+            if kind == ReviewKind.SYNTHETIC_QUERY:
                 row["query"] = decision.final_text
             else:
                 row["chunk_ids"] = _edited_chunk_ids(row, decision.final_text or "")
@@ -119,3 +124,15 @@ def drop_queries_of_chunks(queries: pa.Table, chunk_ids: set[str]) -> pa.Table:
     if not chunk_ids:
         return queries
     return queries.filter(pc.invert(pc.is_in(queries.column("chunk_id"), value_set=pa.array(sorted(chunk_ids)))))
+
+
+def queries_after_rejections(queries: pa.Table, reviewed_chunks: pa.Table | None, on_reject: str) -> pa.Table:
+    """``queries`` without those whose gold chunk's rewrite was rejected (``review_status`` of
+    ``reviewed_chunks``, ``REVIEWED_CHUNKS``) when ``on_reject`` is :data:`DROP_QUERIES`; otherwise, or
+    without reviewed chunks (no reformulation), ``queries`` as they are."""
+    if reviewed_chunks is None or on_reject != DROP_QUERIES:
+        return queries
+    statuses = zip(
+        reviewed_chunks.column("chunk_id").to_pylist(), reviewed_chunks.column("review_status").to_pylist(), strict=True
+    )
+    return drop_queries_of_chunks(queries, {chunk_id for chunk_id, status in statuses if status == "rejected"})

@@ -5,12 +5,11 @@ Flow: :func:`build_synthetic_requests` -> (the LLM client) -> :func:`parse_synth
 
 Rules (documented in the dataset card):
 
-* **Document window.** The LLM sees the document for context. A document longer than
-  ``max_document_chars`` is cut to a window of that many characters around the chunk: the chunk
-  whole, the spare budget split evenly before and after it, and whatever one side cannot use
-  (document edge) given to the other. Cut ends are marked ``[...]`` (markers not counted).
-  A chunk longer than the budget is cut to its first ``max_document_chars`` characters.
-  :func:`document_window` is shared with the contextual-description stage.
+* **Document window.** The LLM sees the document for context, cut to ``max_document_chars``
+  characters around the chunk by :func:`curation.windows.document_window` (rule there; the
+  contextual-description stage shows the same window). The prompt gives the title and the window
+  before the passage, so chunks sharing a window share a cacheable prefix; such requests carry the same
+  ``prefix_group`` (:func:`curation.contextual.window_group`) and are listed by document.
 * **Filters**, in this order, each removal counted under its name:
 
   1. ``empty``: nothing left after :func:`normalize_query`.
@@ -45,6 +44,8 @@ import pyarrow as pa
 
 from conteb.schemas import SYNTHETIC_QUERIES, table_from_rows
 from curation.llm_results import chunk_results
+from curation.lookups import by_document
+from curation.windows import document_lookup, document_window, window_group
 from llm.prompts import load_prompt
 from llm.types import LLMRequest, LLMResult
 
@@ -52,7 +53,6 @@ PROMPT_NAME = "synthetic_queries"
 CUSTOM_ID_PREFIX = "synth:"
 SHINGLE_WORDS = 8
 FILTERS = ("empty", "too_long", "copies_chunk", "duplicate", "near_duplicate")
-ELLIPSIS = "[...]"
 _NON_WORD = re.compile(r"[\W_]+")
 
 
@@ -65,42 +65,6 @@ class Candidate:
     query: str
     answer: str
     index: int
-
-
-# --- document window (shared with curation.contextual) ----------------------------------------
-
-
-def window_bounds(length: int, char_start: int, char_end: int, max_chars: int) -> tuple[int, int]:
-    """``[lo, hi)`` of at most ``max_chars`` characters of a ``length``-long document around a chunk.
-
-    The whole document when it fits; else the chunk with the spare budget split evenly on both
-    sides, the share one side cannot use going to the other. A chunk longer than ``max_chars``
-    gives ``[char_start, char_start + max_chars)``.
-    """
-    if max_chars <= 0:
-        raise ValueError(f"max_chars must be positive, got {max_chars}")
-    if length <= max_chars:
-        return 0, length
-    if char_end - char_start >= max_chars:
-        return char_start, char_start + max_chars
-    before = (max_chars - (char_end - char_start)) // 2
-    lo = max(0, char_start - before)
-    hi = min(length, lo + max_chars)
-    return max(0, hi - max_chars), hi
-
-
-def document_window(text: str, char_start: int, char_end: int, max_chars: int) -> str:
-    """``text`` cut to :func:`window_bounds`, each cut end marked with ``[...]``."""
-    lo, hi = window_bounds(len(text), char_start, char_end, max_chars)
-    prefix = f"{ELLIPSIS} " if lo > 0 else ""
-    suffix = f" {ELLIPSIS}" if hi < len(text) else ""
-    return f"{prefix}{text[lo:hi]}{suffix}"
-
-
-def document_lookup(documents: pa.Table) -> dict[str, tuple[str, str]]:
-    """``{doc_id: (title, text)}`` of a ``SOURCE_DOCUMENTS`` table; a null title becomes the doc id."""
-    columns = (documents.column(name).to_pylist() for name in ("doc_id", "title", "text"))
-    return {doc_id: (title or doc_id, text) for doc_id, title, text in zip(*columns, strict=True)}
 
 
 # --- requests ---------------------------------------------------------------------------------
@@ -151,16 +115,19 @@ def _shape_problem(value: dict[str, Any]) -> str | None:
 def build_synthetic_requests(
     chunks: pa.Table, documents: pa.Table, n: int, max_document_chars: int = 20000
 ) -> list[LLMRequest]:
-    """One request per chunk (``synth:<chunk_id>``), in table order; chunks of unknown documents are skipped."""
+    """One request per chunk (``synth:<chunk_id>``), grouped by document (documents in order of first
+    appearance, chunks in table order within one); chunks of unknown documents are skipped. ``prefix_group``
+    is :func:`curation.contextual.window_group`."""
     prompt = load_prompt(PROMPT_NAME)
     schema, validator = synthetic_schema(n), synthetic_validator(n)
     docs = document_lookup(documents)
     requests = []
-    for chunk in chunks.to_pylist():
+    for chunk in by_document(chunks.to_pylist()):
         if chunk["doc_id"] not in docs:
             continue
         title, text = docs[chunk["doc_id"]]
-        window = document_window(text, chunk["char_start"], chunk["char_end"], max_document_chars)
+        start, end = chunk["char_start"], chunk["char_end"]
+        window = document_window(text, start, end, max_document_chars)
         messages = prompt.messages(title=title, document=window, chunk=chunk["og_chunk"], n=n)
         requests.append(
             LLMRequest(
@@ -170,6 +137,7 @@ def build_synthetic_requests(
                 schema=schema,
                 prompt_tag=prompt.tag,
                 validator=validator,
+                prefix_group=window_group(chunk["doc_id"], text, start, end, max_document_chars),
             )
         )
     return requests

@@ -39,18 +39,17 @@ from typing import Any
 
 import pyarrow as pa
 
+from conteb.names import Stage
 from conteb.schemas import THEMES, table_from_rows
-from curation.llm_results import result_problem
-from curation.quarantine import QuarantineReason, QuarantineRecord
+from curation.llm_results import llm_failure, result_problem
+from curation.quarantine import QuarantineRecord
 from llm.prompts import load_prompt
 from llm.types import LLMRequest, LLMResult
 
-STAGE = "themes"
+STAGE = Stage.THEMES
 PROMPT_NAME = "theme"
 MIN_VARIANT_LENGTH = 3
 MAX_THEME_LENGTH = 150
-
-LLM_FAILED = QuarantineReason.LLM_FAILED
 
 ORG_AFFIXES = frozenset(
     {
@@ -390,13 +389,6 @@ def themes_table(
             )
         rows.append(_title_theme_row(doc_id, title or doc_id))
     return table_from_rows(rows, THEMES), failures
-
-
-def llm_failure(
-    stage: str, kind: str, object_id: str, doc_id: str, custom_id: str, model: str | None, problem: str
-) -> QuarantineRecord:
-    """A quarantine record for a failed LLM item (source ``llm:<model>``, row = the custom id)."""
-    return QuarantineRecord(stage, LLM_FAILED, kind, object_id, doc_id, f"llm:{model or 'unknown'}", custom_id, problem)
 
 
 def _llm_theme_row(doc_id: str, value: Mapping[str, Any], model: str | None, tag: str | None) -> dict:

@@ -32,7 +32,7 @@ from bm25s.tokenization import _infer_stopwords
 
 from evaluation.config import BM25System
 from evaluation.corpus import EvalCorpus
-from evaluation.indexed import IndexedSystem, Log, NotRunnable, _no_log
+from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
 
 Tokenize = Callable[[list[str]], list[list[str]]]
 
@@ -70,7 +70,8 @@ class BM25Scorer:
 
     def query_counts(self, query_tokens: list[list[str]]) -> sp.csr_matrix:
         """``[Q, V]`` counts of each query's in-vocabulary tokens (out-of-vocabulary tokens dropped)."""
-        indptr, indices = [0], []
+        indptr: list[int] = [0]
+        indices: list[int] = []
         for tokens in query_tokens:
             indices.extend(self.vocabulary[t] for t in tokens if t in self.vocabulary)
             indptr.append(len(indices))
@@ -159,7 +160,7 @@ def describe(system: BM25System) -> str:
 
 
 def prepare_bm25(
-    system: BM25System, corpus: EvalCorpus, *, show_progress: bool = False, log: Log = _no_log
+    system: BM25System, corpus: EvalCorpus, *, show_progress: bool = False, log: Log = no_log
 ) -> IndexedSystem:
     """Index ``corpus.chunks`` and tokenize ``corpus.queries``; the scorer returns float32 ``[B, C]`` BM25 scores."""
     problem = bm25_problem(system)

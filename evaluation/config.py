@@ -20,17 +20,22 @@ from __future__ import annotations
 import string
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from conteb.config import StrictModel
+from conteb.names import SystemName
+from evaluation.results import HEADLINE
 
 SYSTEM_NAME_PATTERN = r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$"
-TRAINED_MODELS = ("insent_model", "finetune_control_model")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def template_fields(template: str) -> set[str]:
+    """The field names of a ``str.format`` template (``""`` for a positional ``{}``); ValueError when the template
+    is not a format string."""
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
 
 
-class ModelOptions(_Strict):
+class ModelOptions(StrictModel):
     """Fields shared by systems that embed with a model.
 
     Prefixes: ``null`` takes the model's own (its sentence-transformers ``prompts`` ``query`` /
@@ -64,7 +69,7 @@ class ModelOptions(_Strict):
         return self
 
 
-class BM25System(_Strict):
+class BM25System(StrictModel):
     kind: Literal["bm25"]
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
     tokenizer: Literal["words", "model"] = "words"
@@ -89,7 +94,7 @@ class DenseSystem(ModelOptions):
     @classmethod
     def _title_template(cls, template: str) -> str:
         try:
-            fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+            fields = template_fields(template)
         except ValueError as error:
             raise ValueError(f"title_template {template!r} is not a format string: {error}") from None
         unknown = sorted(fields - TITLE_TEMPLATE_FIELDS)
@@ -118,7 +123,7 @@ SystemConfig = Annotated[
 ]
 
 
-class ExternalTask(_Strict):
+class ExternalTask(StrictModel):
     """A ConTEB-layout dataset not built by this pipeline: a local folder or a hub dataset id."""
 
     name: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -126,29 +131,36 @@ class ExternalTask(_Strict):
     split: str = "test"
 
 
-class BootstrapConfig(_Strict):
+class BootstrapConfig(StrictModel):
     resamples: int = Field(2000, ge=100)
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
     seed: int = 0
 
 
-class SignificanceConfig(_Strict):
-    """Paired tests between systems on the same queries (``a`` vs ``b``, two-sided)."""
+class SignificanceConfig(StrictModel):
+    """Paired tests between systems on the same queries (``a`` vs ``b``, two-sided).
+
+    The default names are :class:`~conteb.names.SystemName` members, validated (``validate_default``) so that the
+    model holds plain strings, as for names read from ``conteb.yaml``.
+    """
 
     method: Literal["randomization", "bootstrap"] = "randomization"
     resamples: int = Field(10000, ge=100)
-    metric: str = "ndcg@10"
-    comparisons: tuple[tuple[str, str], ...] = (
-        ("late-chunking", "independent"),
-        ("insent", "late-chunking"),
-        ("insent", "finetune-control"),
-        ("contextual", "independent"),
-        ("late-chunking-anchored", "late-chunking"),
-        ("late-chunking-anchored", "independent"),
+    metric: str = HEADLINE
+    comparisons: tuple[tuple[str, str], ...] = Field(
+        (
+            (SystemName.LATE_CHUNKING, SystemName.INDEPENDENT),
+            (SystemName.INSENT, SystemName.LATE_CHUNKING),
+            (SystemName.INSENT, SystemName.FINETUNE_CONTROL),
+            (SystemName.CONTEXTUAL, SystemName.INDEPENDENT),
+            (SystemName.LATE_CHUNKING_ANCHORED, SystemName.LATE_CHUNKING),
+            (SystemName.LATE_CHUNKING_ANCHORED, SystemName.INDEPENDENT),
+        ),
+        validate_default=True,
     )
 
 
-class ScalingConfig(_Strict):
+class ScalingConfig(StrictModel):
     """Corpus-size scaling: nDCG@10 on ``repeats`` random subsets of n documents, n from 1 to all."""
 
     points: int = Field(8, ge=2)  # distinct n values (geometric from 1 to all documents)
@@ -156,34 +168,48 @@ class ScalingConfig(_Strict):
     seed: int = 0
 
 
-class ChunkSizeConfig(_Strict):
+class ChunkSizeConfig(StrictModel):
     """Chunk-size robustness: re-chunk span-annotated tasks at each size and evaluate ``systems``.
 
     Without an explicit ``systems``, the default names that the ``evaluation:`` block declares are studied (a
     custom systems list need not declare every default); an explicit name that is not declared is an error.
+    The default names are validated (``validate_default``): plain strings, as for names read from ``conteb.yaml``.
     """
 
     enabled: bool = True
     sizes: tuple[int, ...] = (8000, 1000, 500, 300, 200, 100)
-    systems: tuple[str, ...] = ("bm25", "independent", "late-chunking", "title-prefix", "late-chunking-anchored")
-
-
-def default_systems() -> tuple[SystemConfig, ...]:
-    """Every baseline of the paper with the offline model; late interaction needs a multi-vector model."""
-    return (
-        BM25System(kind="bm25", name="bm25"),
-        BM25System(kind="bm25", name="bm25-subword", tokenizer="model", stemmer=None, stopwords=None),
-        DenseSystem(kind="dense", name="independent", context="independent"),
-        DenseSystem(kind="dense", name="late-chunking", context="late"),
-        DenseSystem(kind="dense", name="late-chunking-anchored", context="late", window_policy="anchored"),
-        DenseSystem(kind="dense", name="title-prefix", context="title"),
-        DenseSystem(kind="dense", name="insent", trained="insent_model", context="late"),
-        DenseSystem(kind="dense", name="finetune-control", trained="finetune_control_model", context="independent"),
-        ContextualSystem(kind="contextual", name="contextual"),
+    systems: tuple[str, ...] = Field(
+        (
+            SystemName.BM25,
+            SystemName.INDEPENDENT,
+            SystemName.LATE_CHUNKING,
+            SystemName.TITLE_PREFIX,
+            SystemName.LATE_CHUNKING_ANCHORED,
+        ),
+        validate_default=True,
     )
 
 
-class EvaluationConfig(_Strict):
+def default_systems() -> tuple[SystemConfig, ...]:
+    """Every baseline of the paper with the offline model; late interaction needs a multi-vector model.
+
+    Names are :class:`~conteb.names.SystemName` members; validation stores them as plain strings."""
+    return (
+        BM25System(kind="bm25", name=SystemName.BM25),
+        BM25System(kind="bm25", name=SystemName.BM25_SUBWORD, tokenizer="model", stemmer=None, stopwords=None),
+        DenseSystem(kind="dense", name=SystemName.INDEPENDENT, context="independent"),
+        DenseSystem(kind="dense", name=SystemName.LATE_CHUNKING, context="late"),
+        DenseSystem(kind="dense", name=SystemName.LATE_CHUNKING_ANCHORED, context="late", window_policy="anchored"),
+        DenseSystem(kind="dense", name=SystemName.TITLE_PREFIX, context="title"),
+        DenseSystem(kind="dense", name=SystemName.INSENT, trained="insent_model", context="late"),
+        DenseSystem(
+            kind="dense", name=SystemName.FINETUNE_CONTROL, trained="finetune_control_model", context="independent"
+        ),
+        ContextualSystem(kind="contextual", name=SystemName.CONTEXTUAL),
+    )
+
+
+class EvaluationConfig(StrictModel):
     """The whole ``evaluation:`` block (every key optional)."""
 
     tasks: tuple[str, ...] | None = None  # default: every task of the registry

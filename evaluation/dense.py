@@ -18,17 +18,17 @@ Score of query ``q`` for chunk ``c``: ``query_vectors[q] @ chunk_vectors[c]`` (c
 
 from __future__ import annotations
 
-import string
 import time
 from pathlib import Path
 
 import numpy as np
 
-from evaluation.config import ContextualSystem, DenseSystem
+from evaluation.config import ContextualSystem, DenseSystem, template_fields
 from evaluation.corpus import EvalCorpus
 from evaluation.embedders import EncoderSetup, encode_queries_cached, setup_encoder
-from evaluation.indexed import IndexedSystem, Log, NotRunnable, _no_log
+from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
 from evaluation.ranking import dense_scorer
+from training.windows import Context
 
 CONTEXT_LABELS = {"independent": "independent chunks", "late": "late chunking", "title": "title + chunk"}
 TEMPLATE_FIELDS = {"context", "chunk", "title"}
@@ -51,10 +51,10 @@ def encode_chunks(
     setup: EncoderSetup,
     texts: list[str],
     groups: list[np.ndarray],
-    mode: str,
+    mode: Context,
     show_progress: bool,
     titles: list[str | None] | None = None,
-):
+) -> np.ndarray:
     """float32 ``[C, D]`` chunk vectors: ``texts`` grouped into documents by ``groups`` (rows), encoded in ``mode``.
 
     ``titles``: one per document (anchored late chunking uses them).
@@ -62,12 +62,11 @@ def encode_chunks(
     documents = [[texts[r] for r in rows] for rows in groups]
     encoded = setup.encoder.encode_documents(
         documents,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         show_progress=show_progress,
         titles=titles,
     )
-    dim = setup.encoder.model.get_embedding_dimension()
-    vectors = np.zeros((len(texts), dim), dtype=np.float32)
+    vectors = np.zeros((len(texts), setup.encoder.dimension), dtype=np.float32)
     for rows, array in zip(groups, encoded, strict=True):
         vectors[rows] = array
     return vectors
@@ -76,7 +75,7 @@ def encode_chunks(
 def template_problem(template: str) -> str | None:
     """Why ``template`` cannot be filled (unknown field, bad syntax), or None."""
     try:
-        fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+        fields = template_fields(template)
     except ValueError as error:
         return f"template {template!r} is not a format string: {error}"
     unknown = sorted(fields - TEMPLATE_FIELDS)
@@ -126,7 +125,7 @@ def prepare_single_vector(
     models_dir: Path,
     *,
     show_progress: bool = False,
-    log: Log = _no_log,
+    log: Log = no_log,
 ) -> IndexedSystem:
     """Encode chunks and queries; the scorer is ``query_vectors[rows] @ chunk_vectors.T`` (float32 ``[B, C]``)."""
     if isinstance(system, ContextualSystem):
@@ -136,6 +135,7 @@ def prepare_single_vector(
     setup = setup_encoder(system, models_dir)
     details = dict(setup.details)
     groups = document_rows(corpus)
+    mode: Context
     if isinstance(system, ContextualSystem):
         texts, missing = contextual_texts(system, corpus)
         mode = "independent"

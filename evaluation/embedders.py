@@ -30,6 +30,7 @@ import torch
 import yaml
 from sentence_transformers import SentenceTransformer
 
+from conteb.names import Job
 from evaluation.config import ModelOptions
 from evaluation.indexed import NotRunnable
 from training.encoder import LateChunkingEncoder
@@ -47,7 +48,6 @@ KNOWN_PREFIXES: dict[str, tuple[str, str]] = {
 MAX_CACHED_MODELS = 3
 MAX_CACHED_QUERY_SETS = 16
 _WEIGHT_PATTERNS = ("model*.safetensors", "pytorch_model*.bin", "*/model*.safetensors", "*/pytorch_model*.bin")
-_TRAINED_JOB = "train_insent"
 
 
 def looks_like_path(name: str) -> bool:
@@ -91,10 +91,10 @@ def model_problem(options: ModelOptions, models_dir: Path) -> str | None:
     if options.trained is not None:
         folder = trained_folder(models_dir, options.trained)
         if not folder.exists():
-            return f"not trained yet: {folder} does not exist; materialize {options.trained} (job {_TRAINED_JOB})"
+            return f"not trained yet: {folder} does not exist; materialize {options.trained} (job {Job.TRAIN})"
         problem = _folder_problem(folder)
         if problem:
-            return f"not trained yet: {problem}; materialize {options.trained} (job {_TRAINED_JOB})"
+            return f"not trained yet: {problem}; materialize {options.trained} (job {Job.TRAIN})"
         return None
     return model_location_problem(options.model or OFFLINE_MINILM)
 
@@ -144,7 +144,7 @@ def _weights_stamp(folder: Path | None) -> int:
 _CACHE: OrderedDict[tuple[str, int, str], SentenceTransformer] = OrderedDict()
 
 
-_QUERY_CACHE: OrderedDict[tuple[str, int, str, str, int, str], np.ndarray] = OrderedDict()
+_QUERY_CACHE: OrderedDict[tuple[str, int, str, str, int | None, str], np.ndarray] = OrderedDict()
 
 
 def clear_model_cache() -> None:
@@ -252,7 +252,7 @@ def encode_queries_cached(
         _weights_stamp(setup.spec.folder),
         str(setup.device),
         setup.prefixes.query,
-        int(model.max_seq_length),
+        model.max_seq_length,
         digest,
     )
     if key in _QUERY_CACHE:

@@ -12,28 +12,43 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from conteb.names import SystemName
 from evaluation.config import ChunkSizeConfig, EvaluationConfig, SignificanceConfig, SystemConfig, default_systems
 
-UNTRAINED = ("bm25", "independent", "title-prefix", "late-chunking", "late-chunking-anchored")
+UNTRAINED = (
+    SystemName.BM25,
+    SystemName.INDEPENDENT,
+    SystemName.TITLE_PREFIX,
+    SystemName.LATE_CHUNKING,
+    SystemName.LATE_CHUNKING_ANCHORED,
+)
 TRAINED_MODELS: dict[str, tuple[str, str]] = {
     # system name -> (untrained system it is a copy of, model folder name)
-    "insent": ("late-chunking", "insent-plain"),
-    "insent-anchored": ("late-chunking-anchored", "insent-anchored"),
-    "finetune-control": ("independent", "finetune-control"),
+    SystemName.INSENT: (SystemName.LATE_CHUNKING, "insent-plain"),
+    SystemName.INSENT_ANCHORED: (SystemName.LATE_CHUNKING_ANCHORED, "insent-anchored"),
+    SystemName.FINETUNE_CONTROL: (SystemName.INDEPENDENT, "finetune-control"),
 }
 COMPARISONS = (
-    ("late-chunking", "independent"),
-    ("late-chunking-anchored", "independent"),
-    ("late-chunking-anchored", "late-chunking"),
-    ("title-prefix", "independent"),
-    ("insent", "independent"),
-    ("insent-anchored", "independent"),
-    ("insent", "finetune-control"),
-    ("insent-anchored", "finetune-control"),
-    ("insent", "late-chunking"),
-    ("insent-anchored", "insent"),
-    ("contextual", "independent"),
+    (SystemName.LATE_CHUNKING, SystemName.INDEPENDENT),
+    (SystemName.LATE_CHUNKING_ANCHORED, SystemName.INDEPENDENT),
+    (SystemName.LATE_CHUNKING_ANCHORED, SystemName.LATE_CHUNKING),
+    (SystemName.TITLE_PREFIX, SystemName.INDEPENDENT),
+    (SystemName.INSENT, SystemName.INDEPENDENT),
+    (SystemName.INSENT_ANCHORED, SystemName.INDEPENDENT),
+    (SystemName.INSENT, SystemName.FINETUNE_CONTROL),
+    (SystemName.INSENT_ANCHORED, SystemName.FINETUNE_CONTROL),
+    (SystemName.INSENT, SystemName.LATE_CHUNKING),
+    (SystemName.INSENT_ANCHORED, SystemName.INSENT),
+    (SystemName.CONTEXTUAL, SystemName.INDEPENDENT),
 )
+CHUNK_SIZE_SYSTEMS = (
+    SystemName.INDEPENDENT,
+    SystemName.LATE_CHUNKING,
+    SystemName.LATE_CHUNKING_ANCHORED,
+    SystemName.INSENT,
+    SystemName.INSENT_ANCHORED,
+)
+"""The systems of the experiment's chunk-size study (those that ran)."""
 
 
 def model_folder(models_root: Path, system: str) -> Path:
@@ -61,7 +76,7 @@ def experiment_systems(
     def with_model(system: SystemConfig, model: str) -> SystemConfig:
         if system.kind == "bm25":
             return system
-        update = {"model": model, **model_fields}
+        update: dict[str, object] = {"model": model, **model_fields}
         if getattr(system, "window_policy", "plain") == "anchored":
             update["anchor_share"] = anchor_share
         if window_overlap_chunks is not None and getattr(system, "context", None) == "late":
@@ -71,9 +86,9 @@ def experiment_systems(
     systems = [with_model(defaults[name], base_model) for name in UNTRAINED]
     for name, (template, _) in TRAINED_MODELS.items():
         trained = with_model(defaults[template], str(model_folder(models_root, name)))
-        systems.append(trained.model_copy(update={"name": name}))
+        systems.append(trained.model_copy(update={"name": str(name)}))  # model_copy does not validate: a plain str
     if contextual:
-        systems.append(with_model(defaults["contextual"], base_model))
+        systems.append(with_model(defaults[SystemName.CONTEXTUAL], base_model))
     return tuple(systems)
 
 
@@ -82,9 +97,7 @@ def experiment_evaluation(
 ) -> EvaluationConfig:
     """``base`` (bootstrap, cutoffs, scaling) with the experiment's systems, comparisons and chunk-size study."""
     names = {s.name for s in systems}
-    study = tuple(
-        n for n in ("independent", "late-chunking", "late-chunking-anchored", "insent", "insent-anchored") if n in names
-    )
+    study = tuple(n for n in CHUNK_SIZE_SYSTEMS if n in names)
     return base.model_copy(
         update={
             "systems": tuple(systems),
@@ -117,8 +130,8 @@ def training_settings(
         output=str(output),
         base_model=base_model,
         split="train",
-        context="independent" if template == "independent" else "late",
-        window_policy="anchored" if template == "late-chunking-anchored" else "plain",
+        context="independent" if template == SystemName.INDEPENDENT else "late",
+        window_policy="anchored" if template == SystemName.LATE_CHUNKING_ANCHORED else "plain",
     )
     if settings["window_policy"] == "anchored":
         settings["anchor_share"] = anchor_share

@@ -1,4 +1,5 @@
-"""What preparing a retrieval system yields (:class:`IndexedSystem`) and why it may not run (:class:`NotRunnable`).
+"""What preparing a retrieval system yields (:class:`IndexedSystem`), why it may not run (:class:`NotRunnable`),
+and how it logs (:data:`Log`, :func:`no_log`).
 
 Kept apart from :mod:`evaluation.systems` so that every system module (and :mod:`evaluation.rechunk`) can raise
 :class:`NotRunnable` without importing the dispatcher.
@@ -20,10 +21,11 @@ class NotRunnable(Exception):
 
 
 Log = Callable[[str], None]
+"""Where a system reports its progress (counts, timings): one line per call (``print``, a Dagster logger)."""
 
 
-def _no_log(message: str) -> None:
-    """The default ``log``: discard."""
+def no_log(message: str) -> None:
+    """The default :data:`Log` of the system modules: discard ``message``."""
 
 
 @dataclass

@@ -31,7 +31,7 @@ from evaluation.config import LateInteractionSystem
 from evaluation.corpus import EvalCorpus
 from evaluation.dense import CONTEXT_LABELS, document_rows, document_titles
 from evaluation.embedders import setup_encoder
-from evaluation.indexed import IndexedSystem, Log, _no_log
+from evaluation.indexed import IndexedSystem, Log, no_log
 
 TILE_TOKENS = 1 << 16
 TILE_ELEMENTS = 1 << 24
@@ -105,7 +105,7 @@ def prepare_late_interaction(
     models_dir: Path,
     *,
     show_progress: bool = False,
-    log: Log = _no_log,
+    log: Log = no_log,
 ) -> IndexedSystem:
     """Encode chunk and query tokens; the scorer is MaxSim over all chunks (float32 ``[B, C]``)."""
     setup = setup_encoder(system, models_dir)
@@ -121,7 +121,7 @@ def prepare_late_interaction(
     for rows, chunks in zip(groups, encoded, strict=True):
         for row, tokens in zip(rows, chunks, strict=True):
             per_chunk[row] = tokens
-    index = TokenIndex.from_chunks(per_chunk, setup.encoder.model.get_embedding_dimension())
+    index = TokenIndex.from_chunks(per_chunk, setup.encoder.dimension)
     del per_chunk, encoded
     index_seconds = time.perf_counter() - started
     details.update(truncated_chunks=setup.encoder.truncated_chunks, chunk_tokens=int(index.tokens.shape[0]))

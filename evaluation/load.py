@@ -5,20 +5,23 @@ Layout (the public ConTEB one, and what ``build_conteb`` publishes): config ``do
 ``"{doc_id}_{chunk_index}"``), config ``queries`` with ``query`` and the gold ``chunk_id``
 (``query_id`` optional: ``"q{row}"``; ``needs_context`` optional: the context-necessity label that
 ``build_conteb`` publishes — without it the corpus is unlabelled, noted, and the ``needs_context``
-subset is not reported). Local folders are read with pyarrow from
-``<config>/<split>-*.parquet`` (or ``data/<config>/...``); anything else goes through
-``datasets.load_dataset(path, config, split=split)``, which is also how hub ids load where a network
-exists. Bad rows raise :class:`CorpusError` naming the file, the row and the reason.
+subset is not reported). Local folders are read with pyarrow from the split's shards as
+:func:`conteb.storage.config_shards` finds them (``<config>/`` or ``data/<config>/``); anything else goes
+through ``datasets.load_dataset(path, config, split=split)``, which is also how hub ids load where a
+network exists. Bad rows raise :class:`CorpusError` naming the file, the row and the reason.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from conteb.ids import split_chunk_id
+from conteb.storage import config_shards, read_shards
 from evaluation.corpus import EvalCorpus
 
 
@@ -26,21 +29,16 @@ class CorpusError(ValueError):
     """The task's files are unusable for evaluation; the message names the file, row and reason."""
 
 
-def _split_files(folder: Path, config: str, split: str) -> list[Path]:
-    for base in (folder / config, folder / "data" / config):
-        files = sorted(base.glob(f"{split}-*.parquet")) + sorted(base.glob(f"{split}.parquet"))
-        if files:
-            return files
-    return []
+def load_config_table(path: str, config: str, split: str) -> tuple[pa.Table, str]:
+    """The ``config`` table of ``split`` and a label of where it came from (for error messages).
 
-
-def read_config_table(path: str, config: str, split: str) -> tuple[pa.Table, str]:
-    """The ``config`` table of ``split`` and a label of where it came from (for error messages)."""
+    A local folder's shards are read directly; without them (or for a hub id) ``datasets`` loads it.
+    """
     folder = Path(path).expanduser()
     if folder.is_dir():
-        files = _split_files(folder, config, split)
+        files = config_shards(folder, config, split)
         if files:
-            return pa.concat_tables([pq.read_table(f) for f in files], promote_options="default"), str(files[0])
+            return read_shards(files), str(files[0])
     import datasets
 
     try:
@@ -61,10 +59,13 @@ def _require(table: pa.Table, where: str, columns: tuple[str, ...]) -> None:
 
 
 def _split_chunk_id(chunk_id: str, where: str, row: int) -> tuple[str, int]:
-    doc, sep, index = chunk_id.rpartition("_")
-    if not sep or not index.isdigit():
-        raise _bad(where, row, f"chunk_id {chunk_id!r} is not '<doc_id>_<chunk_index>' and there is no doc_id column")
-    return doc, int(index)
+    """:func:`conteb.ids.split_chunk_id`, its error naming the file and row."""
+    try:
+        return split_chunk_id(chunk_id)
+    except ValueError:
+        raise _bad(
+            where, row, f"chunk_id {chunk_id!r} is not '<doc_id>_<chunk_index>' and there is no doc_id column"
+        ) from None
 
 
 def corpus_from_tables(
@@ -86,8 +87,8 @@ def corpus_from_tables(
     if not chunk_ids:
         raise CorpusError(f"{documents_label}: no chunks")
     has_doc = "doc_id" in documents.column_names and "chunk_index" in documents.column_names
-    doc_ids = documents.column("doc_id").to_pylist() if has_doc else None
-    indices = documents.column("chunk_index").to_pylist() if has_doc else None
+    doc_ids: list[Any] = documents.column("doc_id").to_pylist() if has_doc else []
+    indices: list[Any] = documents.column("chunk_index").to_pylist() if has_doc else []
     titles = documents.column("title").to_pylist() if "title" in documents.column_names else [None] * len(chunk_ids)
     rows = []
     seen: dict[str, int] = {}
@@ -165,8 +166,8 @@ def load_corpus(
     path: str | Path, *, name: str, split: str = "test", contexts: dict[str, str] | None = None
 ) -> EvalCorpus:
     """The task at ``path`` (folder or hub id), validated; ``contexts`` (chunk_id -> LLM context) when known."""
-    documents, doc_label = read_config_table(str(path), "documents", split)
-    queries, query_label = read_config_table(str(path), "queries", split)
+    documents, doc_label = load_config_table(str(path), "documents", split)
+    queries, query_label = load_config_table(str(path), "queries", split)
     return corpus_from_tables(
         documents,
         queries,

@@ -214,6 +214,17 @@ def rank_run(scores: dict[str, float]) -> list[str]:
     return sorted(scores, key=lambda doc: (float(np.float32(scores[doc])), doc), reverse=True)
 
 
+def run_rank(scores: dict[str, float], doc: str) -> int:
+    """1-based rank of ``doc`` in one query's run ``{docid: score}``, in trec_eval order (:func:`rank_run`).
+
+    With ``doc`` the query's one relevant document, ``metrics_from_gold_rank`` of these ranks gives
+    pytrec_eval's values for the run. Raises ``KeyError`` when ``doc`` is not in the run.
+    """
+    if doc not in scores:
+        raise KeyError(f"document {doc!r} is not in the run")
+    return rank_run(scores).index(doc) + 1
+
+
 def evaluate_run(
     run: dict[str, dict[str, float]],
     qrels: dict[str, dict[str, int]],

@@ -1,7 +1,7 @@
 """The paper's headline effects beside ours: which reproduce, which do not, with the test behind each verdict.
 
-Source of the paper's figures: ``DESIGN.md`` ("Headline effect to reproduce"), from Conti et al. (2025), "Context is
-Gold to find the Gold Passage": with ModernBERT-embed-large, on the ConTEB average, late chunking alone is +9.0
+Source of the figures: Conti et al. (2025), "Context is Gold to find the Gold Passage" (the ConTEB/InSeNT paper):
+with ModernBERT-embed-large, on the ConTEB average, late chunking alone is +9.0
 nDCG@10 points above independent chunks and late chunking + InSeNT +23.6; InSeNT beats the "+Training" control
 (the same base model fine-tuned on the same data without context); and late chunking, with or without InSeNT,
 degrades less than independent chunks as chunks get smaller (a flatter chunk-size curve).
@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evaluation.results import ChunkSizePoint, TaskEvaluation
+from conteb.names import SystemName
+from evaluation.results import ALL, NEEDS_CONTEXT, ChunkSizePoint, TaskEvaluation
 from evaluation.stats import paired_test, summarize
 
 ALPHA = 0.05
@@ -48,35 +49,60 @@ class PaperEffect:
 
 
 PAPER_EFFECTS: tuple[PaperEffect, ...] = (
-    PaperEffect("late_chunking", "late chunking beats independent chunks", "late-chunking", "independent", 9.0),
+    PaperEffect(
+        "late_chunking",
+        "late chunking beats independent chunks",
+        SystemName.LATE_CHUNKING,
+        SystemName.INDEPENDENT,
+        9.0,
+    ),
     PaperEffect(
         "late_chunking_anchored",
         "late chunking (anchored windows, ours) beats independent chunks",
-        "late-chunking-anchored",
-        "independent",
+        SystemName.LATE_CHUNKING_ANCHORED,
+        SystemName.INDEPENDENT,
         9.0,
     ),
-    PaperEffect("insent", "late chunking + InSeNT beats independent chunks", "insent", "independent", 23.6),
+    PaperEffect(
+        "insent", "late chunking + InSeNT beats independent chunks", SystemName.INSENT, SystemName.INDEPENDENT, 23.6
+    ),
     PaperEffect(
         "insent_anchored",
         "late chunking + InSeNT (anchored windows) beats independent chunks",
-        "insent-anchored",
-        "independent",
+        SystemName.INSENT_ANCHORED,
+        SystemName.INDEPENDENT,
         23.6,
     ),
-    PaperEffect("insent_vs_control", "InSeNT beats the +Training control", "insent", "finetune-control", None),
+    PaperEffect(
+        "insent_vs_control",
+        "InSeNT beats the +Training control",
+        SystemName.INSENT,
+        SystemName.FINETUNE_CONTROL,
+        None,
+    ),
     PaperEffect(
         "insent_anchored_vs_control",
         "InSeNT (anchored windows) beats the +Training control",
-        "insent-anchored",
-        "finetune-control",
+        SystemName.INSENT_ANCHORED,
+        SystemName.FINETUNE_CONTROL,
         None,
     ),
-    PaperEffect("insent_vs_late", "InSeNT training improves late chunking", "insent", "late-chunking", 14.6),
+    PaperEffect(
+        "insent_vs_late",
+        "InSeNT training improves late chunking",
+        SystemName.INSENT,
+        SystemName.LATE_CHUNKING,
+        14.6,
+    ),
 )
 """The paired effects. ``insent_vs_late``'s 14.6 is the difference of the two paper figures (23.6 − 9.0)."""
 
-FLATTER_SYSTEMS = ("late-chunking", "late-chunking-anchored", "insent", "insent-anchored")
+FLATTER_SYSTEMS = (
+    SystemName.LATE_CHUNKING,
+    SystemName.LATE_CHUNKING_ANCHORED,
+    SystemName.INSENT,
+    SystemName.INSENT_ANCHORED,
+)
 
 
 @dataclass
@@ -171,7 +197,7 @@ def retention(points: Sequence[ChunkSizePoint], systems: Sequence[str] = FLATTER
     def curve(system: str) -> dict[int, float]:
         return {p.chunk_size: p.value for p in points if p.system == system}
 
-    base = curve("independent")
+    base = curve(SystemName.INDEPENDENT)
     sizes = sorted(base)
     if REFERENCE_CHUNK_SIZE not in base or len(sizes) < 2:
         return []
@@ -215,11 +241,11 @@ def summarize_comparison(comparison: PaperComparison) -> list[str]:
     lines = []
     by_key = {(r.effect, r.subset): r for r in comparison.effects}
     for effect in PAPER_EFFECTS:
-        overall = by_key.get((effect.name, "all"))
+        overall = by_key.get((effect.name, ALL))
         if overall is None:
             continue
         line = _sentence(overall)
-        subset = by_key.get((effect.name, "needs_context"))
+        subset = by_key.get((effect.name, NEEDS_CONTEXT))
         if subset is not None and subset.verdict != "not measured":
             line += (
                 f" On the {subset.n_queries:,} queries that need context: {subset.points:+.1f} points "
@@ -251,9 +277,9 @@ def compare_with_paper(
     (None: the task is unlabelled, the subset is left out).
     """
     query_ids = sorted(next(iter(per_query.values())).keys()) if per_query else []
-    subsets = {"all": query_ids}
+    subsets = {ALL: query_ids}
     if needs_context is not None:
-        subsets["needs_context"] = [q for q in query_ids if needs_context.get(q)]
+        subsets[NEEDS_CONTEXT] = [q for q in query_ids if needs_context.get(q)]
     not_run = {run.system: run.reason or run.status for run in evaluation.runs if run.status != "ok"}
     comparison = PaperComparison(task=evaluation.task, split=evaluation.split)
     comparison.subsets = {name: len(ids) for name, ids in subsets.items()}

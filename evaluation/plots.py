@@ -16,11 +16,13 @@ import math
 import zlib
 from collections.abc import Iterable, Sequence
 
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
-from evaluation.results import SystemRun, TaskEvaluation
+from conteb.names import SystemName
+from evaluation.results import HEADLINE, SystemRun, TaskEvaluation, is_missing
 
 DEFAULT_DPI = 100
 WIDTH = 10.0  # inches: 1000 px in the file reports, 800 px in the Dagster UI (80 dpi)
@@ -29,17 +31,17 @@ _MARGIN = 0.08  # share of the data's span added above and below it
 _TOP = 1.02  # highest y limit: a little above nDCG's maximum
 _DODGE = 0.12  # horizontal distance between the series at one categorical x (in category units)
 _LOG_DODGE = 0.02  # the same on a log x axis, in decades
-_KNOWN_STYLES = {
-    "bm25": ("#7f7f7f", "s"),
-    "bm25-subword": ("#bcbd22", "D"),
-    "independent": ("#1f77b4", "o"),
-    "late-chunking": ("#ff7f0e", "^"),
-    "late-chunking-anchored": ("#8c564b", "v"),
-    "title-prefix": ("#17becf", "P"),
-    "insent": ("#d62728", "*"),
-    "finetune-control": ("#9467bd", "X"),
-    "contextual": ("#2ca02c", "h"),
-    "late-interaction": ("#e377c2", "<"),
+_KNOWN_STYLES: dict[str, tuple[str, str]] = {
+    SystemName.BM25: ("#7f7f7f", "s"),
+    SystemName.BM25_SUBWORD: ("#bcbd22", "D"),
+    SystemName.INDEPENDENT: ("#1f77b4", "o"),
+    SystemName.LATE_CHUNKING: ("#ff7f0e", "^"),
+    SystemName.LATE_CHUNKING_ANCHORED: ("#8c564b", "v"),
+    SystemName.TITLE_PREFIX: ("#17becf", "P"),
+    SystemName.INSENT: ("#d62728", "*"),
+    SystemName.FINETUNE_CONTROL: ("#9467bd", "X"),
+    SystemName.CONTEXTUAL: ("#2ca02c", "h"),
+    "late-interaction": ("#e377c2", "<"),  # not a default system: the name conteb.yaml gives its example
 }
 _PALETTE = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1")
 _MARKERS = (">", "p", "d", "H", "8")
@@ -64,8 +66,8 @@ def system_marker(system: str) -> str:
 def fitted_limits(lows: Iterable[float], highs: Iterable[float]) -> tuple[float, float]:
     """A y range holding every finite value of ``lows``..``highs`` plus a margin, within 0..1 (up to
     :data:`_TOP` so that markers at 1.0 stay whole) and at least :data:`MIN_SPAN` wide; ``(0, 1)`` without data."""
-    finite_lows = [v for v in lows if _finite(v)]
-    finite_highs = [v for v in highs if _finite(v)]
+    finite_lows = [v for v in lows if not is_missing(v)]
+    finite_highs = [v for v in highs if not is_missing(v)]
     if not finite_lows or not finite_highs:
         return 0.0, 1.0
     low, high = min(finite_lows), max(finite_highs)
@@ -82,7 +84,8 @@ def _offsets(n: int, step: float) -> list[float]:
     return [(i - (n - 1) / 2) * step for i in range(n)]
 
 
-def _png(figure: Figure, dpi: int) -> bytes:
+def png_bytes(figure: Figure, dpi: int) -> bytes:
+    """``figure`` as PNG bytes at ``dpi``, without the Software metadata (the same figure, the same bytes)."""
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
     return buffer.getvalue()
@@ -92,10 +95,6 @@ def _empty(message: str) -> Figure:
     figure = Figure(figsize=(WIDTH, 1.6))
     figure.text(0.5, 0.5, message, ha="center", va="center", color="#5f6670")
     return figure
-
-
-def _finite(value: float | None) -> bool:
-    return value is not None and not math.isnan(value)
 
 
 def _ok_runs(evaluation: TaskEvaluation) -> list[SystemRun]:
@@ -117,8 +116,8 @@ def _whiskers(
     connect: bool = True,
 ) -> None:
     """One series: markers (joined by a line when ``connect``) with whiskers from ``lows`` to ``highs``."""
-    below = [max(0.0, v - lo) if _finite(lo) else 0.0 for v, lo in zip(values, lows, strict=True)]
-    above = [max(0.0, hi - v) if _finite(hi) else 0.0 for v, hi in zip(values, highs, strict=True)]
+    below = [max(0.0, v - lo) if not is_missing(lo) else 0.0 for v, lo in zip(values, lows, strict=True)]
+    above = [max(0.0, hi - v) if not is_missing(hi) else 0.0 for v, hi in zip(values, highs, strict=True)]
     axis.errorbar(
         xs, values, yerr=[below, above], label=system, color=system_color(system), marker=system_marker(system),
         markersize=6, linestyle="-" if connect else "none", linewidth=1.3, elinewidth=1.1, capsize=3, alpha=0.9,
@@ -126,7 +125,7 @@ def _whiskers(
 
 
 def _legend(figure: Figure, axes: Iterable[Axes]) -> None:
-    handles: dict[str, object] = {}
+    handles: dict[str, Artist] = {}
     for axis in axes:
         for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
             handles.setdefault(label, handle)
@@ -138,7 +137,7 @@ def _legend(figure: Figure, axes: Iterable[Axes]) -> None:
 
 def overview_figure(evaluations: list[TaskEvaluation]) -> Figure:
     """nDCG@10 per task (groups) and system (markers set apart), 95% CI as whiskers; ok runs only."""
-    systems = _ordered_systems(r.system for e in evaluations for r in _ok_runs(e) if "ndcg@10" in r.metrics)
+    systems = _ordered_systems(r.system for e in evaluations for r in _ok_runs(e) if HEADLINE in r.metrics)
     if not systems:
         return _empty("no nDCG@10 results")
     n_tasks = len(evaluations)
@@ -150,13 +149,13 @@ def overview_figure(evaluations: list[TaskEvaluation]) -> Figure:
         xs, values, low, high = [], [], [], []
         for t, evaluation in enumerate(evaluations):
             run = evaluation.run(system)
-            summary = run.metrics.get("ndcg@10") if run is not None and run.status == "ok" else None
-            if summary is None or not _finite(summary.value):
+            summary = run.metrics.get(HEADLINE) if run is not None and run.status == "ok" else None
+            if summary is None or is_missing(summary.value):
                 continue
             xs.append(t + offset)
             values.append(summary.value)
-            low.append(summary.ci_low if _finite(summary.ci_low) else summary.value)
-            high.append(summary.ci_high if _finite(summary.ci_high) else summary.value)
+            low.append(summary.ci_low if not is_missing(summary.ci_low) else summary.value)
+            high.append(summary.ci_high if not is_missing(summary.ci_high) else summary.value)
         _whiskers(axis, system, xs, values, low, high, connect=False)
         lows += low
         highs += high
@@ -176,7 +175,7 @@ def overview_figure(evaluations: list[TaskEvaluation]) -> Figure:
 
 def plot_overview(evaluations: list[TaskEvaluation], dpi: int = DEFAULT_DPI) -> bytes:
     """:func:`overview_figure` as PNG."""
-    return _png(overview_figure(evaluations), dpi)
+    return png_bytes(overview_figure(evaluations), dpi)
 
 
 def positions_figure(evaluation: TaskEvaluation) -> Figure:
@@ -212,7 +211,7 @@ def positions_figure(evaluation: TaskEvaluation) -> Figure:
 
 def plot_positions(evaluation: TaskEvaluation, dpi: int = DEFAULT_DPI) -> bytes:
     """:func:`positions_figure` as PNG."""
-    return _png(positions_figure(evaluation), dpi)
+    return png_bytes(positions_figure(evaluation), dpi)
 
 
 def scaling_figure(evaluation: TaskEvaluation) -> Figure:
@@ -226,7 +225,7 @@ def scaling_figure(evaluation: TaskEvaluation) -> Figure:
     for offset, run in zip(_offsets(len(runs), _LOG_DODGE), runs, strict=True):
         points = sorted(run.scaling, key=lambda p: p.n_documents)
         means = [p.value for p in points]
-        stds = [p.std if _finite(p.std) else 0.0 for p in points]
+        stds = [p.std if not is_missing(p.std) else 0.0 for p in points]
         low = [m - s for m, s in zip(means, stds, strict=True)]
         high = [m + s for m, s in zip(means, stds, strict=True)]
         _whiskers(axis, run.system, [p.n_documents * 10**offset for p in points], means, low, high)
@@ -245,7 +244,7 @@ def scaling_figure(evaluation: TaskEvaluation) -> Figure:
 
 def plot_scaling(evaluation: TaskEvaluation, dpi: int = DEFAULT_DPI) -> bytes:
     """:func:`scaling_figure` as PNG."""
-    return _png(scaling_figure(evaluation), dpi)
+    return png_bytes(scaling_figure(evaluation), dpi)
 
 
 def chunk_sizes_figure(evaluations: list[TaskEvaluation]) -> Figure | None:
@@ -288,4 +287,4 @@ def chunk_sizes_figure(evaluations: list[TaskEvaluation]) -> Figure | None:
 def plot_chunk_sizes(evaluations: list[TaskEvaluation], dpi: int = DEFAULT_DPI) -> bytes | None:
     """:func:`chunk_sizes_figure` as PNG; None without data."""
     figure = chunk_sizes_figure(evaluations)
-    return _png(figure, dpi) if figure is not None else None
+    return png_bytes(figure, dpi) if figure is not None else None

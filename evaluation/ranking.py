@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 ScoreBlock = Callable[[np.ndarray], np.ndarray]
 
@@ -155,15 +156,18 @@ class _Documents:
         """float32 [B, documents with chunks]: true values of ``mask`` per document (position-major only)."""
         return self._reduce_slices(mask, np.add, np.float32)
 
-    def _reduce_slices(self, values: np.ndarray, ufunc: np.ufunc, dtype: type) -> np.ndarray:
-        first = int(self.widths[0])
-        result = np.empty((values.shape[0], first), dtype=dtype)
+    def _reduce_slices(self, values: np.ndarray, ufunc: np.ufunc, dtype: npt.DTypeLike) -> np.ndarray:
+        widths = self.widths
+        if widths is None:
+            raise ValueError("per-document slices need the position-major layout (widths)")
+        first = int(widths[0])
+        result: np.ndarray = np.empty((values.shape[0], first), dtype=dtype)
         rows = max(8, min(256, 2**18 // first))  # a row band of ``result`` stays in cache across the slices
         for r0 in range(0, values.shape[0], rows):
             band, out = values[r0 : r0 + rows], result[r0 : r0 + rows]
             np.copyto(out, band[:, :first])
             offset = first
-            for width in self.widths[1:]:
+            for width in widths[1:]:
                 ufunc(out[:, :width], band[:, offset : offset + width], out=out[:, :width])
                 offset += width
         return result
@@ -288,9 +292,10 @@ def rank_corpus(
 
     # Work in "column" space: the scorer's own order, or position-major when it can permute its columns.
     columns = None
-    if callable(getattr(score_block, "permuted", None)):
+    permuted = getattr(score_block, "permuted", None)
+    if callable(permuted):
         columns, widths = position_major(chunk_doc, n_docs)
-        score_block = score_block.permuted(columns)
+        score_block = permuted(columns)
         col_key, col_doc = key[columns], chunk_doc[columns]
         col_of_chunk = np.empty(n_chunks, dtype=np.int64)
         col_of_chunk[columns] = np.arange(n_chunks)
@@ -334,7 +339,7 @@ def rank_corpus(
         """[n, 1 + S] (or [n, 1] without subsets) counts of the true values of ``beat_mask`` [n, C]."""
         if weights is None:
             return _count_rows(beat_mask)[:, None].astype(count_dtype)
-        if documents.widths is not None:
+        if beats is None:  # with weights, no float copy means the position-major layout (``documents.widths``)
             return documents.count(beat_mask) @ weights
         as_float = beats[: len(beat_mask)]
         np.copyto(as_float, beat_mask)
@@ -343,7 +348,7 @@ def rank_corpus(
     for start in range(0, n_queries, block):
         rows = np.arange(start, min(start + block, n_queries), dtype=np.int64)
         b = len(rows)
-        if score_buffer is not None:
+        if score_buffer is not None and callable(into):
             scores = into(rows, score_buffer[:b])
         else:
             scores = np.ascontiguousarray(score_block(rows), dtype=np.float32)
@@ -365,7 +370,7 @@ def rank_corpus(
             counts[tied] += count_beats(block_mask[tied] & (col_key[None, :] > col_key[g[tied], None]))
         counts = np.rint(counts).astype(np.int64)
         gold_rank[rows] = 1 + counts[:, 0]
-        if subset_rank is not None:
+        if subset_rank is not None and subsets is not None:
             subset_rank[rows] = np.where(subsets[:, gold_doc[rows]].T, 1 + counts[:, 1:], 0)
 
         # Document rank: documents scored by their best chunk, ties by document id.

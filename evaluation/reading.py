@@ -19,36 +19,26 @@ this order; the reports put them at the top and the Dagster assets record them a
      (its score is given) or does not (said so);
    * an untrained model: ``details["trained"]`` recorded and null (the runner records it).
 
-Nothing here imports the report module; numbers are formatted as the reports format them (3 decimals).
+Nothing here imports the report builders; numbers are formatted as the reports format them
+(:mod:`evaluation.formatting`, 3 decimals) and significance is :meth:`evaluation.results.Comparison.significant`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from evaluation.results import HEADLINE, NEEDS_CONTEXT, Comparison, Summary, SystemRun, TaskEvaluation
-
-SIGNIFICANCE_LEVEL = 0.05
-INDEPENDENT = "independent"
-
-
-def _missing(value: float | None) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _f(value: float | None) -> str:
-    return "—" if _missing(value) else f"{value:.3f}"
-
-
-def _ci(summary: Summary) -> str:
-    if _missing(summary.ci_low) or _missing(summary.ci_high):
-        return _f(summary.value)
-    return f"{_f(summary.value)} [{_f(summary.ci_low)}, {_f(summary.ci_high)}]"
-
-
-def _p(p: float) -> str:
-    return "—" if _missing(p) else (f"{p:.1e}" if p < 0.001 else f"{p:.3f}")
+from conteb.names import SystemName
+from evaluation.formatting import format_metric, format_p, format_summary
+from evaluation.results import (
+    HEADLINE,
+    NEEDS_CONTEXT,
+    SIGNIFICANCE_LEVEL,
+    Comparison,
+    Summary,
+    SystemRun,
+    TaskEvaluation,
+    is_missing,
+)
 
 
 def _scored(evaluation: TaskEvaluation, subset: str | None = None) -> list[tuple[SystemRun, Summary]]:
@@ -58,19 +48,19 @@ def _scored(evaluation: TaskEvaluation, subset: str | None = None) -> list[tuple
         if run.status != "ok":
             continue
         summary = run.summary(HEADLINE, subset) if subset else run.metrics.get(HEADLINE)
-        if summary is not None and not _missing(summary.value):
+        if summary is not None and not is_missing(summary.value):
             rows.append((run, summary))
     return sorted(rows, key=lambda pair: -pair[1].value)
 
 
 def _comparison_text(c: Comparison) -> str:
-    return f"{c.system_a} vs {c.system_b} {c.difference:+.3f} (p = {_p(c.p_value)}, {c.n_queries:,} queries)"
+    return f"{c.system_a} vs {c.system_b} {c.difference:+.3f} (p = {format_p(c.p_value)}, {c.n_queries:,} queries)"
 
 
 def _significance(comparisons: Sequence[Comparison], where: str = "") -> list[str]:
     if not comparisons:
         return [f"No paired comparison was run{where}."]
-    significant = [c for c in comparisons if not _missing(c.p_value) and c.p_value < SIGNIFICANCE_LEVEL]
+    significant = [c for c in comparisons if c.significant()]
     others = [c for c in comparisons if c not in significant]
     sentences = []
     if significant:
@@ -103,9 +93,12 @@ def _necessity(evaluation: TaskEvaluation) -> list[str]:
         changes = []
         for run, summary in on_subset:
             overall = run.metrics.get(HEADLINE)
-            changes.append(f"{run.system} {_f(summary.value)} (all queries {_f(overall.value if overall else None)})")
+            on_all = format_metric(overall.value if overall else None)
+            changes.append(f"{run.system} {format_metric(summary.value)} (all queries {on_all})")
         best_run, best = on_subset[0]
-        sentences.append(f"On them the best is {best_run.system} with nDCG@10 {_ci(best)}; " + ", ".join(changes) + ".")
+        sentences.append(
+            f"On them the best is {best_run.system} with nDCG@10 {format_summary(best)}; " + ", ".join(changes) + "."
+        )
     if e.subset_comparisons:
         sentences += _significance(e.subset_comparisons, " on them")
     return sentences
@@ -114,7 +107,7 @@ def _necessity(evaluation: TaskEvaluation) -> list[str]:
 def _baseline(evaluation: TaskEvaluation, late: SystemRun) -> SystemRun | None:
     """The independent-chunk run ``late`` is compared with (module docstring)."""
     ok = [r for r in evaluation.runs if r.status == "ok" and HEADLINE in r.metrics]
-    named = next((r for r in ok if r.system == INDEPENDENT), None)
+    named = next((r for r in ok if r.system == SystemName.INDEPENDENT), None)
     if named is not None:
         return named
     model = late.details.get("model")
@@ -153,7 +146,7 @@ def _late_causes(evaluation: TaskEvaluation, late: SystemRun) -> list[str]:
         if ran:
             causes.append(
                 "plain windows lose the document's head after the first window; anchored windows "
-                + ", ".join(f"({r.system}) score {_f(r.metrics[HEADLINE].value)}" for r in ran)
+                + ", ".join(f"({r.system}) score {format_metric(r.metrics[HEADLINE].value)}" for r in ran)
             )
         elif not anchored:
             causes.append("plain windows lose the document's head after the first window (no anchored run to compare)")
@@ -178,13 +171,12 @@ def _late_losses(evaluation: TaskEvaluation) -> list[str]:
         if base is None or HEADLINE not in late.metrics:
             continue
         ours, theirs = late.metrics[HEADLINE].value, base.metrics[HEADLINE].value
-        if _missing(ours) or _missing(theirs) or ours >= theirs:
+        if is_missing(ours) or is_missing(theirs) or ours >= theirs:
             continue
         causes = _late_causes(evaluation, late)
         sentences.append(
-            f"{late.system} loses to {base.system} ({_f(ours)} vs {_f(theirs)}); known causes that apply: "
-            + "; ".join(causes)
-            + "."
+            f"{late.system} loses to {base.system} ({format_metric(ours)} vs {format_metric(theirs)}); "
+            "known causes that apply: " + "; ".join(causes) + "."
         )
     return sentences
 
@@ -195,11 +187,11 @@ def task_reading(evaluation: TaskEvaluation) -> list[str]:
     if not scored:
         return [f"No system ran on {evaluation.task}: nothing to read."]
     best_run, best = scored[0]
-    lead = f"Best system: {best_run.system}, nDCG@10 {_ci(best)} over {best.n_queries:,} queries"
+    lead = f"Best system: {best_run.system}, nDCG@10 {format_summary(best)} over {best.n_queries:,} queries"
     if len(scored) > 1:
         second_run, second = scored[1]
         overlap = "its CI overlaps" if second.ci_high >= best.ci_low else "outside its CI"
-        lead += f"; next {second_run.system} {_f(second.value)} ({overlap})"
+        lead += f"; next {second_run.system} {format_metric(second.value)} ({overlap})"
     sentences = [lead + "."]
     sentences += _significance(evaluation.comparisons)
     sentences += _necessity(evaluation)
@@ -223,15 +215,15 @@ def overall_reading(evaluations: Sequence[TaskEvaluation]) -> list[str]:
         best, mean = ranked[0]
         wins = sum(1 for e in evaluations if _scored(e) and _scored(e)[0][0].system == best)
         sentence = (
-            f"Best system over the {len(evaluations)} task(s): {best}, mean nDCG@10 {_f(mean)}, best on {wins} "
-            f"of {len(evaluations)} task(s)"
+            f"Best system over the {len(evaluations)} task(s): {best}, mean nDCG@10 {format_metric(mean)}, "
+            f"best on {wins} of {len(evaluations)} task(s)"
         )
         if len(ranked) > 1:
-            sentence += f"; next {ranked[1][0]} {_f(ranked[1][1])}"
+            sentence += f"; next {ranked[1][0]} {format_metric(ranked[1][1])}"
         sentences.append(sentence + ".")
     else:
         sentences.append("No system ran on every task, so no mean over tasks is compared.")
-    significant = [c for e in evaluations for c in e.comparisons if c.p_value < SIGNIFICANCE_LEVEL]
+    significant = [c for e in evaluations for c in e.comparisons if c.significant()]
     tested = [c for e in evaluations for c in e.comparisons]
     if tested:
         listed = "; ".join(f"{c.task}: {_comparison_text(c)}" for c in significant) or "none"
@@ -252,7 +244,7 @@ def overall_reading(evaluations: Sequence[TaskEvaluation]) -> list[str]:
         if best_on:
             sentences.append(
                 "Best on those queries: "
-                + "; ".join(f"{task}: {run.system} {_f(s.value)}" for task, run, s in best_on)
+                + "; ".join(f"{task}: {run.system} {format_metric(s.value)}" for task, run, s in best_on)
                 + "."
             )
     for e in evaluations:

@@ -1,38 +1,21 @@
 """Report sections for the reading (``evaluation/reading.py``) and the queries that need context.
 
-Built from the blocks of ``evaluation/report.py`` (which calls these builders while it assembles a
-task or the overall :class:`~evaluation.report.Document`), so the Markdown, the HTML page and the
-Dagster metadata show the same numbers, formatted by ``format_metric`` / ``format_summary``.
-Subset figures come from ``SystemRun.subset_metrics["needs_context"]`` and
-``TaskEvaluation.subset_comparisons``; an unlabelled task (``n_needs_context is None``) says so.
+Contract: builders of blocks of the document model (:mod:`evaluation.report_document`), called by the
+task and overall builders (:mod:`evaluation.report_task`, :mod:`evaluation.report_overall`) while
+they assemble a :class:`~evaluation.report_document.Document`, so the Markdown, the HTML page and the
+Dagster metadata show the same numbers, formatted by :mod:`evaluation.formatting`. Subset figures
+come from ``SystemRun.subset_metrics["needs_context"]`` and ``TaskEvaluation.subset_comparisons``;
+an unlabelled task (``n_needs_context is None``) says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluation.report import (
-    _COMPARISON_HEADER,
-    DASH,
-    HEADLINE,
-    Block,
-    BulletList,
-    Heading,
-    Paragraph,
-    Span,
-    Table,
-    _best,
-    _comparison_rows,
-    _key_first,
-    _metric_key,
-    _missing,
-    format_metric,
-    format_summary,
-    markdown_escape,
-    number,
-    text,
-)
-from evaluation.results import NEEDS_CONTEXT, TaskEvaluation
+from evaluation.formatting import DASH, format_metric, format_signed, format_summary, metric_sort_key
+from evaluation.report_blocks import COMPARISON_HEADER, best_formatted, comparison_rows, key_first, ordered
+from evaluation.report_document import Block, BulletList, Heading, Paragraph, Span, Table, number, text
+from evaluation.results import HEADLINE, NEEDS_CONTEXT, TaskEvaluation, is_missing
 
 SUBSET_TITLE = "Queries that need context"
 RULE = (
@@ -44,11 +27,6 @@ RULE = (
 def reading_blocks(sentences: Sequence[str]) -> list[Block]:
     """The reading as the opening section of a report."""
     return [Heading("Reading"), BulletList(tuple((Span(sentence),) for sentence in sentences))]
-
-
-def reading_markdown(sentences: Sequence[str]) -> str:
-    """The reading as a Markdown list (Dagster metadata ``reading``)."""
-    return "\n".join(f"- {markdown_escape(sentence)}" for sentence in sentences) + "\n"
 
 
 def needs_context_count(evaluation: TaskEvaluation) -> str:
@@ -76,15 +54,20 @@ def task_subset_blocks(evaluation: TaskEvaluation) -> list[Block]:
     blocks.append(Paragraph((Span(f"{e.n_needs_context:,} of {e.n_queries:,} queries need context. {RULE}"),)))
     if not ok:
         return [*blocks, Paragraph((Span("No system has results on the subset (evaluate again)."),))]
-    best = _best(
+    best = best_formatted(
         r.subset_metrics[NEEDS_CONTEXT][HEADLINE].value for r in ok if HEADLINE in r.subset_metrics[NEEDS_CONTEXT]
     )
     rows = []
     for r in ok:
         overall, subset = r.metrics.get(HEADLINE), r.subset_metrics[NEEDS_CONTEXT].get(HEADLINE)
         delta = DASH
-        if overall is not None and subset is not None and not _missing(overall.value) and not _missing(subset.value):
-            delta = f"{subset.value - overall.value:+.3f}"
+        if (
+            overall is not None
+            and subset is not None
+            and not is_missing(overall.value)
+            and not is_missing(subset.value)
+        ):
+            delta = format_signed(subset.value - overall.value)
         bold = subset is not None and format_metric(subset.value) == best
         rows.append(
             (text(r.system), number(format_summary(overall)), number(format_summary(subset), bold), number(delta))
@@ -92,10 +75,10 @@ def task_subset_blocks(evaluation: TaskEvaluation) -> list[Block]:
     header = ("System", "nDCG@10, all queries [95% CI]", "nDCG@10, need context [95% CI]", "Δ (need context − all)")
     blocks.append(Table("needs-context", header, tuple(rows)))
 
-    metrics = sorted({m for r in ok for m in r.subset_metrics[NEEDS_CONTEXT]}, key=_metric_key)
+    metrics = sorted({m for r in ok for m in r.subset_metrics[NEEDS_CONTEXT]}, key=metric_sort_key)
     metric_rows = []
     for metric in metrics:
-        top = _best(
+        top = best_formatted(
             r.subset_metrics[NEEDS_CONTEXT][metric].value for r in ok if metric in r.subset_metrics[NEEDS_CONTEXT]
         )
         cells = [text(metric)]
@@ -107,8 +90,8 @@ def task_subset_blocks(evaluation: TaskEvaluation) -> list[Block]:
     blocks.append(Table("needs-context-metrics", ("Metric", *(r.system for r in ok)), tuple(metric_rows)))
     if e.subset_comparisons:
         blocks.append(Heading("Comparisons on the queries that need context", 3))
-        rows = _comparison_rows(_key_first(e.subset_comparisons), False)
-        blocks.append(Table("needs-context-comparisons", _COMPARISON_HEADER, rows))
+        comparisons = comparison_rows(key_first(e.subset_comparisons), False)
+        blocks.append(Table("needs-context-comparisons", COMPARISON_HEADER, comparisons))
     return blocks
 
 
@@ -121,7 +104,7 @@ def overall_subset_blocks(evaluations: Sequence[TaskEvaluation]) -> list[Block]:
     blocks.append(
         Paragraph((Span(f"nDCG@10 [95% CI] on the queries that need context (count in each header). {RULE}"),))
     )
-    systems = list(dict.fromkeys(r.system for e in labelled for r in e.runs))
+    systems = ordered(r.system for e in labelled for r in e.runs)
     rows = []
     for system in systems:
         cells = [text(system)]
@@ -129,13 +112,13 @@ def overall_subset_blocks(evaluations: Sequence[TaskEvaluation]) -> list[Block]:
         for e in labelled:
             run = e.run(system)
             s = run.summary(HEADLINE, NEEDS_CONTEXT) if run is not None and run.status == "ok" else None
-            top = _best(
-                r.summary(HEADLINE, NEEDS_CONTEXT).value
-                for r in e.runs
-                if r.status == "ok" and r.summary(HEADLINE, NEEDS_CONTEXT) is not None
+            top = best_formatted(
+                summary.value
+                for summary in (r.summary(HEADLINE, NEEDS_CONTEXT) for r in e.runs if r.status == "ok")
+                if summary is not None
             )
             cells.append(number(format_summary(s), bold=s is not None and format_metric(s.value) == top))
-            if s is not None and not _missing(s.value):
+            if s is not None and not is_missing(s.value):
                 values.append(s.value)
         cells.append(number(format_metric(sum(values) / len(values)) if values else DASH))
         cells.append(number(f"{len(values)}/{len(labelled)}"))

@@ -3,8 +3,9 @@ effects.png}``.
 
 It reads what the experiment's evaluation wrote (``tasks/<task>/evaluation.json`` and the per-query metrics of every
 system, ``runs/<task>/<system>.metrics.parquet``) and the ``needs_context`` labels of the evaluated queries, compares
-the paper's headline effects with ours (:mod:`evaluation.paper`) and renders them with the shared document model of
-:mod:`evaluation.report`. ``setup`` lines state what was run and what was scaled down.
+the paper's headline effects with ours (:mod:`evaluation.paper`) and renders them with the shared document model
+(:mod:`evaluation.report_document`, :mod:`evaluation.render_markdown`, :mod:`evaluation.render_html`). ``setup`` lines
+state what was run and what was scaled down.
 """
 
 from __future__ import annotations
@@ -20,36 +21,24 @@ import pyarrow.parquet as pq
 from conteb.storage import write_text_atomic
 from evaluation import plots
 from evaluation.paper import PAPER_EFFECTS, EffectResult, PaperComparison, compare_with_paper
-from evaluation.report import (
-    BulletList,
-    Document,
-    Heading,
-    Image,
-    Paragraph,
-    Span,
-    Table,
-    number,
-    render_html,
-    render_markdown,
-    text,
-)
-from evaluation.results import HEADLINE, TaskEvaluation
-from evaluation.runner import load_evaluation, per_query_path
+from evaluation.render_html import render_html
+from evaluation.render_markdown import render_markdown
+from evaluation.report_document import Block, BulletList, Document, Heading, Image, Paragraph, Span, Table, number, text
+from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, TaskEvaluation
+from evaluation.runner import load_evaluation, read_per_query
 
 REPORT_FOLDER = "reproduce"
 
 
-def read_per_query(
+def per_query_of_runs(
     reports_dir: Path, evaluation: TaskEvaluation, metric: str = HEADLINE
 ) -> dict[str, dict[str, float]]:
-    """system -> query id -> ``metric`` for every system of ``evaluation`` that ran."""
+    """system -> query id -> ``metric`` for every system of ``evaluation`` that ran (and wrote its metrics)."""
     out = {}
     for run in evaluation.runs:
-        path = per_query_path(reports_dir, evaluation.task, run.system)
-        if run.status != "ok" or not path.is_file():
-            continue
-        table = pq.read_table(path, columns=["query_id", metric])
-        out[run.system] = dict(zip(table.column("query_id").to_pylist(), table.column(metric).to_pylist(), strict=True))
+        values = read_per_query(reports_dir, evaluation.task, run.system, metric) if run.status == "ok" else None
+        if values is not None:
+            out[run.system] = values
     return out
 
 
@@ -95,10 +84,13 @@ def plot_effects(comparison: PaperComparison, dpi: int = 110) -> bytes:
     ys = list(range(len(measured)))
     for y, result in zip(ys, measured, strict=True):
         color = {"reproduces": "#2a9d8f", "opposite": "#d62828", "inconclusive": "#8d99ae"}[result.verdict]
+        points, low, high = result.points, result.ci_low, result.ci_high
+        if points is None or low is None or high is None:  # a measured effect has all three (paired_effect)
+            continue
         axis.errorbar(
-            result.points,
+            points,
             y,
-            xerr=[[result.points - result.ci_low], [result.ci_high - result.points]],
+            xerr=[[points - low], [high - points]],
             fmt="o",
             color=color,
             capsize=3,
@@ -114,14 +106,14 @@ def plot_effects(comparison: PaperComparison, dpi: int = 110) -> bytes:
     unique = dict(zip(names, handles, strict=True))
     axis.legend(unique.values(), unique.keys(), fontsize=7, loc="lower right")
     axis.grid(alpha=0.3, axis="x")
-    return plots._png(figure, dpi)
+    return plots.png_bytes(figure, dpi)
 
 
 def reproduce_document(
     comparison: PaperComparison, evaluation: TaskEvaluation, setup: Sequence[str], images: dict[str, str]
 ) -> Document:
     """The report: the reading first, then the effects table, systems, the chunk-size effect, the setup."""
-    blocks: list = [
+    blocks: list[Block] = [
         Heading("What reproduces here", 2),
         BulletList(tuple((Span(line),) for line in comparison.summary) or ((Span("nothing was measured"),),)),
         Heading("Headline effects: the paper beside ours", 2),
@@ -129,9 +121,9 @@ def reproduce_document(
             (
                 Span(
                     f"Differences in nDCG@10 points on the {evaluation.split} split of task {evaluation.task} "
-                    f"({comparison.subsets.get('all', 0):,} queries; "
-                    f"{comparison.subsets.get('needs_context', 0):,} labelled needs_context). Paper: "
-                    "ModernBERT-embed-large on the ConTEB average (DESIGN.md). Verdicts: paired randomization "
+                    f"({comparison.subsets.get(ALL, 0):,} queries; "
+                    f"{comparison.subsets.get(NEEDS_CONTEXT, 0):,} labelled needs_context). Paper: "
+                    "ModernBERT-embed-large on the ConTEB average (Conti et al., 2025). Verdicts: paired randomization "
                     "test, p < 0.05."
                 ),
             )
@@ -186,7 +178,7 @@ def build_comparison(reports_dir: Path, task: str, queries_file: Path) -> tuple[
     if evaluation is None:
         raise FileNotFoundError(f"no evaluation of task {task!r} under {reports_dir}: evaluate it first")
     comparison = compare_with_paper(
-        evaluation, read_per_query(reports_dir, evaluation), read_needs_context(queries_file)
+        evaluation, per_query_of_runs(reports_dir, evaluation), read_needs_context(queries_file)
     )
     return comparison, evaluation
 

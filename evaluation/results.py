@@ -1,7 +1,9 @@
 """What an evaluation produces: per task, per system, every number the reports show.
 
 Everything here is plain data (JSON round-trip through :func:`to_json` / :func:`from_json`), so the
-per-task assets can write ``evaluation.json`` and the overall report can be built later from files.
+per-task assets can write ``evaluation.json`` and the overall report can be built later from files;
+:func:`results_records` is the flat machine-readable layout of ``results.json``. A float that is
+null in JSON comes back as NaN: :func:`is_missing` tells both apart from a number.
 Metric names: ``ndcg@k``, ``map@k``, ``recall@k``, ``p@k``, ``mrr@10`` (see ``evaluation/metrics.py``
 for their trec_eval equivalents).
 
@@ -17,16 +19,25 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 HEADLINE = "ndcg@10"
 """The metric of the tables, the numeric Dagster metadata and the paired tests' default."""
 
+SIGNIFICANCE_LEVEL = 0.05
+"""A paired comparison is reported significant when its p-value is below this (:meth:`Comparison.significant`)."""
+
 ALL = "all"
 NEEDS_CONTEXT = "needs_context"
-SUBSETS = (ALL, NEEDS_CONTEXT)
 """Query subsets a metric is reported on (module docstring)."""
+
+
+def is_missing(value: float | None) -> bool:
+    """True for ``None`` and NaN (a number JSON stored as null, or one never measured)."""
+    return value is None or (isinstance(value, numbers.Real) and math.isnan(value))
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,10 @@ class Comparison:
     resamples: int
     subset: str = ALL  # the queries tested: "all" | "needs_context"
 
+    def significant(self) -> bool:
+        """``p_value < SIGNIFICANCE_LEVEL`` (a missing p-value is not significant)."""
+        return not is_missing(self.p_value) and self.p_value < SIGNIFICANCE_LEVEL
+
 
 @dataclass
 class ChunkSizePoint:
@@ -164,7 +179,7 @@ def to_json(evaluation: TaskEvaluation) -> str:
 
 
 def _clean(value: Any) -> Any:
-    if isinstance(value, float) and value != value:
+    if isinstance(value, float) and is_missing(value):
         return None
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
@@ -200,3 +215,73 @@ def from_json(text: str) -> TaskEvaluation:
 
 def _nan(value: Any) -> Any:
     return float("nan") if value is None else value
+
+
+def results_records(evaluations: list[TaskEvaluation]) -> list[dict[str, Any]]:
+    """The fixed machine-readable layout of ``results.json``: one record per (task, system, metric).
+
+    Keys: ``task``, ``system``, ``metric``, ``value``, ``ci_low``, ``ci_high``, ``n_queries`` (NaN ->
+    null) and ``subset``: ``"all"`` (every query) or ``"needs_context"`` (the queries labelled so,
+    ``curation/necessity.py``: every metric of the run again, when the task is labelled and the subset
+    non-empty). Metrics: every metric of every ok run (``ndcg@10``, ``map@5``, ...), then
+
+    * ``doc_ndcg@10``: document-level nDCG@10 (with its CI);
+    * ``ndcg@10@position=<p>``: queries whose gold chunk is at position ``p`` (with CI);
+    * ``ndcg@10@n_docs=<n>``: random corpora of ``n`` documents; here ``ci_low`` / ``ci_high`` are
+      mean - std / mean + std over the subsets (not a confidence interval) and ``n_queries`` the mean
+      number of queries per subset (may be fractional);
+    * ``ndcg@10@chunk_size=<s>``: the task re-chunked at ``s`` characters (every chunk-size point);
+    * ``documents_per_second``, ``index_seconds``, ``llm_usd``, ``llm_tokens``: when known; ``ci_low``,
+      ``ci_high`` and ``n_queries`` null.
+    """
+    records: list[dict[str, Any]] = []
+
+    def add(
+        task: str,
+        system: str,
+        metric: str,
+        value: Any,
+        low: Any = None,
+        high: Any = None,
+        n: Any = None,
+        subset: str = ALL,
+    ) -> None:
+        records.append(
+            {
+                "task": task,
+                "system": system,
+                "metric": metric,
+                "value": _clean(value),
+                "ci_low": _clean(low),
+                "ci_high": _clean(high),
+                "n_queries": _clean(n),
+                "subset": subset,
+            }
+        )
+
+    for evaluation in evaluations:
+        task = evaluation.task
+        for run in evaluation.runs:
+            if run.status != "ok":
+                continue
+            for metric, s in run.metrics.items():
+                add(task, run.system, metric, s.value, s.ci_low, s.ci_high, s.n_queries)
+            for subset, metrics in run.subset_metrics.items():
+                for metric, s in metrics.items():
+                    add(task, run.system, metric, s.value, s.ci_low, s.ci_high, s.n_queries, subset)
+            if run.document_ndcg10 is not None:
+                s = run.document_ndcg10
+                add(task, run.system, "doc_ndcg@10", s.value, s.ci_low, s.ci_high, s.n_queries)
+            for p in sorted(run.by_position, key=lambda p: p.position):
+                add(task, run.system, f"ndcg@10@position={p.position}", p.value, p.ci_low, p.ci_high, p.n_queries)
+            for point in sorted(run.scaling, key=lambda point: point.n_documents):
+                std = point.std
+                low, high = (point.value - std, point.value + std) if not is_missing(std) else (None, None)
+                add(task, run.system, f"ndcg@10@n_docs={point.n_documents}", point.value, low, high, point.n_queries)
+            for name in ("documents_per_second", "index_seconds", "llm_usd", "llm_tokens"):
+                value = getattr(run, name)
+                if value is not None:
+                    add(task, run.system, name, value)
+        for c in evaluation.chunk_sizes:
+            add(task, c.system, f"ndcg@10@chunk_size={c.chunk_size}", c.value, c.ci_low, c.ci_high, c.n_queries)
+    return records

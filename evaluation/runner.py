@@ -5,7 +5,7 @@ Files under ``reports_dir`` (fixed layout, other tools read it)::
 
     runs/<task>/qrels.trec                 qid 0 chunk_id 1
     runs/<task>/<system>.trec              qid Q0 chunk_id rank score system (top_k per query)
-    runs/<task>/<system>.metrics.parquet   per-query metrics (query_id + one column per metric)
+    runs/<task>/<system>.metrics.parquet   per-query metrics (conteb.schemas.per_query_metrics_schema)
     tasks/<task>/evaluation.json           the TaskEvaluation (every number of the reports)
 
 Every metric summary and every paired comparison is computed on all queries and, when the corpus is
@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,10 +29,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from conteb.schemas import per_query_metrics_schema
 from conteb.storage import write_parquet_atomic, write_text_atomic
 from evaluation import trec
 from evaluation.config import EvaluationConfig, SystemConfig
 from evaluation.corpus import EvalCorpus
+from evaluation.indexed import IndexedSystem, Log, NotRunnable
 from evaluation.metrics import metrics_from_gold_rank
 from evaluation.ranking import rank_corpus
 from evaluation.rechunk import SpanSources, rechunk_corpus
@@ -49,7 +51,7 @@ from evaluation.results import (
     to_json,
 )
 from evaluation.stats import paired_test, summarize
-from evaluation.systems import IndexedSystem, NotRunnable, prepare_system, requirement_problem
+from evaluation.systems import prepare_system, requirement_problem
 from evaluation.views import by_position, sample_subsets, scaling_curve, scaling_sizes
 
 logger = logging.getLogger(__name__)
@@ -75,7 +77,7 @@ class _WarningTally(logging.Filter):
 
 
 @contextmanager
-def summarized_warnings(log: Callable[[str], None], names: Sequence[str] = TALLIED_LOGGERS) -> Iterator[None]:
+def summarized_warnings(log: Log, names: Sequence[str] = TALLIED_LOGGERS) -> Iterator[None]:
     """While inside, warnings of the loggers ``names`` are not printed one by one; on leaving, each distinct one
     (by message template) goes to ``log`` once: ``warning: <first message> (logged N times, shown once)``."""
     tally = _WarningTally()
@@ -106,6 +108,15 @@ def per_query_path(reports_dir: Path, task: str, system: str) -> Path:
     return runs_dir(reports_dir, task) / f"{system}.metrics.parquet"
 
 
+def read_per_query(reports_dir: Path, task: str, system: str, metric: str) -> dict[str, float] | None:
+    """query id -> ``metric`` from the per-query metrics ``system`` wrote for ``task`` (None: no such file)."""
+    path = per_query_path(reports_dir, task, system)
+    if not path.is_file():
+        return None
+    table = pq.read_table(path, columns=["query_id", metric])
+    return dict(zip(table.column("query_id").to_pylist(), table.column(metric).to_pylist(), strict=True))
+
+
 def load_evaluation(reports_dir: Path, task: str) -> TaskEvaluation | None:
     """The task's last ``evaluation.json``, or None."""
     path = evaluation_path(reports_dir, task)
@@ -125,7 +136,7 @@ class _Evaluator:
         config: EvaluationConfig,
         models_dir: Path,
         reports_dir: Path,
-        log: Callable[[str], None],
+        log: Log,
         show_progress: bool,
     ) -> None:
         self.corpus = corpus
@@ -192,7 +203,7 @@ class _Evaluator:
         headline = per_query[HEADLINE]
         run_path = runs_dir(self.reports_dir, corpus.name) / f"{system.name}.trec"
         trec.write_run(run_path, corpus.query_ids, corpus.chunk_ids, ranking.top_index, ranking.top_score, system.name)
-        table = pa.table({"query_id": corpus.query_ids, **{name: values for name, values in per_query.items()}})
+        table = pa.table({"query_id": corpus.query_ids, **per_query}, schema=per_query_metrics_schema(list(per_query)))
         write_parquet_atomic(table, per_query_path(self.reports_dir, corpus.name, system.name))
         b = self.config.bootstrap
         run = SystemRun(
@@ -262,14 +273,6 @@ class _Evaluator:
         return points
 
 
-def _read_per_query(reports_dir: Path, task: str, system: str, metric: str) -> dict[str, float] | None:
-    path = per_query_path(reports_dir, task, system)
-    if not path.is_file():
-        return None
-    table = pq.read_table(path, columns=["query_id", metric])
-    return dict(zip(table.column("query_id").to_pylist(), table.column(metric).to_pylist(), strict=True))
-
-
 def compare_systems(
     evaluation: TaskEvaluation,
     config: EvaluationConfig,
@@ -285,8 +288,8 @@ def compare_systems(
     for a, b in significance.comparisons:
         if a not in ok or b not in ok:
             continue
-        values_a = _read_per_query(reports_dir, evaluation.task, a, significance.metric)
-        values_b = _read_per_query(reports_dir, evaluation.task, b, significance.metric)
+        values_a = read_per_query(reports_dir, evaluation.task, a, significance.metric)
+        values_b = read_per_query(reports_dir, evaluation.task, b, significance.metric)
         if values_a is None or values_b is None:
             continue
         shared = [q for q in query_ids if q in values_a and q in values_b]
@@ -323,7 +326,7 @@ def evaluate_task(
     no_sources_reason: str | None = None,
     llm_usage: LLMUsage | None = None,
     chunk_sizes: bool = True,
-    log: Callable[[str], None] = logger.info,
+    log: Log = logger.info,
     show_progress: bool = False,
 ) -> TaskEvaluation:
     """Evaluate ``systems`` (default: every configured one) on ``corpus`` and write the task's files.
@@ -350,7 +353,7 @@ def _evaluate_task(
     no_sources_reason: str | None,
     llm_usage: LLMUsage | None,
     chunk_sizes: bool,
-    log: Callable[[str], None],
+    log: Log,
     show_progress: bool,
 ) -> TaskEvaluation:
     """:func:`evaluate_task` without the warning summary."""
@@ -360,9 +363,10 @@ def _evaluate_task(
     gold_ids = [corpus.chunk_ids[g] for g in corpus.gold]
     qrels_path = trec.write_qrels(task_runs / "qrels.trec", corpus.query_ids, gold_ids)
     subset_rows = np.flatnonzero(evaluator.needs_context) if evaluator.needs_context is not None else None
-    subset_ids = None if subset_rows is None else [corpus.query_ids[r] for r in subset_rows]
+    subset_ids: list[str] | None = None
     subset_qrels: dict[str, str] = {}
     if subset_rows is not None:  # the subset's own qrels: trec_eval (and verify.py) can score it alone
+        subset_ids = [corpus.query_ids[r] for r in subset_rows]
         path = trec.write_qrels(
             task_runs / f"qrels.{NEEDS_CONTEXT}.trec", subset_ids, [gold_ids[r] for r in subset_rows]
         )

@@ -15,13 +15,11 @@ from evaluation.bm25 import bm25_problem, prepare_bm25
 from evaluation.config import BM25System, ContextualSystem, DenseSystem, LateInteractionSystem, SystemConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.dense import contextual_problem, prepare_single_vector
-from evaluation.embedders import clear_model_cache, model_problem, trained_folder
-from evaluation.indexed import IndexedSystem, Log, NotRunnable, _no_log
+from evaluation.embedders import model_problem, trained_folder
+from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
 from evaluation.late_interaction import prepare_late_interaction
 from evaluation.leakage import training_overlap_problem
 from training.models import OFFLINE_MINILM
-
-__all__ = ["IndexedSystem", "NotRunnable", "clear_model_cache", "prepare_system", "requirement_problem"]
 
 
 def requirement_problem(system: SystemConfig, corpus: EvalCorpus, models_dir: Path) -> str | None:
@@ -66,7 +64,7 @@ def prepare_system(
     models_dir: Path,
     *,
     show_progress: bool = False,
-    log: Log = _no_log,
+    log: Log = no_log,
 ) -> IndexedSystem:
     """Index ``corpus`` and encode its queries for ``system``.
 

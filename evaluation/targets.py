@@ -1,9 +1,9 @@
 """Which ConTEB tasks ``evaluate_conteb`` / ``conteb evaluate`` evaluate, and where their inputs are.
 
 A target is a task of the registry (its published folder ``data/conteb/<task>``, its chunk contexts
-and span-annotated sources from the stage tables) or an ``evaluation.external`` dataset (a folder or
-a hub id: no stage tables, so contexts are absent and the chunk-size study rebuilds documents from
-the chunks' offsets when the queries carry answer spans).
+and span-annotated sources from its stage tables, :func:`conteb.storage.stage_table_path`) or an
+``evaluation.external`` dataset (a folder or a hub id: no stage tables, so contexts are absent and
+the chunk-size study rebuilds documents from the chunks' offsets when the queries carry answer spans).
 
 A registry task is evaluated on its ``evaluation_split`` (``test`` when it declares document-level
 ``splits``, else its last declared split, else its one ``split``); its chunk-size study re-chunks only
@@ -20,35 +20,45 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from conteb.config import ProjectConfig
-from conteb.storage import dataset_dir, llm_cache_path, models_dir, reports_dir, stage_dir
+from conteb.config import TaskConfig
+from conteb.names import Stage, StageTable
+from conteb.storage import dataset_dir, llm_cache_path, models_dir, reports_dir, stage_table_path
+from evaluation.config import EvaluationConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.indexed import NotRunnable
-from evaluation.load import load_corpus, read_config_table, read_contexts
+from evaluation.load import load_config_table, load_corpus, read_contexts
 from evaluation.rechunk import SpanSources, sources_from_dataset
 from evaluation.results import LLMUsage, TaskEvaluation
 
 
 @dataclass(frozen=True)
 class EvalTarget:
-    """One task to evaluate. ``stages`` is the stage-table folder (registry tasks only)."""
+    """One task to evaluate. ``data_dir``: the data folder that holds the task's stage tables (registry tasks
+    only; None for an external dataset)."""
 
     name: str
     path: str
     split: str
-    stages: Path | None = None
+    data_dir: Path | None = None
     span_annotated: bool = True
     split_by_document: bool = False  # the folder has several document-level splits: sources filtered to this one
 
     def load(self) -> EvalCorpus:
         """The corpus, with the LLM chunk contexts when the task produced them."""
-        contexts = read_contexts(self.stages / "chunk_contexts.parquet") if self.stages else None
+        contexts = read_contexts(self._stage_table(StageTable.CHUNK_CONTEXTS)) if self.data_dir else None
         return load_corpus(self.path, name=self.name, split=self.split, contexts=contexts)
+
+    def _stage_table(self, table: str) -> Path:
+        """The Parquet file of stage table ``table`` (a :class:`StageTable` name) of this (registry) task."""
+        if self.data_dir is None:
+            raise ValueError(f"{self.name}: an external dataset has no stage tables")
+        return stage_table_path(self.data_dir, self.name, table)
 
     def sources(self) -> tuple[SpanSources | None, str | None]:
         """Span-annotated original documents for the chunk-size study, or None and why not."""
-        if self.stages is not None:
-            documents, queries = self.stages / "source_documents.parquet", self.stages / "source_queries.parquet"
+        if self.data_dir is not None:
+            documents = self._stage_table(StageTable.SOURCE_DOCUMENTS)
+            queries = self._stage_table(StageTable.SOURCE_QUERIES)
             if not self.span_annotated:
                 return None, "the task pairs queries by LLM, not by answer span: chunk-size study not run"
             if documents.is_file() and queries.is_file():
@@ -56,31 +66,31 @@ class EvalTarget:
                 return (self._of_this_split(sources) if self.split_by_document else sources), None
             return None, f"{documents} missing: materialize the task's source assets first"
         try:
-            documents, _ = read_config_table(self.path, "documents", self.split)
-            queries, _ = read_config_table(self.path, "queries", self.split)
+            documents, _ = load_config_table(self.path, "documents", self.split)
+            queries, _ = load_config_table(self.path, "queries", self.split)
             return SpanSources(*sources_from_dataset(documents, queries)), None
         except NotRunnable as reason:
             return None, str(reason)
 
     def _of_this_split(self, sources: SpanSources) -> SpanSources:
         """The source documents (and their queries) of the evaluated split only."""
-        published, _ = read_config_table(self.path, "documents", self.split)
+        published, _ = load_config_table(self.path, "documents", self.split)
         kept = pa.array(sorted(set(published.column("doc_id").to_pylist())), pa.string())
         return SpanSources(
             sources.documents.filter(pc.is_in(sources.documents.column("doc_id"), kept)),
             sources.queries.filter(pc.is_in(sources.queries.column("doc_id"), kept)),
         )
 
-    def llm_usage(self, data_dir: Path) -> LLMUsage | None:
+    def llm_usage(self) -> LLMUsage | None:
         """Tokens and dollars the task's chunk contexts cost, from the LLM ledger (None when never paid)."""
-        path = llm_cache_path(data_dir)
-        if self.stages is None or not path.is_file():
+        path = llm_cache_path(self.data_dir) if self.data_dir is not None else None
+        if path is None or not path.is_file():
             return None
         from llm.cache import AnswerCache
 
         cache = AnswerCache(path)
         try:
-            usage = cache.usage(f"{self.name}/chunk_contexts")
+            usage = cache.usage(f"{self.name}/{Stage.CHUNK_CONTEXTS}")  # the ledger scope: <task>/<stage>
         finally:
             cache.close()
         if usage.calls == 0:
@@ -88,35 +98,40 @@ class EvalTarget:
         return LLMUsage(tokens=usage.prompt_tokens + usage.completion_tokens, usd=usage.cost_usd)
 
 
-def evaluation_targets(config: ProjectConfig, data_dir: Path) -> list[EvalTarget]:
-    """Every target of the ``evaluation:`` block, registry tasks first."""
+def evaluation_targets(tasks: Sequence[TaskConfig], evaluation: EvaluationConfig, data_dir: Path) -> list[EvalTarget]:
+    """Every target of the ``evaluation:`` block: the registry ``tasks`` it names (``evaluation.tasks``; default
+    all), then its external tasks."""
+    names = evaluation.tasks
     targets = [
         EvalTarget(
             name=task.name,
             path=str(dataset_dir(data_dir, task.name)),
             split=task.evaluation_split,
-            stages=stage_dir(data_dir, task.name),
+            data_dir=data_dir,
             span_annotated=task.uses_span_pairing,
             split_by_document=task.splits is not None,
         )
-        for task in config.evaluated_tasks
+        for task in tasks
+        if names is None or task.name in names
     ]
-    targets += [EvalTarget(name=t.name, path=t.path, split=t.split) for t in config.evaluation.external]
+    targets += [EvalTarget(name=t.name, path=t.path, split=t.split) for t in evaluation.external]
     return targets
 
 
-def find_target(config: ProjectConfig, data_dir: Path, name_or_path: str, split: str = "test") -> EvalTarget:
+def find_target(
+    tasks: Sequence[TaskConfig], evaluation: EvaluationConfig, data_dir: Path, name_or_path: str, split: str = "test"
+) -> EvalTarget:
     """A configured target by name, else a folder path or hub id evaluated ad hoc (named after its last part)."""
-    for target in evaluation_targets(config, data_dir):
+    for target in evaluation_targets(tasks, evaluation, data_dir):
         if target.name == name_or_path:
             return target
-    for task in config.tasks:  # a registry task left out of evaluation.tasks can still be evaluated by name
+    for task in tasks:  # a registry task left out of evaluation.tasks can still be evaluated by name
         if task.name == name_or_path:
             return EvalTarget(
                 task.name,
                 str(dataset_dir(data_dir, task.name)),
                 task.evaluation_split,
-                stage_dir(data_dir, task.name),
+                data_dir,
                 task.uses_span_pairing,
                 task.splits is not None,
             )
@@ -126,7 +141,7 @@ def find_target(config: ProjectConfig, data_dir: Path, name_or_path: str, split:
 
 def evaluate_target(
     target: EvalTarget,
-    config: ProjectConfig,
+    evaluation: EvaluationConfig,
     data_dir: Path,
     *,
     systems: Sequence[str] | None = None,
@@ -142,16 +157,16 @@ def evaluate_target(
     from evaluation.runner import evaluate_task  # torch and sentence-transformers: only when evaluating
 
     corpus = target.load()
-    sources, why_not = target.sources() if chunk_sizes and config.evaluation.chunk_sizes.enabled else (None, None)
+    sources, why_not = target.sources() if chunk_sizes and evaluation.chunk_sizes.enabled else (None, None)
     return evaluate_task(
         corpus,
-        config.evaluation,
+        evaluation,
         models_dir=models_dir(data_dir),
         reports_dir=reports_dir(data_dir),
         systems=systems,
         sources=sources,
         no_sources_reason=why_not,
-        llm_usage=target.llm_usage(data_dir),
+        llm_usage=target.llm_usage(),
         chunk_sizes=chunk_sizes,
         log=log,
         show_progress=show_progress,

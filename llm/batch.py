@@ -2,10 +2,12 @@
 
 Writes one JSONL line per uncached request (``custom_id`` = the request's cache key), uploads
 it, creates the batch, polls with backoff, downloads the output and error files and maps lines
-back by ``custom_id``. Valid answers go to the same cache and the ledger (at the batch
-discount). The batch id is recorded before polling, so a restarted stage resumes the batch it
-already paid for. Answers that fail validation, and lines that failed transiently (429, 5xx),
-go through the online path (re-ask, retries); other failed lines become failed results.
+back by ``custom_id``. Lines are written in the client's order (each ``prefix_group`` together,
+see ``llm/scheduling.py``). Valid answers go to the same cache and the ledger (at the batch
+discount, the line's ``prompt_tokens_details.cached_tokens`` at the cached price). The batch id
+is recorded before polling, so a restarted stage resumes the batch it already paid for. Answers
+that fail validation, and lines that failed transiently (429, 5xx), go through the online path
+(re-ask, retries); other failed lines become failed results.
 """
 
 from __future__ import annotations
@@ -14,21 +16,44 @@ import hashlib
 import io
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import openai
 
-from llm.client import RETRYABLE_STATUS
-from llm.types import LLMRequest, LLMResult
-
-if TYPE_CHECKING:
-    from llm.client import LLMClient, Progress
+from llm.cache import AnswerCache
+from llm.retries import transient_status
+from llm.settings import LLMSettings
+from llm.types import LLMRequest, LLMResult, Progress
+from llm.usage import parse_usage
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
 MAX_POLL_S = 300.0
 
 
-def batch_lines(client: LLMClient, pending: dict[str, LLMRequest]) -> bytes:
+class BatchClient(Protocol):
+    """What the Batch API mode uses of its client (``llm.client.LLMClient`` is one): the settings, the
+    cache, the request bodies and answer parsing, the SDK, and the online path for the answers to re-ask.
+    Declared here so that the client imports this module and this module never imports the client."""
+
+    settings: LLMSettings
+    cache: AnswerCache
+    log: Callable[[str], None]
+
+    def body(self, request: LLMRequest, extra_messages: Sequence[dict[str, str]] = ()) -> dict[str, Any]: ...
+
+    def parse_answer(self, request: LLMRequest, content: str | None) -> dict[str, Any]: ...
+
+    def sync_sdk(self, max_retries: int = 0) -> openai.OpenAI: ...
+
+    def scrub(self, text: str) -> str: ...
+
+    def run_online(
+        self, pending: dict[str, LLMRequest], scope: str, progress: Progress | None = None
+    ) -> dict[str, LLMResult]: ...
+
+
+def batch_lines(client: BatchClient, pending: dict[str, LLMRequest]) -> bytes:
     """The JSONL input file: one ``/v1/chat/completions`` call per pending request."""
     lines = (
         json.dumps(
@@ -41,7 +66,7 @@ def batch_lines(client: LLMClient, pending: dict[str, LLMRequest]) -> bytes:
 
 
 def run_batch(
-    client: LLMClient, pending: dict[str, LLMRequest], scope: str, progress: Progress | None
+    client: BatchClient, pending: dict[str, LLMRequest], scope: str, progress: Progress | None
 ) -> dict[str, LLMResult]:
     """Answer ``pending`` (cache key -> request) through the Batch API; see the module docstring."""
     settings = client.settings
@@ -71,24 +96,24 @@ def run_batch(
         return results
     retry_online: dict[str, LLMRequest] = {}
     for line in _file_lines(sdk, batch.output_file_id):
-        key = line.get("custom_id")
-        request = pending.get(key)
-        if request is None:
+        custom_id = line.get("custom_id")
+        waiting = pending.get(custom_id) if isinstance(custom_id, str) else None
+        if custom_id is None or waiting is None:
             continue
-        outcome = _line_outcome(client, key, request, line, scope)
+        outcome = _line_outcome(client, custom_id, waiting, line, scope)
         if outcome is None:
-            retry_online[key] = request
+            retry_online[custom_id] = waiting
         else:
-            results[key] = outcome
+            results[custom_id] = outcome
     for line in _file_lines(sdk, batch.error_file_id):
-        key = line.get("custom_id")
-        if key in pending and key not in results:
+        custom_id = line.get("custom_id")
+        if custom_id in pending and custom_id not in results:
             status = (line.get("response") or {}).get("status_code")
-            if status is not None and (status in RETRYABLE_STATUS or status >= 500):
-                retry_online[key] = pending[key]  # transient: the online path retries it with backoff
+            if status is not None and transient_status(status):
+                retry_online[custom_id] = pending[custom_id]  # transient: the online path retries it with backoff
                 continue
             error = line.get("error") or (line.get("response") or {}).get("body", {}).get("error")
-            results[key] = LLMResult(pending[key].custom_id, error=client.scrub(f"batch error: {error}"))
+            results[custom_id] = LLMResult(pending[custom_id].custom_id, error=client.scrub(f"batch error: {error}"))
     for key, request in pending.items():
         if key not in results and key not in retry_online:
             results[key] = LLMResult(request.custom_id, error=f"batch {batch_id}: no output line for this request")
@@ -100,26 +125,28 @@ def run_batch(
 
 
 def _line_outcome(
-    client: LLMClient, key: str, request: LLMRequest, line: dict[str, Any], scope: str
+    client: BatchClient, key: str, request: LLMRequest, line: dict[str, Any], scope: str
 ) -> LLMResult | None:
     """The result of one output line, or ``None`` when its answer is invalid (re-ask online)."""
     response = line.get("response") or {}
     body = response.get("body") or {}
     if response.get("status_code") != 200 or not body.get("choices"):
         return LLMResult(request.custom_id, error=client.scrub(f"batch line failed: {line.get('error') or body}"))
-    usage = body.get("usage") or {}
-    tokens = (usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0)
+    tokens = parse_usage(body.get("usage"))
     settings = client.settings
-    client.cache.record_usage(
-        scope, request.custom_id, settings.model, tokens, settings.cost_usd(*tokens, batch=True), "batch"
-    )
+    cost = settings.cost_usd(tokens.prompt_tokens, tokens.completion_tokens, batch=True,
+                             cached_tokens=tokens.cached_tokens)  # fmt: skip
+    client.cache.record_usage(scope, request.custom_id, settings.model, tokens, cost, "batch")
     content = body["choices"][0].get("message", {}).get("content")
     try:
         value = client.parse_answer(request, content)
     except ValueError:
         return None
     client.cache.put(key, request.custom_id, settings.model, request.prompt_tag, value, tokens)
-    return LLMResult(request.custom_id, value, None, False, 1, *tokens, settings.model)
+    return LLMResult(
+        request.custom_id, value, attempts=1, prompt_tokens=tokens.prompt_tokens,
+        completion_tokens=tokens.completion_tokens, model=settings.model, cached_tokens=tokens.cached_tokens,
+    )  # fmt: skip
 
 
 def _wait(sdk: openai.OpenAI, batch_id: str, poll_s: float, timeout_s: float, total: int, progress: Progress | None):

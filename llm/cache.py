@@ -4,7 +4,9 @@
   everything that determines an answer (model, endpoint family, messages, schema, parameters,
   prompt tag), see :func:`cache_key`. Each answer is committed as soon as it arrives, so a process
   killed mid-stage loses nothing it paid for and a rerun asks only for what is missing.
-* ``usage``: one row per paid call (scope, tokens, estimated dollars): the cost ledger.
+* ``usage``: one row per paid call (scope, prompt / cached / completion tokens, estimated dollars): the cost
+  ledger. ``cached_tokens`` (the prompt tokens the provider served from its prompt cache, part of
+  ``prompt_tokens``) is also kept with each answer.
 * ``batches``: Batch API jobs in flight, so a restarted stage resumes polling instead of paying twice.
 * ``failures``: key -> the last answer that failed validation (after the re-ask) and why, with the scope
   (``<task>/<stage>``) that asked. A rerun does not pay for the same refusal again: the key changes with
@@ -12,7 +14,10 @@
   A valid answer for the key replaces its failure.
 
 The file is opened with :func:`conteb.sqlite_files.connect_store`: an existing 0-byte, foreign or damaged
-file is refused (``StoreFileError``), never silently started fresh.
+file is refused (``StoreFileError``), never silently started fresh. A file made before a column existed is
+migrated when opened, additively (``ADDED_COLUMNS``: ``ALTER TABLE ... ADD COLUMN`` with a default, so old rows
+read 0; no row is rewritten or dropped), in one transaction that re-reads the columns, so two processes
+opening the same old file at once migrate it once.
 """
 
 from __future__ import annotations
@@ -27,14 +32,17 @@ from pathlib import Path
 from typing import Any
 
 from conteb.sqlite_files import connect_store
+from llm.usage import TokenUsage
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY, custom_id TEXT, model TEXT, prompt_tag TEXT, value TEXT NOT NULL,
-    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL);
+    prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL,
+    cached_tokens INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS usage (
     id INTEGER PRIMARY KEY, scope TEXT NOT NULL, custom_id TEXT, model TEXT, prompt_tokens INTEGER NOT NULL,
-    completion_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL, mode TEXT NOT NULL, created_at REAL NOT NULL);
+    completion_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL, mode TEXT NOT NULL, created_at REAL NOT NULL,
+    cached_tokens INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX IF NOT EXISTS usage_scope ON usage(scope);
 CREATE TABLE IF NOT EXISTS batches (
     batch_id TEXT PRIMARY KEY, scope TEXT NOT NULL, keys_digest TEXT NOT NULL, status TEXT NOT NULL,
@@ -45,6 +53,11 @@ CREATE TABLE IF NOT EXISTS failures (
 CREATE INDEX IF NOT EXISTS failures_scope ON failures(scope);
 """
 STORE_CONTENTS = "the paid LLM answers and the cost ledger"
+ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
+    "answers": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"),),
+    "usage": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"),),
+}
+"""Columns added to the tables after their first release: ``table -> ((column, declaration), ...)``."""
 
 
 def cache_key(parts: dict[str, Any]) -> str:
@@ -59,6 +72,7 @@ class CachedAnswer:
     prompt_tokens: int
     completion_tokens: int
     model: str | None
+    cached_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -75,10 +89,27 @@ class RememberedFailure:
 
 @dataclass(frozen=True)
 class UsageSummary:
+    """Ledger totals: calls, tokens (``cached_tokens`` is part of ``prompt_tokens``) and estimated dollars."""
+
     calls: int
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float
+    cached_tokens: int = 0
+
+    @property
+    def cached_share(self) -> float:
+        """``cached_tokens / prompt_tokens`` (0.0 without prompt tokens)."""
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def __add__(self, other: UsageSummary) -> UsageSummary:
+        return UsageSummary(
+            self.calls + other.calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            round(self.cost_usd + other.cost_usd, 6),
+            self.cached_tokens + other.cached_tokens,
+        )
 
 
 class AnswerCache:
@@ -94,6 +125,22 @@ class AnswerCache:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
         self._db.executescript(_SCHEMA)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """The additive migration of a file made before ``ADDED_COLUMNS`` (see the module docstring)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")  # the columns are read again under the write lock
+            try:
+                for table, columns in ADDED_COLUMNS.items():
+                    present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+                    for name, declaration in columns:
+                        if name not in present:
+                            self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:
@@ -102,9 +149,10 @@ class AnswerCache:
     def get(self, key: str) -> CachedAnswer | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT value, prompt_tokens, completion_tokens, model FROM answers WHERE key = ?", (key,)
+                "SELECT value, prompt_tokens, completion_tokens, model, cached_tokens FROM answers WHERE key = ?",
+                (key,),
             ).fetchone()
-        return CachedAnswer(json.loads(row[0]), row[1], row[2], row[3]) if row else None
+        return CachedAnswer(json.loads(row[0]), *row[1:]) if row else None
 
     def _rows_by_key(self, select: str, keys: Iterable[str]) -> list[tuple[Any, ...]]:
         """Rows of ``select`` (``SELECT key, ... FROM table``) whose key is among ``keys``, 500 keys a query."""
@@ -118,22 +166,24 @@ class AnswerCache:
 
     def get_many(self, keys: Iterable[str]) -> dict[str, CachedAnswer]:
         """Cached answers among ``keys``."""
-        rows = self._rows_by_key("SELECT key, value, prompt_tokens, completion_tokens, model FROM answers", keys)
-        return {
-            key: CachedAnswer(json.loads(value), prompt_tokens, completion_tokens, model)
-            for key, value, prompt_tokens, completion_tokens, model in rows
-        }
+        rows = self._rows_by_key(
+            "SELECT key, value, prompt_tokens, completion_tokens, model, cached_tokens FROM answers", keys
+        )
+        return {key: CachedAnswer(json.loads(value), *rest) for key, value, *rest in rows}
 
     def put(
-        self, key: str, custom_id: str, model: str, prompt_tag: str, value: dict[str, Any], usage: tuple[int, int]
+        self, key: str, custom_id: str, model: str, prompt_tag: str, value: dict[str, Any], usage: TokenUsage
     ) -> None:
-        """Store a validated answer (committed at once); it replaces a remembered failure of ``key``."""
+        """Store a validated answer with the tokens paid for it (committed at once); it replaces a remembered
+        failure of ``key``."""
         with self._lock, self._db:
             self._db.execute("BEGIN")
             self._db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, custom_id, model, prompt_tag, json.dumps(value, ensure_ascii=False), *usage, time.time()),
-            )
+                "INSERT OR REPLACE INTO answers (key, custom_id, model, prompt_tag, value, prompt_tokens, "
+                "completion_tokens, created_at, cached_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, custom_id, model, prompt_tag, json.dumps(value, ensure_ascii=False), usage.prompt_tokens,
+                 usage.completion_tokens, time.time(), usage.cached_tokens),
+            )  # fmt: skip
             self._db.execute("DELETE FROM failures WHERE key = ?", (key,))
 
     # --- remembered failures -------------------------------------------------------------------
@@ -183,40 +233,41 @@ class AnswerCache:
             return self._db.execute(f"DELETE FROM failures WHERE {where}", params).rowcount
 
     def record_usage(
-        self, scope: str, custom_id: str, model: str, usage: tuple[int, int], cost_usd: float, mode: str
+        self, scope: str, custom_id: str, model: str, usage: TokenUsage, cost_usd: float, mode: str
     ) -> None:
         """Append one paid call to the ledger."""
         with self._lock:
             self._db.execute(
                 "INSERT INTO usage (scope, custom_id, model, prompt_tokens, completion_tokens, cost_usd, mode, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (scope, custom_id, model, *usage, cost_usd, mode, time.time()),
-            )
+                "created_at, cached_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (scope, custom_id, model, usage.prompt_tokens, usage.completion_tokens, cost_usd, mode, time.time(),
+                 usage.cached_tokens),
+            )  # fmt: skip
 
     def usage(self, scope_prefix: str = "", since: float | None = None) -> UsageSummary:
         """Ledger totals for scopes starting with ``scope_prefix`` (e.g. ``"squad/"`` for a task)."""
         query = (
             "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), "
-            "COALESCE(SUM(cost_usd), 0) FROM usage WHERE scope LIKE ? ESCAPE '\\'"
+            "COALESCE(SUM(cost_usd), 0), COALESCE(SUM(cached_tokens), 0) FROM usage WHERE scope LIKE ? ESCAPE '\\'"
         )
         params: list[Any] = [_like_prefix(scope_prefix)]
         if since is not None:
             query += " AND created_at >= ?"
             params.append(since)
         with self._lock:
-            calls, prompt, completion, cost = self._db.execute(query, params).fetchone()
-        return UsageSummary(calls, prompt, completion, round(cost, 6))
+            calls, prompt, completion, cost, cached = self._db.execute(query, params).fetchone()
+        return UsageSummary(calls, prompt, completion, round(cost, 6), cached)
 
     def usage_by_scope(self) -> dict[str, UsageSummary]:
         """Ledger totals per scope (``<task>/<stage>``), sorted by scope."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT scope, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_usd) "
-                "FROM usage GROUP BY scope ORDER BY scope"
+                "SELECT scope, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_usd), "
+                "SUM(cached_tokens) FROM usage GROUP BY scope ORDER BY scope"
             ).fetchall()
         return {
-            scope: UsageSummary(calls, prompt, completion, round(cost, 6))
-            for scope, calls, prompt, completion, cost in rows
+            scope: UsageSummary(calls, prompt, completion, round(cost, 6), cached)
+            for scope, calls, prompt, completion, cost, cached in rows
         }
 
     # --- Batch API bookkeeping -----------------------------------------------------------------

@@ -7,9 +7,10 @@
    run with the same key (prompt, model, settings). A remembered answer that the request's current
    validator accepts becomes a cached answer.
 2. The rest are sent with ``openai.AsyncOpenAI`` (SDK retries off: we retry ourselves), at most
-   ``max_concurrency`` at a time and within the requests/tokens-per-minute budget. Each try has a
-   total deadline of ``timeout_s`` (the SDK's timeout only bounds the wait between two bytes) and
-   reads at most ``max_answer_bytes``.
+   ``max_concurrency`` at a time and within the requests/tokens-per-minute budget, grouped by
+   ``prefix_group`` with each group's first request sent alone (the prompt-cache policy of
+   ``llm/scheduling.py``). Each try has a total deadline of ``timeout_s`` (the SDK's timeout only
+   bounds the wait between two bytes) and reads at most ``max_answer_bytes``.
 3. 429, 408, 409, 5xx, timeouts, connection errors and a 200 that is not a chat completion (an HTML
    page, JSON of another shape, too large: :class:`ServerFault`) are retried with exponential
    backoff and jitter, up to ``max_attempts`` tries; any other 4xx is not retried. ``Retry-After``
@@ -17,7 +18,8 @@
    ignored (normal backoff).
 4. The answer must be JSON that matches the request's schema and passes its validator; if not,
    the model is re-asked once with the problem stated. Valid answers are committed to the cache
-   at once; every paid call goes to the cost ledger under ``scope``; an answer still refused after
+   at once; every paid call goes to the cost ledger under ``scope`` with its prompt, cached
+   (``usage.prompt_tokens_details.cached_tokens``) and completion tokens; an answer still refused after
    the re-ask is remembered as a failure (see 1; ``conteb llm retry-failed`` forgets it).
 5. An item that still fails is returned with its error: one bad item never fails the stage.
 
@@ -30,15 +32,13 @@ import asyncio
 import collections
 import concurrent.futures
 import dataclasses
-import datetime
-import email.utils
 import json
 import os
 import random
 import re
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 import openai
@@ -46,14 +46,15 @@ from openai import AsyncAPIResponse
 from openai._constants import RAW_RESPONSE_HEADER  # "stream": the SDK hands back the unread response
 from openai.types.chat import ChatCompletion
 
+from llm.batch import run_batch
 from llm.cache import AnswerCache, RememberedFailure, cache_key
+from llm.retries import parse_retry_after, retry_after_header, transient_status
+from llm.scheduling import OrderedSlots, PrefixGate, group_order, groups_of
 from llm.settings import LLMSettings
-from llm.types import LLMRequest, LLMResult
+from llm.types import LLMRequest, LLMResult, Progress
+from llm.usage import TokenUsage, parse_usage
 
-Progress = Callable[[int, int], None]
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
-RETRYABLE_STATUS = {408, 409, 429}
-_DELAY_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # RFC 9110 delay-seconds is 1*DIGIT; decimals tolerated
 _PREVIEW_CHARS = 80
 
 
@@ -180,12 +181,12 @@ class LLMClient:
         for key, cached in self.cache.get_many(keys).items():
             results[key] = LLMResult(
                 "", cached.value, cached=True, prompt_tokens=cached.prompt_tokens,
-                completion_tokens=cached.completion_tokens, model=cached.model,
+                completion_tokens=cached.completion_tokens, model=cached.model, cached_tokens=cached.cached_tokens,
             )  # fmt: skip
         pending = {key: request for key, request in zip(keys, requests, strict=True) if key not in results}
         remembered = self._remembered(pending)
         results.update(remembered)
-        pending = {key: request for key, request in pending.items() if key not in remembered}
+        pending = group_order({key: request for key, request in pending.items() if key not in remembered})
         skipped = sum(result.remembered for result in remembered.values())
         if pending or skipped:
             self.log(
@@ -194,8 +195,6 @@ class LLMClient:
                 f"({self.settings.mode} mode)"
             )
             if self.settings.mode == "batch":
-                from llm.batch import run_batch
-
                 results.update(run_batch(self, pending, scope, progress))
             else:
                 results.update(self.run_online(pending, scope, progress))
@@ -210,7 +209,7 @@ class LLMClient:
         out: dict[str, LLMResult] = {}
         for key, failure in self.cache.failures(pending).items():
             request = pending[key]
-            tokens = (failure.prompt_tokens, failure.completion_tokens)
+            tokens = TokenUsage(failure.prompt_tokens, failure.completion_tokens)
             try:
                 value = self.parse_answer(request, failure.answer)
             except AnswerError:
@@ -219,15 +218,13 @@ class LLMClient:
                 continue
             self.cache.put(key, request.custom_id, failure.model or self.settings.model, request.prompt_tag, value,
                            tokens)  # fmt: skip
-            out[key] = LLMResult(request.custom_id, value, cached=True, prompt_tokens=tokens[0],
-                                 completion_tokens=tokens[1], model=failure.model)  # fmt: skip
+            out[key] = LLMResult(request.custom_id, value, cached=True, prompt_tokens=tokens.prompt_tokens,
+                                 completion_tokens=tokens.completion_tokens, model=failure.model)  # fmt: skip
         return out
 
     async def _run_online(
         self, pending: dict[str, LLMRequest], scope: str, progress: Progress | None
     ) -> dict[str, LLMResult]:
-        semaphore = asyncio.Semaphore(self.settings.max_concurrency)
-        limiter = RateLimiter(self.settings.requests_per_minute, self.settings.tokens_per_minute)
         results: dict[str, LLMResult] = {}
         async with openai.AsyncOpenAI(
             api_key=self._api_key or "not-needed",
@@ -235,7 +232,14 @@ class LLMClient:
             timeout=self.settings.timeout_s,
             max_retries=0,
         ) as client:
-            calls = [self._answer(client, semaphore, limiter, key, request, scope) for key, request in pending.items()]
+            flight = _Flight(
+                client,
+                OrderedSlots(self.settings.max_concurrency),
+                RateLimiter(self.settings.requests_per_minute, self.settings.tokens_per_minute),
+                PrefixGate(groups_of(pending.values())),
+                scope,
+            )
+            calls = [self._answer(flight, rank, key, request) for rank, (key, request) in enumerate(pending.items())]
             for done, call in enumerate(asyncio.as_completed(calls), start=1):
                 key, result = await call
                 results[key] = result
@@ -243,21 +247,22 @@ class LLMClient:
                     progress(done, len(calls))
         return results
 
-    async def _answer(
-        self,
-        client: openai.AsyncOpenAI,
-        semaphore: asyncio.Semaphore,
-        limiter: RateLimiter,
-        key: str,
-        request: LLMRequest,
-        scope: str,
-    ) -> tuple[str, LLMResult]:
+    async def _answer(self, flight: _Flight, rank: int, key: str, request: LLMRequest) -> tuple[str, LLMResult]:
+        """Ask for request number ``rank`` of the flight, once its prefix group lets it go (leader: at once)."""
+        await flight.gate.wait(rank, request.prefix_group)
+        try:
+            return await self._answer_now(flight, rank, key, request)
+        finally:
+            flight.gate.release(request.prefix_group)  # a leader that failed lets its followers go too
+
+    async def _answer_now(self, flight: _Flight, rank: int, key: str, request: LLMRequest) -> tuple[str, LLMResult]:
+        scope = flight.scope
         result = LLMResult(request.custom_id, model=self.settings.model)
         extra: list[dict[str, str]] = []
         content: str | None = None
         for _ask in range(2):  # the first answer, then one re-ask when it is invalid
             try:
-                content = await self._complete(client, semaphore, limiter, request, extra, result, scope)
+                content = await self._complete(flight, rank, request, extra, result)
             except Exception as error:  # transport failure after retries, or a non-retryable status
                 result.error = self.scrub(f"{type(error).__name__}: {error}")
                 return key, result
@@ -275,8 +280,8 @@ class LLMClient:
                 ]
                 continue
             result.error = None
-            self.cache.put(key, request.custom_id, self.settings.model, request.prompt_tag, result.value,
-                           (result.prompt_tokens, result.completion_tokens))  # fmt: skip
+            paid = TokenUsage(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
+            self.cache.put(key, request.custom_id, self.settings.model, request.prompt_tag, result.value, paid)
             return key, result
         self.cache.remember_failure(key, scope, request.custom_id, self.settings.model, request.prompt_tag,
                                     result.error or "invalid answer", content,
@@ -284,27 +289,22 @@ class LLMClient:
         return key, result
 
     async def _complete(
-        self,
-        client: openai.AsyncOpenAI,
-        semaphore: asyncio.Semaphore,
-        limiter: RateLimiter,
-        request: LLMRequest,
-        extra: list[dict[str, str]],
-        result: LLMResult,
-        scope: str,
+        self, flight: _Flight, rank: int, request: LLMRequest, extra: list[dict[str, str]], result: LLMResult
     ) -> str | None:
-        """One call, retried on transient failures; records usage; returns the message content."""
+        """One call, retried on transient failures; records usage; returns the message content. The first
+        answer from the server releases the request's prefix group (the provider has seen the prefix)."""
+        scope = flight.scope
         body = self.body(request, extra)
         estimate = sum(len(m["content"]) for m in body["messages"]) // 4 + self.settings.max_tokens
         for attempt in range(1, self.settings.max_attempts + 1):
             result.attempts += 1
             try:
-                async with semaphore:
-                    await limiter.acquire(estimate)
-                    content, prompt_tokens, completion_tokens = await self._post(client, body)
+                async with flight.slots.hold(rank):
+                    await flight.limiter.acquire(estimate)
+                    content, usage = await self._post(flight.client, body)
             except (openai.APIConnectionError, openai.APIStatusError, ServerFault) as error:
                 status = getattr(error, "status_code", None)
-                retryable = status is None or status in RETRYABLE_STATUS or status >= 500
+                retryable = status is None or transient_status(status)
                 if not retryable or attempt == self.settings.max_attempts:
                     raise
                 delay, why = self._delay(attempt, error)
@@ -315,17 +315,18 @@ class LLMClient:
                 )
                 await asyncio.sleep(delay)
                 continue
-            result.prompt_tokens += prompt_tokens
-            result.completion_tokens += completion_tokens
-            self.cache.record_usage(
-                scope, request.custom_id, self.settings.model, (prompt_tokens, completion_tokens),
-                self.settings.cost_usd(prompt_tokens, completion_tokens), "online",
-            )  # fmt: skip
+            flight.gate.release(request.prefix_group)
+            result.prompt_tokens += usage.prompt_tokens
+            result.completion_tokens += usage.completion_tokens
+            result.cached_tokens += usage.cached_tokens
+            cost = self.settings.cost_usd(usage.prompt_tokens, usage.completion_tokens,
+                                          cached_tokens=usage.cached_tokens)  # fmt: skip
+            self.cache.record_usage(scope, request.custom_id, self.settings.model, usage, cost, "online")
             return content
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _post(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> tuple[str | None, int, int]:
-        """One chat-completions call: ``(content, prompt tokens, completion tokens)`` of its answer.
+    async def _post(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> tuple[str | None, TokenUsage]:
+        """One chat-completions call: ``(content, tokens)`` of its answer.
 
         The whole call, from sending to the answer's last byte, must end within ``timeout_s`` and the
         answer may not exceed ``max_answer_bytes``, else :class:`ServerFault`; status and connection
@@ -337,10 +338,12 @@ class LLMClient:
                 # The SDK's generic POST, as chat.completions.create(**body) without re-validating the parameters
                 # we built ourselves (~1 ms of CPU per call, the bottleneck at 32+ in flight); the body is left
                 # unread ("stream") so that its size can be capped while it arrives.
-                response = await client.post(
+                # With the "stream" header the SDK returns the unread AsyncAPIResponse, not the ChatCompletion
+                # that ``cast_to`` types the call as.
+                response = cast(AsyncAPIResponse[Any], await client.post(
                     "/chat/completions", cast_to=ChatCompletion, body=body,
                     options={"headers": {RAW_RESPONSE_HEADER: "stream"}},
-                )  # fmt: skip
+                ))  # fmt: skip
                 data = await _read_capped(response, self.settings.max_answer_bytes)
         except TimeoutError:
             raise ServerFault(f"no complete answer within {timeout_s:g} s (llm.timeout_s)") from None
@@ -349,7 +352,7 @@ class LLMClient:
     def _delay(self, attempt: int, error: Exception) -> tuple[float, str]:
         """Seconds to wait before try ``attempt + 1``, and a note for the log: the server's ``Retry-After``
         (capped at ``max_retry_after_s``) when it can be read, else backoff with jitter."""
-        header, value = _retry_after_header(error)
+        header, value = retry_after_header(error)
         if value is not None:
             seconds = parse_retry_after(value, time.time())
             if header == "retry-after-ms" and seconds is not None:
@@ -364,6 +367,17 @@ class LLMClient:
             note = ""
         ceiling = min(self.settings.backoff_max_s, self.settings.backoff_initial_s * 2 ** (attempt - 1))
         return ceiling / 2 + random.uniform(0, ceiling / 2), note  # "equal jitter"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Flight:
+    """What the calls of one online run share: the SDK client, the slots, the rate limiter, the prefix gate."""
+
+    client: openai.AsyncOpenAI
+    slots: OrderedSlots
+    limiter: RateLimiter
+    gate: PrefixGate
+    scope: str
 
 
 class RateLimiter:
@@ -395,24 +409,6 @@ class RateLimiter:
                 await asyncio.sleep(max(0.01, self.window_s - (now - self._window[0][0])))
 
 
-def parse_retry_after(value: str, now: float) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value (RFC 9110, section 10.2.3) received at ``now``.
-
-    Accepts delay-seconds (decimals too) and an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and
-    asctime forms, which are GMT); a date in the past means 0. Anything else is ``None`` (ignore it).
-    """
-    text = value.strip()
-    if _DELAY_SECONDS.fullmatch(text):
-        return float(text)
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=datetime.UTC)
-    return max(0.0, when.timestamp() - now)
-
-
 async def _read_capped(response: AsyncAPIResponse[Any], limit: int) -> bytes:
     """The body of a streamed ``response`` (closed afterwards); :class:`ServerFault` when it is larger than
     ``limit`` bytes or breaks off."""
@@ -435,8 +431,8 @@ async def _read_capped(response: AsyncAPIResponse[Any], limit: int) -> bytes:
     return bytes(data)
 
 
-def parse_completion(content_type: str, data: bytes) -> tuple[str | None, int, int]:
-    """``(message content, prompt tokens, completion tokens)`` of a chat-completions answer body.
+def parse_completion(content_type: str, data: bytes) -> tuple[str | None, TokenUsage]:
+    """``(message content, tokens)`` of a chat-completions answer body (tokens: :func:`llm.usage.parse_usage`).
 
     Raises :class:`ServerFault` saying what came back (content type, size, first characters) when
     ``data`` is not a JSON object whose ``choices[0].message`` holds a string (or null) ``content``.
@@ -453,13 +449,7 @@ def parse_completion(content_type: str, data: bytes) -> tuple[str | None, int, i
         raise ServerFault(
             f"the answer is not a chat completion ({what}, JSON without choices[0].message.content): {_preview(data)}"
         )
-    usage = value.get("usage") if isinstance(value.get("usage"), dict) else {}
-    return message.get("content"), _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
-
-
-def _count(value: Any) -> int:
-    """A token count from an answer's ``usage`` (0 when missing or not a non-negative integer)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    return message.get("content"), parse_usage(value.get("usage"))
 
 
 def _preview(data: bytes) -> str:
@@ -470,16 +460,6 @@ def _preview(data: bytes) -> str:
 
 def _too_large(size: int, limit: int) -> str:
     return f"the answer (at least {size:,} bytes) is larger than llm.max_answer_bytes ({limit} bytes)"
-
-
-def _retry_after_header(error: Exception) -> tuple[str, str | None]:
-    """``(header name, value)`` of the wait a failed response asks for: ``retry-after-ms`` (OpenAI's) when it
-    holds a number, else ``Retry-After``; the value is ``None`` when neither is there."""
-    headers = getattr(getattr(error, "response", None), "headers", None) or {}
-    milliseconds = headers.get("retry-after-ms")
-    if milliseconds and _DELAY_SECONDS.fullmatch(milliseconds.strip()):
-        return "retry-after-ms", milliseconds
-    return "Retry-After", headers.get("retry-after") or None
 
 
 def _remembered_error(failure: RememberedFailure) -> str:

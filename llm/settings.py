@@ -16,19 +16,28 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 class Price(BaseModel):
-    """US dollars per million tokens."""
+    """US dollars per million tokens: ``prompt`` (input), ``completion`` (output) and ``cached_prompt``, the
+    input tokens a provider served from its prompt cache. ``cached_prompt`` unset: cached tokens cost as
+    much as the others (no discount is assumed for a model whose cached price was not given)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     prompt: float = Field(ge=0)
     completion: float = Field(ge=0)
+    cached_prompt: float | None = Field(None, ge=0)
+
+    @property
+    def cached_rate(self) -> float:
+        """The price of a cached input token: ``cached_prompt``, else ``prompt``."""
+        return self.prompt if self.cached_prompt is None else self.cached_prompt
 
 
-# Public list prices (USD per 1M tokens) at the time of writing; override in conteb.yaml.
+# Public list prices (USD per 1M tokens: input, cached input, output) at the time of writing; override in
+# conteb.yaml (llm.prices).
 DEFAULT_PRICES: dict[str, Price] = {
-    "gpt-4o": Price(prompt=2.50, completion=10.00),
-    "gpt-4o-mini": Price(prompt=0.15, completion=0.60),
-    "gpt-4.1": Price(prompt=2.00, completion=8.00),
-    "gpt-4.1-mini": Price(prompt=0.40, completion=1.60),
+    "gpt-4o": Price(prompt=2.50, cached_prompt=1.25, completion=10.00),
+    "gpt-4o-mini": Price(prompt=0.15, cached_prompt=0.075, completion=0.60),
+    "gpt-4.1": Price(prompt=2.00, cached_prompt=0.50, completion=8.00),
+    "gpt-4.1-mini": Price(prompt=0.40, cached_prompt=0.10, completion=1.60),
 }
 
 
@@ -75,10 +84,20 @@ class LLMSettings(BaseModel):
         """True when an API key or an explicit endpoint is set (LLM stages can run)."""
         return bool(api_key) or bool(self.base_url or os.environ.get("OPENAI_BASE_URL"))
 
-    def cost_usd(self, prompt_tokens: int, completion_tokens: int, batch: bool = False) -> float:
-        """Estimated dollars for a call; 0 for a model without a price."""
+    def cost_usd(
+        self, prompt_tokens: int, completion_tokens: int, batch: bool = False, cached_tokens: int = 0
+    ) -> float:
+        """Estimated dollars for a call; 0 for a model without a price.
+
+        ``(prompt - cached) * prompt price + cached * cached price + completion * completion price``, per
+        million tokens (``cached_tokens`` is part of ``prompt_tokens``, capped at it), times ``batch_discount``
+        for a Batch API call.
+        """
         price = self.prices.get(self.model)
         if price is None:
             return 0.0
-        cost = (prompt_tokens * price.prompt + completion_tokens * price.completion) / 1_000_000
+        cached = min(max(cached_tokens, 0), prompt_tokens)
+        cost = (
+            (prompt_tokens - cached) * price.prompt + cached * price.cached_rate + completion_tokens * price.completion
+        ) / 1_000_000
         return cost * (self.batch_discount if batch else 1.0)

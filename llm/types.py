@@ -10,6 +10,9 @@ Validator = Callable[[dict[str, Any]], str | None]
 """Semantic check of a parsed answer: ``None`` when valid, else a message sent back to the model
 (e.g. "chunk index 12 does not exist; valid indices are 0..7") when the client re-asks once."""
 
+Progress = Callable[[int, int], None]
+"""Called with ``(answered, total)`` while a run of requests proceeds (online answers, batch polls)."""
+
 
 @dataclass(frozen=True)
 class LLMRequest:
@@ -18,6 +21,11 @@ class LLMRequest:
     ``custom_id`` identifies the item across runs (and in Batch API files); ``schema`` is the JSON
     schema of the answer object (integers carry ``minimum``/``maximum``); ``prompt_tag`` is
     ``name@vN:<hash>`` of the prompt file and part of the cache key.
+
+    ``prefix_group``: requests with the same value start with the same long prompt (system message,
+    then one document), so that a provider's prompt cache can serve the later ones; the client sends
+    them together, the first alone (``llm.scheduling``). ``None``: no shared prefix. Like
+    ``validator``, it does not change the answer and is no part of the cache key or of equality.
     """
 
     custom_id: str
@@ -26,6 +34,7 @@ class LLMRequest:
     schema: dict[str, Any]
     prompt_tag: str
     validator: Validator | None = field(default=None, compare=False)
+    prefix_group: str | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -33,7 +42,9 @@ class LLMResult:
     """The outcome of one request: a validated ``value`` or an ``error`` (never both).
 
     ``remembered``: the error is a failure remembered from an earlier run (its answer failed validation
-    with the same prompt, model and settings), returned without asking again.
+    with the same prompt, model and settings), returned without asking again. Tokens are those of the
+    calls made for it (of the original calls for a cached answer); ``cached_tokens`` counts the prompt
+    tokens the provider served from its prompt cache (included in ``prompt_tokens``).
     """
 
     custom_id: str
@@ -45,6 +56,7 @@ class LLMResult:
     completion_tokens: int = 0
     model: str | None = None
     remembered: bool = False
+    cached_tokens: int = 0
 
     @property
     def ok(self) -> bool:

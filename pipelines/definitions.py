@@ -25,27 +25,31 @@ from assets.resources import ConTEBSettings, LLMResource, ReviewStoreResource, S
 from assets.review import build_queue_asset, build_review_sensor, build_reviewed_asset
 from assets.sources import build_source_asset
 from assets.synthetic_queries import build_synthetic_queries_asset
-from conteb.config import ProjectConfig, TaskConfig, load_config
+from conteb.config import TaskConfig
 from conteb.environment import keep_caches_in
 from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
 from pipelines.jobs import build_conteb_job, build_evaluate_job, build_reproduce_job, build_train_job
+from project.config import ExecutionConfig, ProjectConfig, load_config
 
 
-def task_assets(task: TaskConfig) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
-    """Every stage asset of one task (by its settings) and the checks of its published dataset."""
+def task_assets(
+    task: TaskConfig, shard_documents: int = ExecutionConfig().shard_documents
+) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
+    """Every stage asset of one task (by its settings) and the checks of its published dataset; the LLM stages
+    run in shards of ``shard_documents`` documents (``execution.shard_documents``)."""
     assets = [build_source_asset(task), build_chunks_asset(task), build_dataset_asset(task)]
     if task.uses_span_pairing:
         assets.append(build_pairs_asset(task))
     if task.uses_llm_pairing:
-        assets.append(build_llm_pairs_asset(task))
+        assets.append(build_llm_pairs_asset(task, shard_documents))
     if task.reformulation:
-        assets.append(build_reformulation_asset(task))
+        assets.append(build_reformulation_asset(task, shard_documents))
     if task.synthetic_queries:
-        assets.append(build_synthetic_queries_asset(task))
+        assets.append(build_synthetic_queries_asset(task, shard_documents))
     if task.chunk_contexts:
-        assets.append(build_contexts_asset(task))
+        assets.append(build_contexts_asset(task, shard_documents))
     if task.answerability is not False:
-        assets.append(build_answerability_asset(task))
+        assets.append(build_answerability_asset(task, shard_documents))
     for kind in task.review_kinds:
         assets += [build_queue_asset(task, kind), build_reviewed_asset(task, kind)]
     return assets, [build_dataset_checks(task)]
@@ -61,12 +65,12 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
     data_dir = str(resolve_data_dir(config.config_dir))
     assets, checks = [], []
     for task in config.tasks:
-        task_defs, task_checks = task_assets(task)
+        task_defs, task_checks = task_assets(task, config.execution.shard_documents)
         assets += task_defs
         checks += task_checks
     # The paper's controlled experiment: its own task and group, outside build_conteb and evaluate_conteb.
     experiment = config.reproduce_task(llm_configured(config))
-    experiment_defs, experiment_checks = task_assets(experiment)
+    experiment_defs, experiment_checks = task_assets(experiment, config.execution.shard_documents)
     assets += experiment_defs + build_reproduce_assets(config, experiment)
     checks += experiment_checks
     assets += build_model_assets(config)
@@ -79,7 +83,7 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
         jobs=[
             build_conteb_job(config),
             *([build_train_job()] if config.training.tasks else []),
-            *([build_evaluate_job()] if evaluation_assets else []),
+            *([build_evaluate_job(config)] if evaluation_assets else []),
             build_reproduce_job(),
         ],
         sensors=[sensor] if sensor else [],

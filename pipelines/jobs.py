@@ -1,21 +1,26 @@
-"""Jobs of the code location, and the executor choice of ``build_conteb``."""
+"""Jobs of the code location, and the executor choice of ``build_conteb`` and ``evaluate_conteb``."""
 
 from __future__ import annotations
 
 import dagster as dg
 
-from conteb.config import ProjectConfig
+from conteb.names import Job
 from conteb.reproduce import REPRODUCE_TASK
+from pipelines.celery import celery_executor_def
+from project.config import ProjectConfig
 
 
 def choose_executor(config: ProjectConfig) -> dg.ExecutorDefinition:
-    """In-process unless the registry is large (see ``ExecutionConfig``).
+    """``build_conteb``'s executor: in-process unless the registry is large or says otherwise (``ExecutionConfig``).
 
     Multiprocess starts a Python process per step (~2 s each here), which dominates small runs;
-    it pays off only when many tasks can run side by side.
+    it pays off only when many tasks can run side by side. ``celery`` sends each step to the Celery
+    workers of ``execution.celery`` (``make workers``; see ``pipelines/celery.py``).
     """
     execution = config.execution
     executor = execution.executor
+    if executor == "celery":
+        return celery_executor_def(execution.celery)
     if executor == "auto":
         executor = "multiprocess" if len(config.tasks) >= execution.multiprocess_from_tasks else "in_process"
     if executor == "in_process":
@@ -29,7 +34,7 @@ def build_conteb_job(config: ProjectConfig) -> dg.UnresolvedAssetJobDefinition:
     """``build_conteb``: every curation asset of every task (and their checks)."""
     groups = [task.dagster_name for task in config.tasks]
     return dg.define_asset_job(
-        "build_conteb",
+        Job.BUILD.value,
         selection=dg.AssetSelection.groups(*groups),  # never the reproduce or evaluation groups
         executor_def=choose_executor(config),
         # INFO by default so the CLI shows progress and counts rather than every engine event;
@@ -42,19 +47,27 @@ def build_conteb_job(config: ProjectConfig) -> dg.UnresolvedAssetJobDefinition:
 def build_train_job() -> dg.UnresolvedAssetJobDefinition:
     """``train_insent``: the training assets (InSeNT and its no-context control)."""
     return dg.define_asset_job(
-        "train_insent",
+        Job.TRAIN.value,
         selection=dg.AssetSelection.groups("training"),
         executor_def=dg.in_process_executor,  # each model trains in its own Pipes subprocess anyway
         description="Train InSeNT (and the +Training control) on the tasks named in conteb.yaml's training: block.",
     )
 
 
-def build_evaluate_job() -> dg.UnresolvedAssetJobDefinition:
-    """``evaluate_conteb``: every task's evaluation and the overall report."""
+def evaluate_executor(config: ProjectConfig | None) -> dg.ExecutorDefinition:
+    """``evaluate_conteb``'s executor: in process (one model load serves every task), or Celery when the registry
+    says ``execution.executor: celery`` (each task's evaluation a step on a worker, each loading its models)."""
+    if config is not None and config.execution.executor == "celery":
+        return celery_executor_def(config.execution.celery)
+    return dg.in_process_executor
+
+
+def build_evaluate_job(config: ProjectConfig | None = None) -> dg.UnresolvedAssetJobDefinition:
+    """``evaluate_conteb``: every task's evaluation and the overall report (executor: :func:`evaluate_executor`)."""
     return dg.define_asset_job(
-        "evaluate_conteb",
+        Job.EVALUATE.value,
         selection=dg.AssetSelection.groups("evaluation"),
-        executor_def=dg.in_process_executor,  # one model load serves every task in the process
+        executor_def=evaluate_executor(config),
         config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         description="Evaluate every configured retrieval system on every task; write data/reports/.",
     )
@@ -63,7 +76,7 @@ def build_evaluate_job() -> dg.UnresolvedAssetJobDefinition:
 def build_reproduce_job() -> dg.UnresolvedAssetJobDefinition:
     """``reproduce_conteb``: the paper's controlled experiment, curation to report (group ``reproduce``)."""
     return dg.define_asset_job(
-        "reproduce_conteb",
+        Job.REPRODUCE.value,
         selection=dg.AssetSelection.groups(REPRODUCE_TASK),
         executor_def=dg.in_process_executor,  # training runs in Pipes subprocesses; one model load serves evaluation
         config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},

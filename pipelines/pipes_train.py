@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def result_metadata(result: Any, title: str) -> dict[str, Any]:
-    """Materialization metadata of a ``training.loop.TrainResult``: scores flattened, a loss plot."""
+    """Materialization metadata of a ``training.result.TrainResult``: scores flattened, a loss plot."""
     metadata: dict[str, Any] = {
         "steps": result.steps,
         "wall_s": round(result.wall_s, 1),

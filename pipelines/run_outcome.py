@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import dagster as dg
 from dagster._core.events import DagsterEventType
 
-REVIEW_CHECK = "review_complete"
+from assets.review import REVIEW_CHECK
+
 _CHECK_FAILED_ERROR = "DagsterAssetCheckFailedError"
 
 

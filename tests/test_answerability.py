@@ -10,7 +10,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conteb.config import load_config
 from conteb.schemas import PAIRED_QUERIES, table_from_rows
 from curation.answerability import (
     ANSWERABLE_SCHEMA,
@@ -20,11 +19,12 @@ from curation.answerability import (
     validate_answerable,
 )
 from curation.dataset import conteb_documents
-from llm.testserver import OpenAICompatibleServer
 from llm.types import LLMResult
 from pipelines.definitions import build_definitions
+from project.config import load_config
 from tests.builders import chunks_from_texts
 from tests.conftest import SAMPLE_DIR, load_conteb
+from tests.support.openai_server import OpenAICompatibleServer
 
 API_KEY = "sk-test-answerability"
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from conteb.config import ChunkingConfig
 from conteb.schemas import SOURCE_DOCUMENTS
 from curation.chunking import chunk_documents, chunk_text, locate_chunks, make_splitter
+from curation.lookups import chunk_texts
 from curation.quarantine import QuarantineReason
 
 
@@ -79,3 +80,11 @@ def test_every_chunk_is_its_span(text: str, size: int, overlap_ratio: float) -> 
     covered = "".join(text[s.char_start : s.char_end] for s in spans) if overlap == 0 else None
     if covered is not None:  # without overlap nothing but whitespace is lost
         assert "".join(covered.split()) == "".join(text.split())
+
+
+def test_chunk_texts_maps_each_chunk_id_to_its_original_text() -> None:
+    chunks = chunk_documents(documents("alpha beta gamma " * 100, "delta"), ChunkingConfig(chunk_size=200)).chunks
+    texts = chunk_texts(chunks)
+    assert list(texts) == chunks.column("chunk_id").to_pylist()
+    assert list(texts.values()) == chunks.column("og_chunk").to_pylist()
+    assert texts["d1_0"] == "delta"

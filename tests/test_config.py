@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from conteb.config import ConfigError, SampleSource, load_config
+from conteb.config import ConfigError, SampleSource
+from project.config import load_config
 from tests.conftest import ROOT
 
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from conteb.config import load_config
 from pipelines.definitions import build_definitions
 from pipelines.jobs import choose_executor
+from project.config import load_config
 from tests.conftest import ROOT
 
 STAGES = [

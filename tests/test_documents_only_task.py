@@ -4,8 +4,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from conteb.config import load_config
 from pipelines.definitions import build_definitions, task_assets
+from project.config import load_config
 from tests.conftest import load_conteb
 
 

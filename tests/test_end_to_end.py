@@ -10,8 +10,8 @@ import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
-from conteb.config import load_config
 from pipelines.definitions import build_definitions
+from project.config import load_config
 from tests.conftest import ROOT, load_conteb
 
 

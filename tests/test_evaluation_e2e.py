@@ -16,12 +16,12 @@ import dagster as dg
 import pytest
 from click.testing import CliRunner
 
-from conteb.cli import main as conteb_cli
-from conteb.config import load_config
+from cli.main import main as conteb_cli
 from evaluation.trec import read_qrels, read_run
-from llm.testserver import OpenAICompatibleServer
 from pipelines.definitions import build_definitions
+from project.config import load_config
 from tests.conftest import SAMPLE_DIR
+from tests.support.openai_server import OpenAICompatibleServer
 
 SYSTEMS = """\
 evaluation:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conteb.cli import main
+from cli.main import main
 from tests.conftest import SAMPLE_DIR
 
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conteb.cli import main
-from conteb.config import ConfigError, TaskConfig, load_config
+from cli.main import main
+from conteb.config import ConfigError, TaskConfig
+from project.config import load_config
 from tests.conftest import ROOT, squad_article, write_squad
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import dagster as dg
 from click.testing import CliRunner
 
-from conteb.cli import EXIT_WAITING_FOR_REVIEW, main
-from conteb.config import load_config
-from llm.testserver import OpenAICompatibleServer
+from cli.main import EXIT_WAITING_FOR_REVIEW, main
 from pipelines.definitions import build_definitions
+from project.config import load_config
 from tests.conftest import SAMPLE_DIR, squad_article, write_squad
+from tests.support.openai_server import OpenAICompatibleServer
 from tests.test_llm_stages_e2e import API_KEY, stopped_at_review_gate
 from tests.test_review_gate import rewriting_llm
 

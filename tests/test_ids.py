@@ -1,6 +1,6 @@
 import pytest
 
-from conteb.ids import chunk_id, doc_id_from, is_valid_doc_id, parse_chunk_id, slugify
+from conteb.ids import chunk_id, doc_id_from, is_valid_doc_id, parse_chunk_id, slugify, split_chunk_id
 
 
 @pytest.mark.parametrize(
@@ -31,3 +31,12 @@ def test_chunk_id_round_trip() -> None:
     for bad in ["a_b_1", "doc", "doc_01", "Doc_1", "doc_-1"]:
         with pytest.raises(ValueError, match="malformed chunk id"):
             parse_chunk_id(bad)
+
+
+def test_public_chunk_ids_split_at_the_last_underscore() -> None:
+    assert split_chunk_id("super-bowl-50_3") == ("super-bowl-50", 3)
+    assert split_chunk_id("Doc_Title_12") == ("Doc_Title", 12)  # not our slug, still a public ConTEB id
+    assert split_chunk_id("doc_01") == ("doc", 1)
+    for bad in ["doc", "doc_", "_", "doc_x", "doc_3\n", "doc_-1", "doc_²"]:
+        with pytest.raises(ValueError, match="malformed chunk id"):
+            split_chunk_id(bad)

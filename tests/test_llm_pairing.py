@@ -3,8 +3,6 @@ import pytest
 
 from conteb.schemas import PAIRED_QUERIES
 from curation.llm_pairing import (
-    LLM_FAILED,
-    LLM_NO_CHUNK,
     apply_llm_pairing,
     build_pairing_requests,
     combine_pairings,
@@ -116,13 +114,14 @@ def test_apply_pairs_and_quarantines() -> None:
     assert (c["chunk_id"], c["answer"], c["answer_start"], c["answer_end"]) == ("d_0", None, None, None)
     assert {row["pairing"] for row in result.rows} == {"llm"}
     reasons = {record.object_id: (str(record.reason), record.detail) for record in result.quarantine}
-    assert reasons["none"][0] == LLM_NO_CHUNK
-    assert reasons["err"] == (LLM_FAILED, "timeout after 3 attempts")
-    assert reasons["bad"][0] == LLM_FAILED and "0..2" in reasons["bad"][1]
-    assert reasons["lost"][0] == LLM_FAILED and "no LLM result" in reasons["lost"][1]
+    failed = QuarantineReason.LLM_FAILED
+    assert reasons["none"][0] == QuarantineReason.LLM_NO_CHUNK
+    assert reasons["err"] == (failed, "timeout after 3 attempts")
+    assert reasons["bad"][0] == failed and "0..2" in reasons["bad"][1]
+    assert reasons["lost"][0] == failed and "no LLM result" in reasons["lost"][1]
     assert reasons["x"][0] == QuarantineReason.DOCUMENT_QUARANTINED
     assert reasons["y"][0] == QuarantineReason.UNKNOWN_DOCUMENT
-    assert {record.stage for record in result.quarantine} == {"pairing"}
+    assert {record.stage for record in result.quarantine} == {"llm_pairing"}  # told apart from span pairing
     assert result.stats == {
         "queries": 9,
         "paired": 3,

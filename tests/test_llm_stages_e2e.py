@@ -10,10 +10,10 @@ import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
-from conteb.config import load_config
-from llm.testserver import OpenAICompatibleServer
 from pipelines.definitions import build_definitions
+from project.config import load_config
 from tests.conftest import SAMPLE_DIR, load_conteb
+from tests.support.openai_server import OpenAICompatibleServer
 
 API_KEY = "sk-test-e2e-SECRET-key-42"
 
@@ -145,7 +145,7 @@ def test_offline_build_completes_and_says_what_did_not_run(tmp_path: Path, isola
 def test_costs_command_reads_the_ledger(tmp_path: Path, isolated_env: Path, server, monkeypatch) -> None:
     from click.testing import CliRunner
 
-    from conteb.cli import main
+    from cli.main import main
 
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     config = registry(tmp_path, server.url)

@@ -11,10 +11,10 @@ from pathlib import Path
 import dagster as dg
 import pyarrow.parquet as pq
 
-from conteb.config import load_config
 from pipelines.definitions import build_definitions
+from project.config import load_config
 from tests.conftest import SAMPLE_DIR
-from training.models import tiny_modernbert
+from tests.support.tiny_models import tiny_modernbert
 
 
 def _registry(tmp_path: Path, base: Path) -> Path:

@@ -7,12 +7,12 @@ from pathlib import Path
 import dagster as dg
 import pyarrow.parquet as pq
 
-from conteb.config import load_config
 from conteb.storage import review_store_path
-from llm.testserver import OpenAICompatibleServer
 from pipelines.definitions import build_definitions
+from project.config import load_config
 from review.store import ReviewStore
 from tests.conftest import SAMPLE_DIR, load_conteb
+from tests.support.openai_server import OpenAICompatibleServer
 from tests.test_llm_stages_e2e import API_KEY, scripted_llm, stopped_at_review_gate
 
 

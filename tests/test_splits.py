@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conteb.config import ChunkingConfig, ConfigError, SampleSource, TaskConfig, load_config
+from conteb.config import ChunkingConfig, ConfigError, SampleSource, TaskConfig
 from curation import validation
 from curation.chunking import chunk_documents
 from curation.dataset import publish_task
@@ -19,6 +19,7 @@ from curation.pairing import pair_by_span
 from curation.sources.sample import load_sample
 from curation.splits import SplitError, assign_splits, assign_task_splits, split_counts, split_point
 from pipelines.definitions import build_definitions
+from project.config import load_config
 from tests.conftest import SAMPLE_DIR, load_conteb
 
 FRACTIONS = {"train": 0.5, "test": 0.5}
@@ -243,7 +244,7 @@ def test_build_conteb_publishes_both_splits_and_its_checks_pass(tmp_path: Path, 
 def test_cli_validate_and_status_show_the_splits(tmp_path: Path, isolated_env: Path) -> None:
     from click.testing import CliRunner
 
-    from conteb.cli import main
+    from cli.main import main
 
     config_path = _registry(tmp_path, "    splits: {train: 0.5, test: 0.5, seed: 0}\n")
     output = CliRunner().invoke(main, ["--config", str(config_path), "validate"]).output

@@ -9,7 +9,6 @@ from curation.synthetic_queries import (
     FILTERS,
     Candidate,
     build_synthetic_requests,
-    document_window,
     filter_synthetic,
     jaccard,
     normalize_query,
@@ -18,8 +17,8 @@ from curation.synthetic_queries import (
     synthetic_queries_table,
     synthetic_schema,
     synthetic_stats,
-    window_bounds,
 )
+from curation.windows import document_window, window_bounds
 from llm.prompts import load_prompt
 from llm.types import LLMResult
 

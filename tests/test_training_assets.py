@@ -6,10 +6,10 @@ from pathlib import Path
 import dagster as dg
 from sentence_transformers import SentenceTransformer
 
-from conteb.config import load_config
 from pipelines.definitions import build_definitions
+from project.config import load_config
 from tests.conftest import SAMPLE_DIR
-from training.models import tiny_modernbert
+from tests.support.tiny_models import tiny_modernbert
 
 
 def test_train_insent_job_trains_both_models_through_pipes(tmp_path: Path, isolated_env: Path) -> None:

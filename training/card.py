@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
 from training.config import TrainingConfig
-
-if TYPE_CHECKING:
-    from training.loop import TrainResult
+from training.result import TrainResult
 
 TAGS = ["insent", "late-chunking", "conteb"]
 TRAINING_DATA_FILE = "training_data.json"

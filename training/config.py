@@ -127,7 +127,7 @@ def config_to_dict(config: TrainingConfig) -> dict[str, Any]:
 
 def _bool_or_auto(text: str) -> bool | str:
     lowered = text.lower()
-    if lowered in {"auto"}:
+    if lowered == "auto":
         return "auto"
     if lowered in {"1", "true", "yes", "on"}:
         return True
@@ -136,33 +136,34 @@ def _bool_or_auto(text: str) -> bool | str:
     raise argparse.ArgumentTypeError(f"expected true, false or auto, got {text!r}")
 
 
-# CLI option -> config field; every option defaults to None so that only given options override.
-_CLI_FIELDS = {
-    "data": "data",
-    "base_model": "base_model",
-    "output": "output",
-    "epochs": "epochs",
-    "max_steps": "max_steps",
-    "lambda_seq": "lambda_seq",
-    "batch_docs": "batch_docs",
-    "mode": "mode",
-    "context": "context",
-    "loss": "loss",
-    "lr": "lr",
-    "grad_accumulation": "grad_accumulation",
-    "max_length": "max_length",
-    "eval_every": "eval_every",
-    "checkpoint_every": "checkpoint_every",
-    "seed": "seed",
-    "device": "device",
-    "bf16": "bf16",
-    "gradient_checkpointing": "gradient_checkpointing",
-    "attention_dropout": "attention_dropout",
-    "validation_fraction": "validation_fraction",
-    "window_policy": "window_policy",
-    "loss_average": "loss_average",
-    "split": "split",
-}
+# The config fields settable by a command-line option of the same name (``--max-steps`` -> ``max_steps``); every
+# option defaults to None so that only given options override.
+_CLI_FIELDS = (
+    "data",
+    "base_model",
+    "output",
+    "epochs",
+    "max_steps",
+    "lambda_seq",
+    "batch_docs",
+    "mode",
+    "context",
+    "loss",
+    "lr",
+    "grad_accumulation",
+    "max_length",
+    "eval_every",
+    "checkpoint_every",
+    "seed",
+    "device",
+    "bf16",
+    "gradient_checkpointing",
+    "attention_dropout",
+    "validation_fraction",
+    "window_policy",
+    "loss_average",
+    "split",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -213,7 +214,7 @@ def from_cli(args: argparse.Namespace | list[str]) -> TrainingConfig:
     """A config from parsed (or raw) command-line arguments: ``--config`` file plus overrides."""
     if isinstance(args, list):
         args = build_parser().parse_args(args)
-    overrides = {field: getattr(args, option) for option, field in _CLI_FIELDS.items()}
+    overrides = {field: getattr(args, field) for field in _CLI_FIELDS}
     overrides = {field: value for field, value in overrides.items() if value is not None}
     if args.config is not None:
         return load_training_config(args.config, overrides)

@@ -17,9 +17,11 @@ Rules (also stated in the model card):
 * A batch is ``batch_docs`` documents; the order is a seeded shuffle per epoch. A trailing batch of a
   single document (no in-batch negatives) joins the previous batch.
 * Several task folders: documents keep their ``doc_id``; a ``doc_id`` seen in two folders is
-  qualified as ``<folder name>/<doc_id>`` (``source_doc_id`` keeps the published id).
+  qualified as ``<folder name>/<doc_id>``, and so are its ``chunk_ids`` (``source_doc_id`` keeps the
+  published id), so that ids stay unique across the samples.
 * Splits: each folder is read from one split (``TrainingConfig.split``, default ``train``; see
-  :func:`resolve_split`): only that split's shards of every config. A folder without that split but
+  :func:`resolve_split`): only that split's shards of every config, as
+  :func:`conteb.storage.config_shards` finds them. A folder without that split but
   with a single one is read from it, with a warning (it is the split the evaluation reads: the
   trained model is then refused there, see :mod:`evaluation.leakage`); several splits and none of
   them the one asked for is an error naming the splits found. ``split=None`` reads every shard.
@@ -29,17 +31,15 @@ from __future__ import annotations
 
 import math
 import random
-import re
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-CONFIG_FOLDERS = ("documents", "queries", "synthetic_queries")
-_SHARD_NAME = re.compile(r"^(?P<split>.+?)(?:-\d{5}-of-\d{5})?\.parquet$")
+from conteb.ids import split_chunk_id
+from conteb.storage import config_shards, config_splits, read_shards
 
 
 @dataclass
@@ -56,6 +56,7 @@ class TrainingSample:
     source_doc_id: str = ""  # the doc_id as published (``doc_id`` may be qualified by the folder name)
     folder: str = ""  # the task folder it was read from
     split: str | None = None  # the split it was read from (None: every shard)
+    chunk_ids: list[str] = field(default_factory=list)  # chunk_ids[i]: the id of chunks[i] (qualified like doc_id)
 
 
 @dataclass
@@ -87,17 +88,6 @@ class DataStats:
         return asdict(self)
 
 
-def shard_split(path: Path) -> str:
-    """The split a shard belongs to: ``<split>-00000-of-00001.parquet`` or ``<split>.parquet``."""
-    match = _SHARD_NAME.match(path.name)
-    return match["split"] if match else path.stem
-
-
-def folder_splits(folder: Path) -> tuple[str, ...]:
-    """The splits of a task folder: those of its ``documents/*.parquet`` shards, sorted."""
-    return tuple(sorted({shard_split(path) for path in (Path(folder) / "documents").glob("*.parquet")}))
-
-
 def resolve_split(folder: Path, requested: str | None) -> tuple[str | None, str | None]:
     """``(split to read, warning or None)`` for ``folder`` (rules in the module docstring).
 
@@ -106,7 +96,7 @@ def resolve_split(folder: Path, requested: str | None) -> tuple[str | None, str 
     """
     if requested is None:
         return None, None
-    found = folder_splits(folder)
+    found = config_splits(folder, "documents")
     if requested in found:
         return requested, None
     if len(found) == 1:
@@ -117,15 +107,6 @@ def resolve_split(folder: Path, requested: str | None) -> tuple[str | None, str 
     raise ValueError(f"{folder}: no split {requested!r} to train on; splits found: {list(found) or 'none'}")
 
 
-def read_config_table(folder: Path, config: str, split: str | None = None) -> pa.Table | None:
-    """The Parquet shards of ``folder/config/`` of ``split`` (None: every split) as one table, or None."""
-    files = sorted(p for p in (folder / config).glob("*.parquet") if split is None or shard_split(p) == split)
-    if not files:
-        return None
-    tables = [pq.read_table(path) for path in files]
-    return pa.concat_tables(tables, promote_options="default") if len(tables) > 1 else tables[0]
-
-
 def _gold_chunk_ids(table: pa.Table) -> list[str | None]:
     if "chunk_id" in table.column_names:
         return table.column("chunk_id").to_pylist()
@@ -134,8 +115,18 @@ def _gold_chunk_ids(table: pa.Table) -> list[str | None]:
     raise ValueError("queries table has neither chunk_id nor chunk_ids")
 
 
-def _doc_of_chunk(chunk_id: str) -> str:
-    return chunk_id.rsplit("_", 1)[0]
+def _config_table(folder: Path, config: str, split: str | None) -> pa.Table | None:
+    """``config``'s shards of ``split`` in ``folder`` as one table, or None when it has none."""
+    files = config_shards(folder, config, split)
+    return read_shards(files) if files else None
+
+
+def _doc_of_chunk(chunk_id: str) -> str | None:
+    """The document part of a gold ``chunk_id`` (:func:`conteb.ids.split_chunk_id`); None when malformed."""
+    try:
+        return split_chunk_id(chunk_id)[0]
+    except ValueError:
+        return None
 
 
 def read_task(
@@ -153,7 +144,7 @@ def read_task(
         stats.warnings.append(warning)
     stats.tasks.append(folder.name)
     stats.splits[str(folder)] = split
-    documents = read_config_table(folder, "documents", split)
+    documents = _config_table(folder, "documents", split)
     if documents is None:
         raise FileNotFoundError(f"{folder}: no documents/*.parquet")
     titles = documents.column("title").to_pylist() if "title" in documents.column_names else None
@@ -178,12 +169,13 @@ def read_task(
             raise ValueError(f"{folder}: duplicate chunk_id {chunk_id!r} in documents")
         position[chunk_id] = (doc_id, len(sample.chunks))
         sample.chunks.append(text or "")
+        sample.chunk_ids.append(chunk_id)
         if sample.title is None and title:
             sample.title = title
     configs = ["queries"] + (["synthetic_queries"] if include_synthetic else [])
     seen: set[tuple[str, str]] = set()
     for config in configs:
-        table = read_config_table(folder, config, split)
+        table = _config_table(folder, config, split)
         if table is None:
             continue
         doc_ids = table.column("doc_id").to_pylist() if "doc_id" in table.column_names else None
@@ -225,6 +217,7 @@ def load_samples(
         for sample in read_task(Path(folder), include_synthetic, stats, split):
             if sample.doc_id in names:
                 sample.doc_id = f"{sample.task}/{sample.doc_id}"
+                sample.chunk_ids = [f"{sample.task}/{chunk}" for chunk in sample.chunk_ids]
             names.add(sample.doc_id)
             samples.append(sample)
     return samples, stats

@@ -1,43 +1,18 @@
 """Late-chunking encoder: contextual chunk vectors from one forward pass over a whole document.
 
-Source of the rules: the ConTEB/InSeNT paper's public code (Conti et al., 2025, "Context is Gold to find the Gold
-Passage"), as summarised in ``DESIGN.md`` ("Late chunking (public code)"):
+Windows (which tokens go into which model input, and which of them make each chunk's vector) are planned by
+:mod:`training.windows`; this module runs them through the transformer and pools, following the ConTEB/InSeNT
+paper's public code (Conti et al., 2025, "Context is Gold to find the Gold Passage"; illuin-tech/contextual-embeddings):
 
-* **Layout** (``boundaries="separator"``): ``[CLS] prefix c_1 [SEP] c_2 [SEP] … c_n [SEP]``, every chunk tokenized on
-  its own (no special tokens) and the chunks joined with the tokenizer's separator token. ``boundaries="offsets"``
-  tokenizes ``sep_token.join(chunks)`` once and takes each chunk's tokens from the offset mapping (the tokens whose
-  character start lies inside the chunk); the tokens between two chunks (normally one ``[SEP]``) are kept as the gap.
-  The document prefix (e.g. ``search_document: ``) is tokenized alone and placed right after ``[CLS]``.
-* **Pooling**: a chunk's vector is the mean of the last hidden states of its own tokens, then L2 normalisation.
-  The first chunk of a sequence also averages the leading ``[CLS]`` (``keep_cls_in_first``, as the public code);
-  separators, the final ``[SEP]`` and the prefix are never pooled. ``exclude_special`` (ablation) drops ``[CLS]`` too.
-  With a non-empty ``document_prefix`` the first chunk does *not* average ``[CLS]`` (``cls_with_prefix=False``): the
-  public code (``LongContextEmbeddingModel.forward`` with ``add_prefixes``) cuts ``[CLS]`` and the prefix tokens off
-  the token states before pooling, so its chunk 0 starts at its own first token.
-  Token mode keeps each chunk's token states, L2-normalised per token (ColBERT), over the same positions.
-* **Windows** (documents longer than ``max_length`` tokens, our rule): windows of whole chunks, filled greedily
-  from the first chunk; the next window starts ``window_overlap_chunks`` chunks before the end of the previous
-  one (fewer when the overlap would not leave room for a new chunk; always at least one chunk later). A chunk
-  seen in several windows takes its vector from the window where it has the most context on its *poorer* side:
-  ``argmax_w min(tokens before the chunk in w, tokens after it in w)``, ties to the earlier window. A single
-  chunk longer than ``max_length - 2 - len(prefix)`` tokens keeps its first tokens (counted in
-  ``truncated_chunks``). A document that fits is one window: exactly the one-pass result.
-* **Anchored windows** (``window_policy="anchored"``, our rule, not in the public code): with a 512-token model most
-  windows of a long document never see its head, where the theme is named. Every window that does not start at
-  chunk 0 then begins with the document's *head*: ``[CLS] prefix head [SEP] c_a gap … c_{b-1} [SEP]``, where
-  ``head`` = the tokens of the document's title (when given, tokenized alone) followed by the first chunk's tokens,
-  cut to at most ``floor(anchor_share · max_length)`` tokens. The head is attended to but never pooled (neither
-  ``[CLS]``, which belongs to the head's segment, nor the head's ``[SEP]``; also in token mode). The ranges of such
-  windows are filled with the budget left after ``[CLS] prefix head [SEP]``; when a chunk does not fit next to the
-  full head, that window's head is cut to what fits (none at all: a plain window). The first window (from chunk 0)
-  is exactly the plain one, so a document that fits one window gives exactly the plain result. Ownership keeps the
-  rule above with positions as they are: head tokens count as context *before* the chunk (they are attended to).
-  ``anchor_tokens`` counts the head tokens added (an encode cost); titles are ignored by the plain policy.
-* **Independent** (the non-contextual baseline): each chunk laid out alone, ``[CLS] prefix chunk [SEP]``, through
-  the same tokenization, batching and pooling code. ``PoolingPolicy.independent_pool="all"`` (default) averages
-  every token of that sequence, which is sentence-transformers' mean pooling, so the vectors equal
-  ``model.encode(prefix + chunk)``; ``"policy"`` uses the late-chunking rules above (isolates the effect of context).
+* **Pooling**: a chunk's vector is the mean of the last hidden states of its pooled tokens (its own tokens, plus
+  ``[CLS]`` for the first chunk of a window where the policy says so), then L2 normalisation. Token mode keeps each
+  chunk's token states instead, L2-normalised per token (ColBERT), over the same positions.
+* **Batching**: the windows of all documents are sorted by length and cut into batches of at most ``token_budget``
+  padded tokens (``batch size × longest window``); results come back in input order.
+* **Queries**: ``query_prefix + query``, truncated to ``model.max_seq_length``, through the sentence-transformers
+  modules (single vectors) or the transformer's token states (token mode, ``[CLS]`` and ``[SEP]`` kept).
 
+``forward_*`` keep autograd (training); ``encode_*`` run in inference mode (bf16 autocast on CUDA) and return NumPy.
 Shapes: ``D`` the embedding dimension; document outputs are ``[n_chunks, D]`` per document.
 """
 
@@ -46,8 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from typing import Any
 
 import numpy as np
 import torch
@@ -55,52 +29,21 @@ import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 from tqdm import tqdm
 
+from training.models import hf_backbone
+from training.windows import Context, PoolingPolicy, Window, WindowPlanner, WindowPolicy
+
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class PoolingPolicy:
-    """Which tokens make a chunk's vector (see the module docstring for the sources)."""
-
-    boundaries: Literal["separator", "offsets"] = "separator"
-    """``separator``: chunks tokenized one by one, joined with the sep token; ``offsets``: the joined text tokenized
-    once, chunk spans from the offset mapping."""
-    keep_cls_in_first: bool = True
-    """Public code: the first chunk of a sequence also averages the leading ``[CLS]``."""
-    exclude_special: bool = False
-    """Ablation: pool only the chunk's own tokens (no ``[CLS]``/``[SEP]``/prefix), also in independent mode."""
-    independent_pool: Literal["all", "policy"] = "all"
-    """Independent mode: ``all`` = every token of ``[CLS] prefix chunk [SEP]`` (= ``model.encode``); ``policy`` =
-    the late-chunking rules applied to a one-chunk document."""
-    cls_with_prefix: bool = False
-    """With a non-empty document prefix, whether the first chunk still averages ``[CLS]``. Public code: no (it drops
-    ``[CLS]`` and the prefix tokens before pooling); without a prefix ``keep_cls_in_first`` alone decides."""
+def _last_hidden(out: Any) -> torch.Tensor:
+    """The last hidden states of a transformer's output (a model output object or a tuple; the module call is
+    untyped)."""
+    return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
 
 
-@dataclass(frozen=True)
-class Window:
-    """One model input: token ids and where each of its chunks lies.
-
-    ``spans[k]`` is the token range ``[start, end)`` of chunk ``chunk_ids[k]`` in ``input_ids`` (the chunk's own
-    tokens; ``cls_in_first`` says whether position 0 is also pooled into ``spans[0]``). ``owned`` lists the chunk
-    indices (into the document's chunks) whose vector comes from this window. ``head`` is the token range of the
-    anchored head (``window_policy="anchored"``; never pooled), None in a plain window.
-    """
-
-    input_ids: list[int]
-    spans: list[tuple[int, int]]
-    chunk_ids: list[int]
-    owned: list[int]
-    cls_in_first: bool = False
-    head: tuple[int, int] | None = None
-
-
-@dataclass
-class _Plan:
-    """A document tokenized once: chunk tokens, the gap tokens between consecutive chunks."""
-
-    chunks: list[list[int]]
-    gaps: list[list[int]]
+def _check_mode(mode: str) -> None:
+    if mode not in ("late", "independent"):
+        raise ValueError(f"unknown mode {mode!r}: expected 'late' or 'independent'")
 
 
 class LateChunkingEncoder:
@@ -108,7 +51,7 @@ class LateChunkingEncoder:
 
     ``max_length`` (tokens per window) defaults to ``model.max_seq_length``; ``token_budget`` bounds the padded
     tokens of one forward batch (``batch size × longest window``). ``window_policy`` / ``anchor_share``: plain or
-    anchored windows (module docstring).
+    anchored windows (:mod:`training.windows`).
 
     Counters (cumulative over the encoder's life, for reports): ``truncated_chunks``; ``anchor_tokens`` (head tokens
     added to anchored windows, their ``[SEP]`` excluded); ``forwarded_windows`` and ``forwarded_tokens`` (sequences
@@ -124,39 +67,66 @@ class LateChunkingEncoder:
         query_prefix: str = "",
         document_prefix: str = "",
         token_budget: int = 16384,
-        window_policy: Literal["plain", "anchored"] = "plain",
+        window_policy: WindowPolicy = "plain",
         anchor_share: float = 0.4,
     ) -> None:
-        if window_policy not in ("plain", "anchored"):
-            raise ValueError(f"window_policy must be 'plain' or 'anchored', got {window_policy!r}")
-        if not 0.0 < float(anchor_share) < 1.0:
-            raise ValueError(f"anchor_share must be in (0, 1), got {anchor_share}")
         self.model = model
         self.policy = policy or PoolingPolicy()
         self.tokenizer = model.tokenizer
-        self.transformer = model[0].auto_model
-        self.max_length = int(max_length or model.max_seq_length)
-        self.window_overlap_chunks = max(0, int(window_overlap_chunks))
+        self.transformer = hf_backbone(model)
+        length = max_length or model.max_seq_length
+        if length is None:
+            raise ValueError("max_length: the model has no max_seq_length, give one")
+        self.max_length = int(length)
+        self.planner = WindowPlanner(
+            self.tokenizer,
+            self.policy,
+            self.max_length,
+            window_overlap_chunks=window_overlap_chunks,
+            document_prefix=document_prefix,
+            window_policy=window_policy,
+            anchor_share=anchor_share,
+        )
+        self.window_overlap_chunks = self.planner.window_overlap_chunks
         self.query_prefix = query_prefix
         self.document_prefix = document_prefix
         self.token_budget = int(token_budget)
-        self.window_policy: Literal["plain", "anchored"] = window_policy
+        self.window_policy: WindowPolicy = window_policy
         self.anchor_share = float(anchor_share)
-        self.truncated_chunks = 0
-        self.anchor_tokens = 0
         self.forwarded_windows = 0
         self.forwarded_tokens = 0
-        tok = self.tokenizer
-        if tok.cls_token_id is None or tok.sep_token_id is None:
-            raise ValueError("the tokenizer needs a [CLS] and a [SEP] token for late chunking")
-        self.cls_id: int = tok.cls_token_id
-        self.sep_id: int = tok.sep_token_id
-        self.pad_id: int = tok.pad_token_id if tok.pad_token_id is not None else 0
-        self.prefix_ids: list[int] = self._tokenize([document_prefix])[0] if document_prefix else []
-        if self.max_length < len(self.prefix_ids) + 3:
-            raise ValueError(f"max_length {self.max_length} leaves no room for a chunk")
-        self.head_cap = int(self.anchor_share * self.max_length)  # floor(anchor_share * max_length) head tokens
+        pad = self.tokenizer.pad_token_id
+        self.pad_id: int = pad if pad is not None else 0
         self._use_sdpa()
+
+    @property
+    def truncated_chunks(self) -> int:
+        """Chunks cut to fit a window so far (:class:`training.windows.WindowPlanner`)."""
+        return self.planner.truncated_chunks
+
+    @property
+    def anchor_tokens(self) -> int:
+        """Head tokens added to anchored windows so far (:class:`training.windows.WindowPlanner`)."""
+        return self.planner.anchor_tokens
+
+    @property
+    def head_cap(self) -> int:
+        """The most head tokens an anchored window holds: ``floor(anchor_share * max_length)``."""
+        return self.planner.head_cap
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text without special tokens (one batched tokenizer call)."""
+        return self.planner.tokenize(texts)
+
+    def layout(self, chunks: list[str], title: str | None = None) -> list[Window]:
+        """The windows of one document (one window when it fits in ``max_length`` tokens)."""
+        return self.planner.layout(chunks, title)
+
+    def _layouts(
+        self, documents: Sequence[Sequence[str]], mode: Context, titles: Sequence[str | None] | None = None
+    ) -> list[list[Window]]:
+        """Windows per document; in independent mode one window per chunk (titles unused)."""
+        return self.planner.layouts(documents, mode, titles)
 
     # ------------------------------------------------------------------ setup
 
@@ -164,6 +134,14 @@ class LateChunkingEncoder:
     def device(self) -> torch.device:
         """Where the model's parameters live."""
         return self.model.device
+
+    @property
+    def dimension(self) -> int:
+        """``D``, the model's embedding dimension (``ValueError`` for a model that declares none)."""
+        dim = self.model.get_embedding_dimension()
+        if dim is None:
+            raise ValueError(f"{type(self.model).__name__} declares no embedding dimension")
+        return dim
 
     def _use_sdpa(self) -> None:
         """Switch the transformer to PyTorch SDPA attention when it runs eager attention and supports SDPA."""
@@ -174,191 +152,6 @@ class LateChunkingEncoder:
                 self.transformer.set_attn_implementation("sdpa")
             except (ValueError, ImportError, AttributeError) as error:  # pragma: no cover - depends on the model
                 logger.info("keeping eager attention: %s", error)
-
-    def _tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids of each text without special tokens (one batched tokenizer call)."""
-        if not texts:
-            return []
-        return self.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
-
-    # ------------------------------------------------------------------ layout
-
-    def _plans(self, documents: Sequence[Sequence[str]]) -> list[_Plan]:
-        """Tokenize every document (all chunks of all documents in one tokenizer call for ``separator``)."""
-        if self.policy.boundaries == "separator":
-            flat = self._tokenize([chunk for doc in documents for chunk in doc])
-            plans, start = [], 0
-            for doc in documents:
-                ids = flat[start : start + len(doc)]
-                start += len(doc)
-                plans.append(_Plan(chunks=ids, gaps=[[self.sep_id] for _ in range(max(0, len(doc) - 1))]))
-            return plans
-        return [self._offsets_plan(doc) for doc in documents]
-
-    def _offsets_plan(self, chunks: Sequence[str]) -> _Plan:
-        """Tokenize ``sep_token.join(chunks)`` once; assign tokens to chunks by their character start."""
-        sep = self.tokenizer.sep_token
-        starts, position = [], 0
-        for chunk in chunks:
-            starts.append(position)
-            position += len(chunk) + len(sep)
-        ends = np.array([s + len(c) for s, c in zip(starts, chunks, strict=True)], dtype=np.int64)
-        encoded = self.tokenizer(
-            sep.join(chunks), add_special_tokens=False, truncation=False, return_offsets_mapping=True
-        )
-        ids = np.asarray(encoded["input_ids"], dtype=np.int64)
-        offsets = np.asarray(encoded["offset_mapping"], dtype=np.int64).reshape(-1, 2)
-        owner = np.searchsorted(np.asarray(starts, dtype=np.int64), offsets[:, 0], side="right") - 1
-        inside = (owner >= 0) & (offsets[:, 0] < ends[np.clip(owner, 0, None)]) & (offsets[:, 1] > offsets[:, 0])
-        owner = np.where(inside, owner, -1)
-        chunk_ids: list[list[int]] = []
-        gaps: list[list[int]] = []
-        cursor = 0
-        for index in range(len(chunks)):
-            positions = np.flatnonzero(owner == index)
-            first = int(positions[0]) if positions.size else cursor
-            last = int(positions[-1]) + 1 if positions.size else cursor
-            if index > 0:
-                gaps.append(ids[cursor:first].tolist())
-            chunk_ids.append(ids[first:last].tolist())
-            cursor = last
-        return _Plan(chunks=chunk_ids, gaps=gaps)
-
-    def _truncate(self, plan: _Plan) -> _Plan:
-        """Cut chunks longer than one window can hold (``max_length - 2 - len(prefix)`` tokens); count them."""
-        cap = self.max_length - 2 - len(self.prefix_ids)
-        over = [i for i, ids in enumerate(plan.chunks) if len(ids) > cap]
-        if over:
-            self.truncated_chunks += len(over)
-            logger.warning("%d chunk(s) longer than %d tokens truncated to fit the context", len(over), cap)
-            plan = _Plan(chunks=[ids[:cap] for ids in plan.chunks], gaps=plan.gaps)
-        return plan
-
-    def _window_ranges(self, plan: _Plan, head: int = 0) -> list[tuple[int, int, int]]:
-        """Windows ``(a, b, h)``: chunks ``a..b-1`` and ``h`` head tokens (greedy fill, overlap of whole chunks).
-
-        The first window starts at chunk 0 without a head; later windows get ``head`` tokens (0 for plain windows)
-        plus their ``[SEP]``, fewer when chunk ``b`` would not fit next to the full head.
-        """
-        n = len(plan.chunks)
-        if n == 0:
-            return []
-        fixed = 2 + len(self.prefix_ids)
-        chunk_sums = np.concatenate([[0], np.cumsum([len(ids) for ids in plan.chunks])])
-        gap_sums = np.concatenate([[0], np.cumsum([len(ids) for ids in plan.gaps])])
-
-        def fits(a: int, b: int, h: int) -> bool:  # [CLS] prefix (head [SEP]) c_a gap … c_{b-1} [SEP]
-            tokens = fixed + (h + 1 if h else 0) + chunk_sums[b] - chunk_sums[a] + gap_sums[b - 1] - gap_sums[a]
-            return int(tokens) <= self.max_length
-
-        ranges: list[tuple[int, int, int]] = []
-        a, h = 0, 0
-        while True:
-            b = a + 1
-            while b < n and fits(a, b + 1, h):
-                b += 1
-            ranges.append((a, b, h))
-            if b >= n:
-                return ranges
-            a_next, h = max(b - self.window_overlap_chunks, a + 1), head
-            while a_next < b and not fits(a_next, b + 1, h):  # the overlap must leave room for chunk b
-                a_next += 1
-            if not fits(a_next, b + 1, h):  # chunk b alone does not fit next to the full head: cut the head
-                room = self.max_length - fixed - 1 - len(plan.chunks[b])
-                h = max(0, min(head, room))
-            a = a_next
-
-    def _head(self, plan: _Plan, title_ids: Sequence[int] | None) -> list[int]:
-        """The anchored head: title tokens, then the first chunk's tokens, cut to ``head_cap`` (empty when plain)."""
-        if self.window_policy != "anchored" or not plan.chunks:
-            return []
-        return [*(title_ids or []), *plan.chunks[0]][: self.head_cap]
-
-    def _build(self, plan: _Plan, a: int, b: int, *, pool_all: bool = False, head: Sequence[int] = ()) -> Window:
-        """The window over chunks ``a..b-1``: ``[CLS] prefix (head [SEP]) c_a gap … c_{b-1} [SEP]`` and its spans."""
-        ids = [self.cls_id, *self.prefix_ids]
-        head_span = None
-        if head:
-            ids.extend(head)
-            head_span = (len(ids) - len(head), len(ids))
-            ids.append(self.sep_id)
-        spans: list[tuple[int, int]] = []
-        for index in range(a, b):
-            if index > a:
-                ids.extend(plan.gaps[index - 1])
-            start = len(ids)
-            ids.extend(plan.chunks[index])
-            spans.append((start, len(ids)))
-        ids.append(self.sep_id)
-        if pool_all:
-            spans = [(0, len(ids))] if not self.policy.exclude_special else spans
-            return Window(ids, spans, list(range(a, b)), list(range(a, b)), cls_in_first=False)
-        cls = (
-            self.policy.keep_cls_in_first
-            and not self.policy.exclude_special
-            and (not self.prefix_ids or self.policy.cls_with_prefix)
-            and head_span is None  # [CLS] belongs to the head's segment, never pooled
-        )
-        return Window(ids, spans, list(range(a, b)), [], cls_in_first=cls, head=head_span)
-
-    def _layout_plan(self, plan: _Plan, title_ids: Sequence[int] | None = None) -> list[Window]:
-        """Windows of one tokenized document, each chunk owned by exactly one window."""
-        plan = self._truncate(plan)
-        head = self._head(plan, title_ids)
-        windows = []
-        for a, b, h in self._window_ranges(plan, len(head)):
-            windows.append(self._build(plan, a, b, head=head[:h]))
-            self.anchor_tokens += h
-        best: dict[int, tuple[int, int]] = {}  # chunk -> (context on its poorer side, window index)
-        for w, window in enumerate(windows):
-            for chunk, (start, end) in zip(window.chunk_ids, window.spans, strict=True):
-                context = min(start, len(window.input_ids) - end)
-                if chunk not in best or context > best[chunk][0]:
-                    best[chunk] = (context, w)
-        for chunk, (_, w) in sorted(best.items()):
-            windows[w].owned.append(chunk)
-        return windows
-
-    def _title_ids(self, titles: Sequence[str | None] | None, n: int) -> list[list[int] | None]:
-        """Token ids of each document's title (None where absent or blank, or under the plain policy)."""
-        if titles is None or self.window_policy != "anchored":
-            return [None] * n
-        if len(titles) != n:
-            raise ValueError(f"titles: got {len(titles)} for {n} documents (one title, or None, per document)")
-        given = [i for i, t in enumerate(titles) if t is not None and t.strip()]
-        tokenized = self._tokenize([titles[i].strip() for i in given])  # type: ignore[union-attr]
-        out: list[list[int] | None] = [None] * n
-        for i, ids in zip(given, tokenized, strict=True):
-            out[i] = ids
-        return out
-
-    def layout(self, chunks: list[str], title: str | None = None) -> list[Window]:
-        """The windows of one document (one window when it fits in ``max_length`` tokens)."""
-        return self._layout_plan(self._plans([chunks])[0], self._title_ids([title], 1)[0])
-
-    def _layouts(
-        self,
-        documents: Sequence[Sequence[str]],
-        mode: Literal["late", "independent"],
-        titles: Sequence[str | None] | None = None,
-    ) -> list[list[Window]]:
-        """Windows per document; in independent mode one window per chunk (titles unused)."""
-        plans = self._plans(documents)
-        if mode == "late":
-            title_ids = self._title_ids(titles, len(plans))
-            return [self._layout_plan(plan, t) for plan, t in zip(plans, title_ids, strict=True)]
-        pool_all = self.policy.independent_pool == "all"
-        layouts = []
-        for plan in plans:
-            plan = self._truncate(plan)
-            windows = []
-            for index in range(len(plan.chunks)):
-                window = self._build(plan, index, index + 1, pool_all=pool_all)
-                if not pool_all:
-                    window.owned.append(index)
-                windows.append(window)
-            layouts.append(windows)
-        return layouts
 
     # ------------------------------------------------------------------ forward
 
@@ -385,7 +178,7 @@ class LateChunkingEncoder:
             mask[row, : len(window.input_ids)] = 1
         device = self.device
         out = self.transformer(input_ids=ids.to(device), attention_mask=mask.to(device))
-        hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+        hidden = _last_hidden(out)
         return hidden.reshape(-1, hidden.shape[-1]), longest
 
     @staticmethod
@@ -408,10 +201,12 @@ class LateChunkingEncoder:
         flat = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
         return flat, np.asarray(counts, dtype=np.int64), segments
 
-    def _run(
-        self, layouts: list[list[Window]], tokens: bool, show_progress: bool = False
-    ) -> list[list[torch.Tensor | None]]:
-        """Encode every window of every document; per document, per chunk a ``[D]`` (or ``[n_tokens, D]``) tensor."""
+    def _run(self, layouts: list[list[Window]], tokens: bool, show_progress: bool = False) -> list[list[torch.Tensor]]:
+        """Encode every window of every document; per document, per chunk a ``[D]`` (or ``[n_tokens, D]``) tensor.
+
+        Every chunk is owned by exactly one window (:mod:`training.windows`), so every chunk gets its tensor; a
+        chunk left without one is a planner bug (``RuntimeError``).
+        """
         flat_windows = [(d, w) for d, windows in enumerate(layouts) for w in windows]
         results: list[list[torch.Tensor | None]] = [
             [None] * (max((c for w in windows for c in w.owned), default=-1) + 1) for windows in layouts
@@ -436,12 +231,18 @@ class LateChunkingEncoder:
                 pieces = list(F.normalize(means, dim=-1))
             for (row, chunk), piece in zip(segments, pieces, strict=True):
                 results[flat_windows[batch[row]][0]][chunk] = piece
-        return results
+        complete: list[list[torch.Tensor]] = []
+        for document, chunks in enumerate(results):
+            filled = [piece for piece in chunks if piece is not None]
+            if len(filled) != len(chunks):
+                raise RuntimeError(f"document {document}: {len(chunks) - len(filled)} chunk(s) owned by no window")
+            complete.append(filled)
+        return complete
 
     def forward_documents(
         self,
         documents: list[list[str]],
-        mode: Literal["late", "independent"] = "late",
+        mode: Context = "late",
         *,
         titles: Sequence[str | None] | None = None,
     ) -> list[torch.Tensor]:
@@ -451,21 +252,20 @@ class LateChunkingEncoder:
         document (or None), used by anchored windows only.
         """
         results = self._run(self._layouts(documents, mode, titles), tokens=False)
-        dim = self.model.get_embedding_dimension()
         return [
-            torch.stack(vectors) if vectors else torch.zeros(0, dim, device=self.device)  # type: ignore[arg-type]
+            torch.stack(vectors) if vectors else torch.zeros(0, self.dimension, device=self.device)
             for vectors in results
         ]
 
     def forward_document_tokens(
         self,
         documents: list[list[str]],
-        mode: Literal["late", "independent"] = "late",
+        mode: Context = "late",
         *,
         titles: Sequence[str | None] | None = None,
     ) -> list[list[torch.Tensor]]:
         """Token mode (autograd on): per document, per chunk a ``[n_tokens, D]`` tensor, each token L2-normalised."""
-        return self._run(self._layouts(documents, mode, titles), tokens=True)  # type: ignore[return-value]
+        return self._run(self._layouts(documents, mode, titles), tokens=True)
 
     def _query_features(self, queries: Sequence[str]) -> dict[str, torch.Tensor]:
         """Tokenized queries (with ``query_prefix``), truncated to ``model.max_seq_length``, on the model's device."""
@@ -490,7 +290,7 @@ class LateChunkingEncoder:
         """
         features = self._query_features(queries)
         out = self.transformer(input_ids=features["input_ids"], attention_mask=features["attention_mask"])
-        hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+        hidden = _last_hidden(out)
         mask = features["attention_mask"].bool()
         return F.normalize(hidden.float(), dim=-1) * mask.unsqueeze(-1), mask
 
@@ -514,7 +314,7 @@ class LateChunkingEncoder:
     def encode_documents(
         self,
         documents: list[list[str]],
-        mode: Literal["late", "independent"] = "late",
+        mode: Context = "late",
         show_progress: bool = False,
         *,
         titles: Sequence[str | None] | None = None,
@@ -524,20 +324,17 @@ class LateChunkingEncoder:
         Windows of all documents are sorted by token length and batched by ``token_budget``. ``titles``: one per
         document (or None), used by anchored windows only.
         """
-        if mode not in ("late", "independent"):
-            raise ValueError(f"unknown mode {mode!r}: expected 'late' or 'independent'")
-        dim = self.model.get_embedding_dimension()
+        _check_mode(mode)
         with self._inference():
             results = self._run(self._layouts(documents, mode, titles), tokens=False, show_progress=show_progress)
             return [
-                torch.stack(v).float().cpu().numpy() if v else np.zeros((0, dim), dtype=np.float32)  # type: ignore[arg-type]
+                torch.stack(v).float().cpu().numpy() if v else np.zeros((0, self.dimension), dtype=np.float32)
                 for v in results
             ]
 
     def encode_queries(self, queries: list[str], batch_size: int = 128, show_progress: bool = False) -> np.ndarray:
         """Inference: float32 ``[n, D]`` query vectors (sorted by length for batching, returned in input order)."""
-        dim = self.model.get_embedding_dimension()
-        out = np.zeros((len(queries), dim), dtype=np.float32)
+        out = np.zeros((len(queries), self.dimension), dtype=np.float32)
         order = sorted(range(len(queries)), key=lambda i: len(queries[i]), reverse=True)
         starts = range(0, len(order), batch_size)
         with self._inference():
@@ -552,7 +349,7 @@ class LateChunkingEncoder:
     def encode_document_tokens(
         self,
         documents: list[list[str]],
-        mode: Literal["late", "independent"] = "late",
+        mode: Context = "late",
         show_progress: bool = False,
         *,
         titles: Sequence[str | None] | None = None,
@@ -564,9 +361,7 @@ class LateChunkingEncoder:
         Documents are encoded in slices of at most ``TOKEN_SLICE_CHUNKS`` chunks so that only one slice's float32
         states are held at a time. ``titles``: one per document (or None), used by anchored windows only.
         """
-        if mode not in ("late", "independent"):
-            raise ValueError(f"unknown mode {mode!r}: expected 'late' or 'independent'")
-        dim = self.model.get_embedding_dimension()
+        _check_mode(mode)
         if titles is not None and len(titles) != len(documents):
             raise ValueError(f"titles: got {len(titles)} for {len(documents)} documents")
         doc_titles = list(titles) if titles is not None else [None] * len(documents)
@@ -584,12 +379,7 @@ class LateChunkingEncoder:
                 layouts = self._layouts([documents[i] for i in part], mode, [doc_titles[i] for i in part])
                 results = self._run(layouts, tokens=True)
                 for chunks in results:
-                    out.append(
-                        [
-                            t.to(torch.float16).cpu().numpy() if t is not None else np.zeros((0, dim), np.float16)
-                            for t in chunks
-                        ]
-                    )
+                    out.append([t.to(torch.float16).cpu().numpy() for t in chunks])
         return out
 
     def encode_query_tokens(
@@ -607,7 +397,7 @@ class LateChunkingEncoder:
             for start in tqdm(starts, desc="query tokens", disable=not show_progress):
                 index = order[start : start + batch_size]
                 vectors, mask = self.forward_query_tokens([queries[i] for i in index])
-                vectors, lengths = vectors.float().cpu().numpy(), mask.sum(dim=1).cpu().tolist()
+                array, lengths = vectors.float().cpu().numpy(), mask.sum(dim=1).cpu().tolist()
                 for row, i in enumerate(index):
-                    out[i] = vectors[row, : lengths[row]].copy()
+                    out[i] = array[row, : lengths[row]].copy()
         return out

@@ -1,31 +1,26 @@
 """The InSeNT training loop: late-chunking encoder + InSeNT loss over batches of whole documents.
 
-``train(config, on_event)`` runs alone, under ``torchrun`` (data parallel) and from a Dagster asset
-through Pipes: progress is reported only through ``on_event(kind, payload)`` with kinds ``start``,
-``step``, ``eval``, ``checkpoint`` and ``done`` (rank 0 only).
+``train(config, on_event)`` runs alone, under ``torchrun`` (data parallel, :mod:`training.distributed`)
+and from a Dagster asset through Pipes: progress is reported only through ``on_event(kind, payload)``
+with kinds ``start``, ``step``, ``eval``, ``checkpoint`` and ``done`` (rank 0 only).
 
-Data order is a pure function of ``(seed, epoch)`` (see :mod:`training.data`), so the data position is
-the step count: resuming from ``<output>/checkpoints/step-N`` (weights, optimizer, scheduler, RNG
-states) replays exactly the batches an uninterrupted run would see next.
-
-Multi-GPU (``WORLD_SIZE > 1``, launched by ``torchrun``): every rank takes its own batches
-(:func:`training.data.shard_batches`), computes the InSeNT loss on its own documents (as in the
-paper: negatives are per device), and gradients are averaged with an all-reduce before each
-optimizer step (what DDP does, without the bucketing overlap). Rank 0 evaluates, checkpoints and
-saves; the others wait at a barrier.
+One optimizer step takes ``grad_accumulation`` batches of ``batch_docs`` documents each
+(:func:`training.data.make_batches`, sharded per rank), back-propagates each batch's InSeNT loss
+divided by ``grad_accumulation``, averages gradients over ranks, clips them to ``max_grad_norm`` and
+steps AdamW with a cosine schedule after ``warmup_ratio`` of the steps. Validation
+(:mod:`training.validation`) runs before training, every ``eval_every`` steps and at the end;
+checkpoints and resuming are :mod:`training.checkpoints`. The saved model gets its card
+(:mod:`training.card`).
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import random
-import shutil
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +29,10 @@ import torch
 from sentence_transformers import SentenceTransformer
 from transformers import get_cosine_schedule_with_warmup
 
+from training.card import write_model_card
+from training.checkpoints import checkpoint_step, latest_checkpoint, restore, save_checkpoint
 from training.config import TrainingConfig, config_to_dict
 from training.data import (
-    DataStats,
     TrainingSample,
     count_tokens,
     documents_seen,
@@ -44,124 +40,22 @@ from training.data import (
     make_batches,
     shard_batches,
     split_by_document,
-    validation_groups,
 )
+from training.distributed import all_reduce_gradients, all_reduce_sum, init_distributed
 from training.encoder import LateChunkingEncoder, PoolingPolicy
-from training.losses import InsentLoss, InsentLossModule, maxsim_scores, pad_document_tokens, pad_documents
-from training.models import load_model, pick_device, set_attention_dropout
+from training.losses import InsentLoss, InsentLossModule, pad_document_tokens, pad_documents
+from training.models import load_model, set_attention_dropout
+from training.result import TrainResult
+from training.validation import evaluate
+from training.windows import Context
 
 EventCallback = Callable[[str, dict[str, Any]], None]
-CHECKPOINTS = "checkpoints"
-STATE_FILE = "trainer_state.json"
-
-
-@dataclass
-class TrainResult:
-    """What a finished run reports (also the ``done`` event's payload)."""
-
-    steps: int
-    final_loss: float | None
-    validation: dict[str, float]
-    validation_before: dict[str, float]
-    wall_s: float
-    device: str
-    model_path: Path
-    loss_history: list[dict[str, float]] = field(default_factory=list)
-    stats: DataStats = field(default_factory=DataStats)
-    resumed_from: int | None = None
-    # the documents it saw (train + validation), per task folder and split (training.data.documents_seen)
-    training_data: list[dict[str, Any]] = field(default_factory=list)
-
-
-# --------------------------------------------------------------------------------------------------- helpers
-
-
-def ndcg_at_10(rank: int) -> float:
-    """nDCG@10 of one query with a single relevant item at 1-based ``rank``."""
-    return 1.0 / math.log2(rank + 1) if rank <= 10 else 0.0
-
-
-def gold_rank(scores: np.ndarray, gold: int) -> int:
-    """1-based rank of ``scores[gold]`` (ties broken in the gold item's favour)."""
-    return int((scores > scores[gold]).sum()) + 1
-
-
-@dataclass
-class _Dist:
-    rank: int = 0
-    world_size: int = 1
-    local_rank: int = 0
-
-    @property
-    def main(self) -> bool:
-        return self.rank == 0
-
-    def barrier(self) -> None:
-        if self.world_size > 1:
-            torch.distributed.barrier()
-
-
-def _init_distributed(config: TrainingConfig) -> tuple[_Dist, torch.device]:
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if world_size <= 1:
-        return _Dist(), pick_device(config.device)
-    dist = _Dist(int(os.environ["RANK"]), world_size, int(os.environ.get("LOCAL_RANK", "0")))
-    if torch.cuda.is_available() and (config.device is None or config.device.startswith("cuda")):
-        torch.cuda.set_device(dist.local_rank)
-        device = torch.device("cuda", dist.local_rank)
-        backend = "nccl"
-    else:
-        device, backend = torch.device("cpu"), "gloo"
-    if not torch.distributed.is_initialized():
-        torch.distributed.init_process_group(backend=backend)
-    return dist, device
-
-
-def _all_reduce_gradients(parameters: list[torch.nn.Parameter], world_size: int) -> None:
-    """Average gradients over ranks (parameters unused on a rank count as zero gradient)."""
-    if world_size <= 1:
-        return
-    for parameter in parameters:
-        if parameter.grad is None:
-            parameter.grad = torch.zeros_like(parameter)
-        torch.distributed.all_reduce(parameter.grad)
-        parameter.grad.div_(world_size)
 
 
 def _seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
-
-
-def _rng_state() -> dict[str, Any]:
-    state: dict[str, Any] = {
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def latest_checkpoint(output: Path) -> Path | None:
-    """The complete checkpoint with the highest step under ``<output>/checkpoints``, or None."""
-    folder = Path(output) / CHECKPOINTS
-    found = []
-    for path in folder.glob("step-*") if folder.is_dir() else []:
-        suffix = path.name.removeprefix("step-")
-        if suffix.isdigit() and (path / STATE_FILE).is_file():
-            found.append((int(suffix), path))
-    return max(found)[1] if found else None
 
 
 def _enable_gradient_checkpointing(model: SentenceTransformer) -> bool:
@@ -172,87 +66,9 @@ def _enable_gradient_checkpointing(model: SentenceTransformer) -> bool:
     return True
 
 
-def _tokenize(model: SentenceTransformer) -> Callable[[list[str]], list[list[int]]]:
-    tokenizer = model.tokenizer
-
-    def tokenize(texts: list[str]) -> list[list[int]]:
-        return tokenizer(texts, add_special_tokens=False)["input_ids"]
-
-    return tokenize
-
-
-def _query_tokens(model: SentenceTransformer, queries: list[str]) -> int:
-    return sum(len(ids) + 2 for ids in _tokenize(model)(queries)) if queries else 0
-
-
-# --------------------------------------------------------------------------------------------------- evaluation
-
-
-def evaluate(
-    encoder: LateChunkingEncoder,
-    samples: list[TrainingSample],
-    batch_docs: int,
-    mode: str = "single",
-    context: str = "late",
-) -> dict[str, float]:
-    """Validation nDCG@10: in-document (a query ranks its own document's chunks) and in-batch.
-
-    In-batch ranks all chunks of a group of ``batch_docs`` validation documents (groups in ``doc_id``
-    order). Late chunking, inference mode; scores are dot products of normalised vectors (``single``)
-    or MaxSim (``tokens``).
-    """
-    model = encoder.model
-    was_training = model.training
-    model.eval()
-    in_document: list[float] = []
-    in_batch: list[float] = []
-    try:
-        with torch.inference_mode():
-            for group in validation_groups(samples, batch_docs):
-                scores = _group_scores(encoder, group, mode, context)  # per document: [q_i, total chunks of group]
-                offset = 0
-                for sample, doc_scores in zip(group, scores, strict=True):
-                    n = len(sample.chunks)
-                    for row, gold in zip(doc_scores, sample.gold, strict=True):
-                        in_document.append(ndcg_at_10(gold_rank(row[offset : offset + n], gold)))
-                        in_batch.append(ndcg_at_10(gold_rank(row, offset + gold)))
-                    offset += n
-    finally:
-        model.train(was_training)
-    return {
-        "ndcg10_in_document": float(np.mean(in_document)) if in_document else float("nan"),
-        "ndcg10_in_batch": float(np.mean(in_batch)) if in_batch else float("nan"),
-        "queries": float(len(in_document)),
-    }
-
-
-def _group_scores(
-    encoder: LateChunkingEncoder, group: list[TrainingSample], mode: str, context: str = "late"
-) -> list[np.ndarray]:
-    docs = [sample.chunks for sample in group]
-    titles = [sample.title for sample in group]
-    queries = [query for sample in group for query in sample.queries]
-    if not queries:
-        return [np.zeros((0, 0)) for _ in group]
-    if mode == "single":
-        chunk_vectors = np.concatenate(encoder.encode_documents(docs, mode=context, titles=titles), axis=0)
-        query_vectors = np.asarray(encoder.encode_queries(queries))
-        scores = query_vectors @ chunk_vectors.T
-    else:
-        tokens, token_mask, chunk_mask = pad_document_tokens(
-            encoder.forward_document_tokens(docs, mode=context, titles=titles)
-        )
-        query_tokens, query_mask = encoder.forward_query_tokens(queries)
-        full = maxsim_scores(query_tokens.float(), query_mask, tokens.float(), token_mask)  # [Q, N, C]
-        scores = full[:, chunk_mask].float().cpu().numpy()  # real chunks, document order
-    out, start = [], 0
-    for sample in group:
-        out.append(scores[start : start + len(sample.queries)])
-        start += len(sample.queries)
-    return out
-
-
-# --------------------------------------------------------------------------------------------------- training
+def _query_tokens(encoder: LateChunkingEncoder, queries: list[str]) -> int:
+    """Tokens of ``queries`` with their ``[CLS]`` and ``[SEP]`` (for the tokens/s figure)."""
+    return sum(len(ids) + 2 for ids in encoder.tokenize(queries))
 
 
 @dataclass
@@ -275,7 +91,7 @@ def _batch_loss(
     device: torch.device,
     mode: str,
     autocast: Any,
-    context: str = "late",
+    context: Context = "late",
 ) -> tuple[InsentLoss | None, torch.Tensor | None]:
     """The batch's InSeNT loss, or ``(None, zero)`` for a batch without queries (a zero-gradient stand-in).
 
@@ -306,39 +122,6 @@ def _batch_loss(
     return result, None
 
 
-def _save_checkpoint(
-    output: Path,
-    step: int,
-    model: SentenceTransformer,
-    optimizer: torch.optim.Optimizer,
-    scheduler: Any,
-    state: dict[str, Any],
-    keep: int,
-) -> Path:
-    """Write ``<output>/checkpoints/step-<step>`` atomically (tmp folder + rename); prune old ones."""
-    folder = Path(output) / CHECKPOINTS
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"step-{step}"
-    for stale in folder.glob(".tmp-step-*"):  # left by a run killed while writing
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp = folder / f".tmp-step-{step}-{os.getpid()}"
-    tmp.mkdir()
-    model.save(str(tmp / "model"))
-    torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
-    torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
-    torch.save(_rng_state(), tmp / "rng.pt")
-    (tmp / STATE_FILE).write_text(json.dumps(state, indent=1), encoding="utf-8")  # written last: marks complete
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(tmp, target)
-    complete = sorted(
-        (int(p.name.removeprefix("step-")), p) for p in folder.glob("step-*") if p.name.removeprefix("step-").isdigit()
-    )
-    for _, old in complete[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
-    return target
-
-
 def train(config: TrainingConfig, on_event: EventCallback | None = None, resume: bool = False) -> TrainResult:
     """Train ``config.base_model`` with InSeNT on ``config.data`` and save it to ``config.output``.
 
@@ -346,16 +129,18 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
     there is none). Events go to ``on_event(kind, payload)`` on rank 0.
     """
     started = time.perf_counter()
-    dist, device = _init_distributed(config)
+    dist, device = init_distributed(config.device)
     output = Path(config.output)
 
     def emit(kind: str, payload: dict[str, Any]) -> None:
         if on_event is not None and dist.main:
             on_event(kind, payload)
 
+    rank_world = (dist.rank, dist.world_size)
     checkpoint = latest_checkpoint(output) if resume else None
     model = load_model(str(checkpoint / "model") if checkpoint else config.base_model, device=str(device))
-    if config.max_length is not None and config.max_length < model.max_seq_length:
+    model_length = model.max_seq_length
+    if config.max_length is not None and (model_length is None or config.max_length < model_length):
         model.max_seq_length = config.max_length
     if config.attention_dropout is not None:
         set_attention_dropout(model, config.attention_dropout)
@@ -379,7 +164,7 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
     )
 
     samples, stats = load_samples(config.data, include_synthetic=config.include_synthetic, split=config.split)
-    count_tokens(samples, _tokenize(model), config.max_length or model.max_seq_length, stats)
+    count_tokens(samples, encoder.tokenize, config.max_length or model.max_seq_length, stats)
     train_samples, validation = split_by_document(samples, config.validation_fraction, config.seed)
     if not any(sample.queries for sample in train_samples):
         raise ValueError(f"no training queries in {[str(p) for p in config.data]}")
@@ -387,7 +172,7 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
     stats.train_queries = sum(len(s.queries) for s in train_samples)
     stats.validation_queries = sum(len(s.queries) for s in validation)
 
-    n_batches = len(shard_batches(make_batches(train_samples, config.batch_docs, config.seed, 0), *_rank_world(dist)))
+    n_batches = len(shard_batches(make_batches(train_samples, config.batch_docs, config.seed, 0), *rank_world))
     plan = _plan(config, n_batches)
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=config.lr, weight_decay=config.weight_decay)
@@ -396,13 +181,9 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
 
     step, loss_history, evals, validation_before = 0, [], [], {}
     if checkpoint is not None:
-        state = json.loads((checkpoint / STATE_FILE).read_text(encoding="utf-8"))
-        _check_resumable(config, state.get("config", {}), checkpoint)
-        optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location=device, weights_only=False))
-        scheduler.load_state_dict(torch.load(checkpoint / "scheduler.pt", weights_only=False))
-        _set_rng_state(torch.load(checkpoint / "rng.pt", weights_only=False))
-        step, loss_history = state["step"], state["loss_history"]
-        evals, validation_before = state.get("evals", []), state.get("validation_before", {})
+        resumed = restore(checkpoint, config, optimizer, scheduler, device)
+        step, loss_history = resumed.step, resumed.loss_history
+        evals, validation_before = resumed.evals, resumed.validation_before
 
     emit(
         "start",
@@ -431,7 +212,7 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
         validation_before = run_eval(0)
     dist.barrier()
 
-    def save_checkpoint(at_step: int) -> None:
+    def write_checkpoint(at_step: int) -> None:
         if dist.main:
             epoch, in_epoch = divmod(at_step, plan.steps_per_epoch)
             state = {
@@ -444,7 +225,7 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
                 "validation_before": validation_before,
                 "config": config_to_dict(config),
             }
-            path = _save_checkpoint(output, at_step, model, optimizer, scheduler, state, config.keep_checkpoints)
+            path = save_checkpoint(output, at_step, model, optimizer, scheduler, state, config.keep_checkpoints)
             emit("checkpoint", {"step": at_step, "path": str(path)})
         dist.barrier()
 
@@ -455,7 +236,7 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
     last = loss_history[-1]["loss"] if loss_history else None
     while step < plan.total_steps:
         epoch, in_epoch = divmod(step, plan.steps_per_epoch)
-        batches = shard_batches(make_batches(train_samples, config.batch_docs, config.seed, epoch), *_rank_world(dist))
+        batches = shard_batches(make_batches(train_samples, config.batch_docs, config.seed, epoch), *rank_world)
         micro = batches[in_epoch * config.grad_accumulation : (in_epoch + 1) * config.grad_accumulation]
         optimizer.zero_grad(set_to_none=True)
         totals = torch.zeros(3, dtype=torch.float64)  # loss, in_sequence, in_batch (summed over micro-batches)
@@ -463,25 +244,24 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
         for batch in micro:
             docs = [train_samples[i] for i in batch]
             window_tokens += sum(s.n_tokens or 0 for s in docs) + _query_tokens(
-                model, [q for s in docs for q in s.queries]
+                encoder, [q for s in docs for q in s.queries]
             )
-            result, dummy = _batch_loss(encoder, loss_module, docs, device, config.mode, autocast, config.context)
-            if result is None:
-                dummy.backward()  # keeps every rank's backward in step; zero gradient
-                continue
-            (result.total / len(micro)).backward()
-            totals += torch.tensor([result.total.item(), result.in_sequence.item(), result.in_batch.item()])
-            counted += 1
-        _all_reduce_gradients(parameters, dist.world_size)
+            loss, zero = _batch_loss(encoder, loss_module, docs, device, config.mode, autocast, config.context)
+            if loss is not None:
+                (loss.total / len(micro)).backward()
+                totals += torch.tensor([loss.total.item(), loss.in_sequence.item(), loss.in_batch.item()])
+                counted += 1
+            elif zero is not None:
+                zero.backward()  # keeps every rank's backward in step; zero gradient
+        all_reduce_gradients(parameters, dist.world_size)
         torch.nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
         lr = scheduler.get_last_lr()[0]  # the rate this step used
         optimizer.step()
         scheduler.step()
         step += 1
         if dist.world_size > 1:
-            packed = torch.tensor([*totals.tolist(), counted], dtype=torch.float64, device=device)
-            torch.distributed.all_reduce(packed)
-            totals, counted = packed[:3].cpu(), int(packed[3].item())
+            summed = all_reduce_sum([*totals.tolist(), counted], device)
+            totals, counted = torch.tensor(summed[:3], dtype=torch.float64), int(summed[3])
         means = (totals / max(counted, 1)).tolist()
         last = means[0] if counted else last
         record = {"step": step, "loss": means[0], "in_sequence": means[1], "in_batch": means[2], "lr": lr}
@@ -495,10 +275,10 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
                 run_eval(step)
             dist.barrier()
         if config.checkpoint_every and step % config.checkpoint_every == 0:
-            save_checkpoint(step)
+            write_checkpoint(step)
 
     if config.checkpoint_every and step % config.checkpoint_every != 0 and (checkpoint is None or step > start_step):
-        save_checkpoint(step)  # the final state, so that a later run can extend training (--max-steps)
+        write_checkpoint(step)  # the final state, so that a later run can extend training (--max-steps)
 
     final_scores: dict[str, float] = {}
     if dist.main:
@@ -515,12 +295,10 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
         model_path=output,
         loss_history=loss_history,
         stats=stats,
-        resumed_from=int(checkpoint.name.removeprefix("step-")) if checkpoint else None,
+        resumed_from=checkpoint_step(checkpoint) if checkpoint else None,
         training_data=documents_seen(samples),
     )
     if dist.main:
-        from training.card import write_model_card
-
         write_model_card(output, config, result)
         emit(
             "done",
@@ -538,29 +316,3 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
         )
     dist.barrier()
     return result
-
-
-RESUME_FIXED = (
-    "data",
-    "split",
-    "seed",
-    "batch_docs",
-    "grad_accumulation",
-    "validation_fraction",
-    "include_synthetic",
-    "mode",
-    "context",
-)
-"""Fields that fix the data order or the model's output: a resumed run must not change them."""
-
-
-def _check_resumable(config: TrainingConfig, saved: dict[str, Any], checkpoint: Path) -> None:
-    current = config_to_dict(config)
-    changed = [name for name in RESUME_FIXED if name in saved and saved[name] != current[name]]
-    if changed:
-        details = ", ".join(f"{name}: {saved[name]!r} -> {current[name]!r}" for name in changed)
-        raise ValueError(f"cannot resume from {checkpoint}: changed {details} (start a new output folder)")
-
-
-def _rank_world(dist: _Dist) -> tuple[int, int]:
-    return dist.rank, dist.world_size

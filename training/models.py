@@ -1,4 +1,4 @@
-"""Model loading for training and evaluation: the offline MiniLM, hub/local models, a tiny ModernBERT for tests."""
+"""Model loading for training and evaluation: the offline MiniLM (checksum-verified), hub/local models, devices."""
 
 from __future__ import annotations
 
@@ -6,12 +6,11 @@ import copy
 import functools
 import hashlib
 import logging
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch
 from sentence_transformers import SentenceTransformer
+from transformers import PreTrainedModel
 
 logger = logging.getLogger(__name__)
 
@@ -23,8 +22,6 @@ MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9d
 
 MINILM_MAX_POSITIONS = 512
 """BERT's ``max_position_embeddings`` for all-MiniLM-L6-v2 (its ``config.json``)."""
-
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 
 
 class ModelIntegrityError(RuntimeError):
@@ -101,6 +98,18 @@ def load_model(name_or_path: str, device: str | None = None, max_seq_length: int
     return model
 
 
+def hf_backbone(model: SentenceTransformer) -> PreTrainedModel:
+    """The Hugging Face model inside ``model``'s first module (sentence-transformers' ``Transformer.auto_model``).
+
+    Raises ``TypeError`` when that module holds no ``PreTrainedModel`` (a model whose first module is not a
+    Hugging Face transformer: late chunking and training need its token states).
+    """
+    backbone = getattr(model[0], "auto_model", None)
+    if not isinstance(backbone, PreTrainedModel):
+        raise TypeError(f"{type(model[0]).__name__} (the model's first module) holds no Hugging Face transformer model")
+    return backbone
+
+
 ATTENTION_DROPOUT_KEYS = ("attention_probs_dropout_prob", "attention_dropout")
 """Config keys of the attention-probability dropout: BERT-style models, ModernBERT and most others."""
 
@@ -114,7 +123,7 @@ def set_attention_dropout(model: SentenceTransformer, probability: float) -> dic
     4.6 s without; bench/BENCHMARKS.md). Raises ``ValueError`` when the model has no such key.
     """
     module = model[0]
-    backbone = module.model  # sentence-transformers 5/6 Transformer: ``auto_model`` is a read-only alias of it
+    backbone = hf_backbone(model)  # sentence-transformers 5/6: ``auto_model`` is a read-only alias of ``model``
     config = copy.deepcopy(backbone.config)
     keys = [key for key in ATTENTION_DROPOUT_KEYS if hasattr(config, key)]
     if not keys:
@@ -127,59 +136,9 @@ def set_attention_dropout(model: SentenceTransformer, probability: float) -> dic
     parameter = next(backbone.parameters())
     rebuilt = type(backbone)(config)
     rebuilt.load_state_dict(backbone.state_dict())
-    module.model = rebuilt.to(device=parameter.device, dtype=parameter.dtype)
-    module.model.train(backbone.training)
+    # transformers declares ``PreTrainedModel.to`` through ``functools.wraps(nn.Module.to)``, which mypy reads as an
+    # unbound method (a missing ``self``); ``to`` moves the module in place and returns it.
+    moved = rebuilt.to(device=parameter.device, dtype=parameter.dtype)  # type: ignore[call-arg]
+    module.model = moved
+    moved.train(backbone.training)
     return previous
-
-
-def tiny_modernbert(
-    tokenizer_path: str | Path | None = None,
-    hidden: int = 64,
-    layers: int = 2,
-    heads: int = 2,
-    intermediate: int = 128,
-    max_position: int = 512,
-    seed: int = 0,
-    device: str | None = None,
-) -> SentenceTransformer:
-    """A randomly initialised ModernBERT (Transformer + mean Pooling + Normalize) for mechanics tests.
-
-    Uses the tokenizer files found in ``tokenizer_path`` (default: the offline MiniLM folder): vocab size and the
-    [CLS]/[SEP]/[PAD]/[MASK] ids of the config are the tokenizer's. Same ``seed`` → same weights. The model saves
-    with ``model.save(path)`` and reloads with ``SentenceTransformer(path)``.
-    """
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
-    from transformers import AutoTokenizer, ModernBertConfig, ModernBertModel
-
-    source = Path(tokenizer_path) if tokenizer_path is not None else offline_minilm_path()
-    with tempfile.TemporaryDirectory(prefix="tiny-modernbert-") as tmp:
-        folder = Path(tmp)
-        for name in _TOKENIZER_FILES:
-            if (source / name).is_file():
-                shutil.copy2(source / name, folder / name)
-        tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        config = ModernBertConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=hidden,
-            intermediate_size=intermediate,
-            num_hidden_layers=layers,
-            num_attention_heads=heads,
-            max_position_embeddings=max_position,
-            pad_token_id=tokenizer.pad_token_id,
-            cls_token_id=tokenizer.cls_token_id,
-            bos_token_id=tokenizer.cls_token_id,
-            sep_token_id=tokenizer.sep_token_id,
-            eos_token_id=tokenizer.sep_token_id,
-            mask_token_id=tokenizer.mask_token_id,
-        )
-        config._attn_implementation = "sdpa"
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            ModernBertModel(config).save_pretrained(str(folder))
-        transformer = Transformer(
-            str(folder), max_seq_length=max_position, model_kwargs={"attn_implementation": "sdpa"}
-        )
-    modules = [transformer, Pooling(transformer.get_embedding_dimension(), "mean"), Normalize()]
-    model = SentenceTransformer(modules=modules, device=str(pick_device(device)))
-    model.max_seq_length = max_position
-    return model

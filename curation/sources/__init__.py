@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conteb.config import HFDatasetSource, SampleSource, SquadJsonSource, TextFolderSource
 from curation.sources.hf_dataset import load_hf_dataset
-from curation.sources.model import SourceError, SourceResult
+from curation.sources.model import SourceDocument, SourceError, SourceQuery, SourceResult
 from curation.sources.sample import load_sample
 from curation.sources.squad import load_squad_json
 from curation.sources.text_folder import load_text_folder
@@ -52,7 +52,8 @@ def relabel_sources(result: SourceResult, base_dir: Path) -> SourceResult:
             cache[label] = os.path.relpath(label, base_dir) if os.path.isabs(label) and os.path.exists(label) else label
         return cache[label]
 
-    for item in (*result.documents, *result.queries):
+    items: list[SourceDocument | SourceQuery] = [*result.documents, *result.queries]
+    for item in items:
         item.source = relative(item.source)
     result.quarantine = [dataclasses.replace(r, source=relative(r.source)) for r in result.quarantine]
     return result

@@ -81,16 +81,17 @@ def rows_to_articles(rows: list[dict], columns: HFColumns, source: str) -> list[
             paragraph = paragraphs[(key, text)] = RawParagraph(text, f"row {index}")
             article.paragraphs.append(paragraph)
         if columns.query:
-            paragraph.questions.append(_question(row, index, columns, source))
+            paragraph.questions.append(_question(row, index, columns.query, columns, source))
     return list(articles.values())
 
 
-def _question(row: dict, index: int, columns: HFColumns, source: str) -> RawQuestion:
-    """The row's question; a question or answer of the wrong type comes back ``invalid`` (quarantined)."""
+def _question(row: dict, index: int, query_column: str, columns: HFColumns, source: str) -> RawQuestion:
+    """The row's question (column ``query_column``, the mapped ``columns.query``); a question or answer of the
+    wrong type comes back ``invalid`` (quarantined)."""
     query_id = str(row[columns.query_id]) if columns.query_id else f"row-{index}"
-    question = row[columns.query]
+    question = row[query_column]
     answers = _answers(row.get(columns.answers) if columns.answers else None, index, columns, source)
-    problem = wrong_type(columns.query, question, (str,), "a string") or next(
+    problem = wrong_type(query_column, question, (str,), "a string") or next(
         (p for i, (text, start) in enumerate(answers) if (p := answer_problem(i, text, start))), None
     )
     if problem:

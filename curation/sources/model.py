@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from conteb.names import Stage
 from conteb.schemas import SOURCE_DOCUMENTS, SOURCE_QUERIES, table_from_rows
 from curation.quarantine import QuarantineRecord, quarantine_table
 
-STAGE = "source"
+STAGE = Stage.SOURCE
 
 
 class SourceError(ValueError):

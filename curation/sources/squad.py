@@ -124,7 +124,7 @@ def _parse_question_checked(row: str, raw: Any) -> RawQuestion:
         or next((p for i, a in enumerate(answers) if (p := _answer_object_problem(i, a))), None)
     )
     label = str(query_id) if type(query_id) in (str, int) else row
-    if problem:
+    if problem or not isinstance(question, str):  # a non-string question is a ``problem`` already
         return RawQuestion(label, question if isinstance(question, str) else "", [], row, invalid=problem)
     pairs = [(answer["text"], answer["answer_start"]) for answer in answers]
     return RawQuestion(label, question, pairs, row, raw.get("is_impossible", False))

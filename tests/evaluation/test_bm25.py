@@ -11,7 +11,8 @@ import pytest
 from evaluation.bm25 import BM25Scorer, prepare_bm25, words_tokenizer
 from evaluation.config import BM25System
 from evaluation.corpus import EvalCorpus
-from evaluation.systems import NotRunnable, requirement_problem
+from evaluation.indexed import NotRunnable
+from evaluation.systems import requirement_problem
 
 CHUNKS = [
     "The cat sat on the mat near the door.",

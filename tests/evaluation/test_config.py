@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from evaluation.config import DenseSystem, EvaluationConfig, LateInteractionSystem, default_systems
+from evaluation.config import DenseSystem, EvaluationConfig, LateInteractionSystem, default_systems, template_fields
 
 
 def test_default_systems_include_title_prefix_and_anchored_late_chunking():
@@ -39,3 +39,22 @@ def test_default_chunk_size_systems_follow_the_declared_systems():
     assert config.chunk_sizes.systems == ("bm25", "late-chunking") and config.chunk_sizes.sizes == (500,)
     with pytest.raises(ValidationError, match=r"unknown system\(s\) \['title-prefix'\]"):
         EvaluationConfig.model_validate({"systems": systems, "chunk_sizes": {"systems": ["bm25", "title-prefix"]}})
+
+
+def test_default_names_are_plain_strings():
+    """The defaults spell SystemName members; the validated config holds plain str (yaml/JSON dumps, reprs)."""
+    config = EvaluationConfig()
+    names = [s.name for s in config.systems] + list(config.chunk_sizes.systems)
+    names += [name for pair in config.significance.comparisons for name in pair]
+    assert names and {type(name) for name in names} == {str}
+    assert type(config.significance.metric) is str and config.significance.metric == "ndcg@10"
+    custom = EvaluationConfig(systems=[{"kind": "bm25", "name": "bm25"}, {"kind": "dense", "name": "independent"}])
+    assert custom.chunk_sizes.systems == ("bm25", "independent")
+    assert {type(name) for name in custom.chunk_sizes.systems} == {str}
+
+
+def test_template_fields():
+    assert template_fields("{title}\n\n{chunk}") == {"title", "chunk"}
+    assert template_fields("{} and {chunk}") == {"", "chunk"}
+    with pytest.raises(ValueError):
+        template_fields("{chunk")

@@ -12,11 +12,13 @@ from conteb.schemas import SOURCE_DOCUMENTS, SOURCE_QUERIES, table_from_rows
 from evaluation.config import ContextualSystem, DenseSystem
 from evaluation.dense import document_rows, template_problem
 from evaluation.embedders import load_cached, model_spec
+from evaluation.indexed import NotRunnable
 from evaluation.rechunk import rechunk_corpus
-from evaluation.systems import NotRunnable, prepare_system, requirement_problem
+from evaluation.systems import prepare_system, requirement_problem
 from tests.evaluation.toy import DOCUMENTS, all_scores, save_tiny_model, toy_corpus
-from training.encoder import LateChunkingEncoder, PoolingPolicy
+from training.encoder import LateChunkingEncoder
 from training.models import pick_device
+from training.windows import PoolingPolicy
 
 INDEPENDENT = DenseSystem(kind="dense", name="independent", context="independent")
 LATE = DenseSystem(kind="dense", name="late", context="late")

@@ -9,8 +9,8 @@ import pytest
 
 import evaluation.embedders as embedders
 from evaluation.config import ContextualSystem, DenseSystem, LateInteractionSystem
-from evaluation.embedders import KNOWN_PREFIXES, looks_like_path, model_problem, setup_encoder
-from evaluation.systems import clear_model_cache, prepare_system
+from evaluation.embedders import KNOWN_PREFIXES, clear_model_cache, looks_like_path, model_problem, setup_encoder
+from evaluation.systems import prepare_system
 from tests.evaluation.toy import save_tiny_model, toy_corpus
 
 

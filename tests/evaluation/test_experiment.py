@@ -29,6 +29,10 @@ def test_systems_untrained_baselines_and_trained_folders(tmp_path: Path) -> None
     assert all(getattr(s, "query_prefix", "") == "" for s in systems.values())
     with_contexts = experiment_systems(tmp_path, "offline-minilm", anchor_share=0.4, contextual=True)
     assert with_contexts[-1].name == "contextual"
+    assert {type(s.name) for s in with_contexts} == {str}  # plain strings, not SystemName members
+    config = experiment_evaluation(EvaluationConfig(), with_contexts, (1000, 300))
+    names = [n for pair in config.significance.comparisons for n in pair] + list(config.chunk_sizes.systems)
+    assert {type(n) for n in names} == {str}
 
 
 def test_evaluation_config_keeps_statistics_and_sets_comparisons(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from conteb.config import load_config
 from conteb.storage import dataset_dir, models_dir
 from curation.chunking import chunk_documents
 from curation.dataset import publish_task
@@ -17,9 +16,11 @@ from evaluation.config import DenseSystem
 from evaluation.leakage import training_overlap_problem
 from evaluation.systems import requirement_problem
 from evaluation.targets import evaluate_target, find_target
+from project.config import load_config
 from tests.conftest import SAMPLE_DIR
+from tests.support.tiny_models import tiny_modernbert
 from training.card import TRAINING_DATA_FILE
-from training.models import offline_minilm_path, tiny_modernbert
+from training.models import offline_minilm_path
 
 REGISTRY = f"""tasks:
   - name: demo
@@ -62,7 +63,7 @@ def record(folder: str, split: str, doc_ids: list[str], task: str = "demo") -> d
 
 def test_overlap_is_refused_naming_task_split_and_documents(project, tmp_path: Path) -> None:
     config, data_dir, by_split = project
-    target = find_target(config, data_dir, "demo")
+    target = find_target(config.tasks, config.evaluation, data_dir, "demo")
     assert target.split == "test"  # registry tasks are evaluated on their evaluation split by default
     corpus = target.load()
     assert set(corpus.document_order) == set(by_split["test"])
@@ -90,7 +91,7 @@ def test_overlap_is_refused_naming_task_split_and_documents(project, tmp_path: P
 
 def test_requirement_problem_covers_trained_and_model_folders(project, tmp_path: Path) -> None:
     config, data_dir, by_split = project
-    corpus = find_target(config, data_dir, "demo").load()
+    corpus = find_target(config.tasks, config.evaluation, data_dir, "demo").load()
     models = models_dir(data_dir)
     folder = models / "insent_model"
     folder.mkdir(parents=True)
@@ -106,13 +107,15 @@ def test_requirement_problem_covers_trained_and_model_folders(project, tmp_path:
 
 def test_the_runner_reports_a_refused_model_as_not_run_and_runs_a_disjoint_one(project, tmp_path: Path) -> None:
     config, data_dir, by_split = project
-    target = find_target(config, data_dir, "demo")
+    target = find_target(config.tasks, config.evaluation, data_dir, "demo")
     folder = save_model(models_dir(data_dir) / "insent_model", [record(target.path, "test", by_split["test"][:1])])
-    evaluation = evaluate_target(target, config, data_dir, chunk_sizes=False, log=lambda _: None)
+    evaluation = evaluate_target(target, config.evaluation, data_dir, chunk_sizes=False, log=lambda _: None)
     insent = evaluation.run("insent")
     assert insent.status == "not_run" and insent.reason.startswith("refused: insent_model was trained on 1 document ")
     assert evaluation.run("bm25").status == "ok" and evaluation.split == "test"
 
     (folder / TRAINING_DATA_FILE).write_text(json.dumps({"tasks": [record(target.path, "train", by_split["train"])]}))
-    evaluation = evaluate_target(target, config, data_dir, systems=["insent"], chunk_sizes=False, log=lambda _: None)
+    evaluation = evaluate_target(
+        target, config.evaluation, data_dir, systems=["insent"], chunk_sizes=False, log=lambda _: None
+    )
     assert evaluation.run("insent").status == "ok"

@@ -8,8 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conteb.config import ConfigError, load_config
-from evaluation.load import CorpusError, load_corpus, read_config_table
+from conteb.config import ConfigError
+from evaluation.load import CorpusError, load_config_table, load_corpus
+from project.config import load_config
 from tests.conftest import SAMPLE_DIR
 
 
@@ -45,10 +46,23 @@ def test_datasets_route_reads_the_same_folder(tmp_path: Path) -> None:
         "---\nconfigs:\n- config_name: documents\n  data_files:\n  - split: test\n    path: documents/test-*.parquet\n"
         "- config_name: queries\n  data_files:\n  - split: test\n    path: queries/test-*.parquet\n---\n"
     )
-    table, label = read_config_table(str(folder), "documents", "test")
+    table, label = load_config_table(str(folder), "documents", "test")
     assert table.num_rows == 3 and label.endswith(".parquet")
     with pytest.raises(CorpusError, match="cannot load config 'documents' split 'dev'"):
-        read_config_table(str(folder), "documents", "dev")
+        load_config_table(str(folder), "documents", "dev")
+
+
+def test_hub_layout_is_read_directly(tmp_path: Path) -> None:
+    """``data/<config>/`` with the hub's suffixed shard names; ids with ``_`` in the document part."""
+    folder = tmp_path / "hub"
+    docs = [{"chunk_id": "Doc_A_1", "chunk": "second"}, {"chunk_id": "Doc_A_0", "chunk": "first"}]
+    for config, rows in (("documents", docs), ("queries", [{"query": "first?", "chunk_id": "Doc_A_0"}])):
+        (folder / "data" / config).mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist(rows), folder / "data" / config / "test-00000-of-00001-0a1b2c.parquet")
+    corpus = load_corpus(folder, name="hub")
+    assert corpus.chunk_ids == ["Doc_A_0", "Doc_A_1"] and corpus.doc_ids == ["Doc_A", "Doc_A"]
+    table, label = load_config_table(str(folder), "queries", "test")
+    assert table.num_rows == 1 and label == str(folder / "data" / "queries" / "test-00000-of-00001-0a1b2c.parquet")
 
 
 @pytest.mark.parametrize(

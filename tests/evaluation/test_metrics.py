@@ -16,6 +16,7 @@ from evaluation.metrics import (
     metrics_from_gold_rank,
     metrics_from_ranks,
     rank_run,
+    run_rank,
     trec_names,
 )
 from evaluation.ranking import rank_corpus
@@ -189,3 +190,15 @@ def test_rank_corpus_gold_metrics_match_pytrec_eval(seed):
     top_values = evaluate_run(top_run, qrels)
     assert_close(top_values, reference(top_run, qrels))
     assert_close(top_values, ref)
+
+
+def test_run_rank_follows_trec_eval_at_ties() -> None:
+    """One relevant document tied with others: its rank is trec_eval's (ids descending among equal scores)."""
+    run = {"q": {"c_0": 0.5, "c_1": 0.5, "c_10": 0.5, "c_2": 0.1}}
+    assert [run_rank(run["q"], doc) for doc in ("c_10", "c_1", "c_0", "c_2")] == [1, 2, 3, 4]  # strcmp: c_10 > c_1
+    for gold in ("c_0", "c_1", "c_10"):
+        qrels = {"q": {gold: 1}}
+        ours = metrics_from_gold_rank(np.array([run_rank(run["q"], gold)]))
+        assert_close({"q": {name: float(v[0]) for name, v in ours.items()}}, reference(run, qrels))
+    with pytest.raises(KeyError, match="not in the run"):
+        run_rank(run["q"], "c_9")

@@ -12,8 +12,8 @@ from conteb.schemas import CONTEB_DOCUMENTS, SOURCE_DOCUMENTS, SOURCE_QUERIES
 from curation.chunking import chunk_documents
 from curation.pairing import pair_by_span
 from curation.sources.sample import load_sample
+from evaluation.indexed import NotRunnable
 from evaluation.rechunk import rebuild_text, rechunk_corpus, sources_from_dataset
-from evaluation.systems import NotRunnable
 from tests.conftest import SAMPLE_DIR
 
 SIZES = (8000, 1000, 500, 300, 200, 100)

@@ -13,18 +13,12 @@ import numpy as np
 import pytest
 
 from evaluation import plots
-from evaluation.report import (
-    dagster_markdown_overall,
-    dagster_markdown_task,
-    format_metric,
-    markdown_escape,
-    render_overall_html,
-    render_overall_markdown,
-    render_task_html,
-    render_task_markdown,
-    results_records,
-    write_reports,
-)
+from evaluation.formatting import format_metric
+from evaluation.render_html import render_html
+from evaluation.render_markdown import markdown_escape, render_markdown
+from evaluation.report import dagster_markdown_overall, dagster_markdown_task, write_reports
+from evaluation.report_overall import overall_document
+from evaluation.report_task import task_document
 from evaluation.results import (
     ChunkSizePoint,
     Comparison,
@@ -34,6 +28,7 @@ from evaluation.results import (
     SystemRun,
     TaskEvaluation,
     from_json,
+    results_records,
     to_json,
 )
 
@@ -353,15 +348,15 @@ def test_user_text_is_escaped(written: dict[str, Path], evaluations: list[TaskEv
     assert "\\<script\\>" in md and "<script>" not in md
     md_rows = {row[0]: row for row in markdown_table(md, "nDCG@10")[1:]}
     assert len(md_rows[markdown_escape(EVIL_SYSTEM)]) == len(md_rows["bm25"])  # the pipe did not split the row
-    html_page = render_task_html(evaluations[0], {"positions": 'x.png" onerror="alert(1)'})
+    html_page = render_html(task_document(evaluations[0], {"positions": 'x.png" onerror="alert(1)'}))
     assert 'onerror="alert' not in html_page
 
 
 def test_same_renderer_for_paths_and_data_uris(evaluations: list[TaskEvaluation]) -> None:
     images = {"overview": "overview.png"}
-    assert render_overall_markdown(evaluations, images).count("](overview.png)") == 1
-    assert 'src="overview.png"' in render_overall_html(evaluations, images)
-    assert "positions.png" in render_task_markdown(evaluations[0], {"positions": "positions.png"})
+    assert render_markdown(overall_document(evaluations, images)).count("](overview.png)") == 1
+    assert 'src="overview.png"' in render_html(overall_document(evaluations, images))
+    assert "positions.png" in render_markdown(task_document(evaluations[0], {"positions": "positions.png"}))
 
     overall = dagster_markdown_overall(evaluations)
     task = dagster_markdown_task(evaluations[0])
@@ -369,7 +364,7 @@ def test_same_renderer_for_paths_and_data_uris(evaluations: list[TaskEvaluation]
         uris = re.findall(r"\]\((data:image/png;base64,[A-Za-z0-9+/=]+)\)", markdown)
         assert len(uris) == count
         assert len(markdown.encode()) < 1_000_000
-    without_images = render_overall_markdown(evaluations, {})
+    without_images = render_markdown(overall_document(evaluations, {}))
     assert overall.split("## Key comparisons")[0] == without_images.split("## Key comparisons")[0]
 
 
@@ -380,7 +375,7 @@ def test_plots_edge_cases(evaluations: list[TaskEvaluation]) -> None:
         assert data.startswith(PNG_SIGNATURE)
     assert plots.system_color("insent") == plots.system_color("insent")
     assert plots.system_color("my-system") == plots.system_color("my-system")
-    markdown = render_overall_markdown([empty], {})
+    markdown = render_markdown(overall_document([empty], {}))
     assert "No chunk-size study ran." in markdown
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 import evaluation.runner as runner
+from conteb.schemas import per_query_metrics_schema
 from evaluation.config import BM25System, EvaluationConfig
 from evaluation.runner import evaluate_task, load_evaluation
 from evaluation.verify import verify_against_trec_eval
@@ -84,3 +86,15 @@ def test_why_the_chunk_size_study_did_not_run_is_written_to_the_file(tmp_path: P
         toy_corpus(), config, models_dir=tmp_path, reports_dir=tmp_path, systems=["bm25"], no_sources_reason=reason
     )
     assert load_evaluation(tmp_path, "toy").chunk_size_note == reason
+
+
+def test_per_query_metrics_are_written_with_the_declared_schema(tmp_path: Path) -> None:
+    evaluation = evaluate(toy_corpus(), tmp_path, ["bm25"])
+    table = pq.read_table(runner.per_query_path(tmp_path, "toy", "bm25"))
+    metrics = list(evaluation.run("bm25").metrics)
+    assert table.schema.equals(per_query_metrics_schema(metrics))
+    assert table.column_names == ["query_id", *metrics]  # query_id (string), then float64 per metric
+    ndcg = runner.read_per_query(tmp_path, "toy", "bm25", "ndcg@10")
+    assert list(ndcg) == toy_corpus().query_ids
+    assert sum(ndcg.values()) / len(ndcg) == pytest.approx(evaluation.run("bm25").metrics["ndcg@10"].value)
+    assert runner.read_per_query(tmp_path, "toy", "bm25-plain", "ndcg@10") is None  # not evaluated

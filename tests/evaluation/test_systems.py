@@ -9,8 +9,9 @@ import pytest
 
 from curation.sources.sample import load_sample
 from evaluation.config import LateInteractionSystem, default_systems
+from evaluation.indexed import IndexedSystem, NotRunnable
 from evaluation.rechunk import rechunk_corpus
-from evaluation.systems import IndexedSystem, NotRunnable, prepare_system, requirement_problem
+from evaluation.systems import prepare_system, requirement_problem
 from tests.conftest import SAMPLE_DIR
 
 

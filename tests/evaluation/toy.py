@@ -52,7 +52,7 @@ def toy_corpus(order: list[int] | None = None, contexts: dict[str, str] | None =
 
 def save_tiny_model(folder: Path, prompts: dict[str, str] | None = None, base_model: str | None = None) -> Path:
     """A tiny random ModernBERT saved to ``folder`` (optionally with prompts and a card naming its base model)."""
-    from training.models import tiny_modernbert
+    from tests.support.tiny_models import tiny_modernbert
 
     model = tiny_modernbert()
     if prompts is not None:

@@ -12,8 +12,8 @@ import pytest
 from llm.cache import AnswerCache
 from llm.client import LLMClient
 from llm.settings import LLMSettings
-from llm.testserver import OpenAICompatibleServer
 from llm.types import LLMRequest
+from tests.support.openai_server import OpenAICompatibleServer
 
 API_KEY = "sk-test-SECRET-0123456789abcdef"
 SCHEMA = {

@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from llm.testserver import Fault
 from tests.llm.conftest import make_request
+from tests.support.openai_server import Fault
 
 
 def test_batch_mode_gives_the_same_answers_as_online(server, make_client, tmp_path: Path) -> None:

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from llm.cache import AnswerCache
 from llm.client import LLMClient, RateLimiter
-from llm.testserver import Fault
+from llm.settings import LLMSettings
 from tests.llm.conftest import API_KEY, answers, make_request
+from tests.support.openai_server import Fault
 
 
 def test_answers_come_back_in_order_and_are_cached(server, make_client) -> None:
@@ -157,9 +159,6 @@ def test_the_api_key_never_leaks(server, make_client, logs, tmp_path: Path) -> N
 
 
 def test_unconfigured_client_is_not_available(tmp_path: Path, monkeypatch) -> None:
-    from llm.cache import AnswerCache
-    from llm.settings import LLMSettings
-
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     assert not LLMClient(LLMSettings(), AnswerCache(tmp_path / "c.sqlite")).available

@@ -11,13 +11,14 @@ from click.testing import CliRunner
 
 from assets.llm_stage import open_client, run_requests
 from assets.resources import LLMResource
-from conteb.cli import main
+from cli.main import main
 from conteb.config import SampleSource, TaskConfig
+from conteb.names import Stage
 from conteb.storage import llm_cache_path
 from llm.settings import LLMSettings
-from llm.testserver import Fault
 from tests.conftest import SAMPLE_DIR
 from tests.llm.conftest import API_KEY, make_request
+from tests.support.openai_server import Fault
 
 
 def too_short(value: dict) -> str | None:
@@ -35,12 +36,12 @@ def rejected_first(n: int = 3) -> list:
 
 
 def test_a_failed_answer_is_remembered_and_not_asked_again(server, make_client, logs) -> None:
-    first = make_client().run(rejected_first(), scope="demo/reformulations")
+    first = make_client().run(rejected_first(), scope="demo/reformulation")
     assert [r.ok for r in first] == [False, True, True]
     assert len(server.chat_requests()) == 4  # the refused item: asked, then re-asked once
     assert not first[0].remembered and "too short" in first[0].error
 
-    again = make_client().run(rejected_first(), scope="demo/reformulations")  # a rerun, a new process
+    again = make_client().run(rejected_first(), scope="demo/reformulation")  # a rerun, a new process
     assert len(server.chat_requests()) == 4  # zero requests
     assert [r.ok for r in again] == [False, True, True]
     assert again[0].remembered and not again[1].remembered
@@ -86,7 +87,7 @@ def test_a_stage_materialized_twice_skips_its_remembered_failures_and_says_so(se
 
     @dg.asset(name="reformulation")
     def stage(context: dg.AssetExecutionContext, llm: LLMResource) -> dg.MaterializeResult:
-        _, metadata = run_requests(context, open_client(context, llm), task, "reformulation", rejected_first())
+        _, metadata = run_requests(context, open_client(context, llm), task, Stage.REFORMULATION, rejected_first())
         return dg.MaterializeResult(metadata=metadata)
 
     settings = LLMSettings(base_url=server.url, backoff_initial_s=0.01)
@@ -123,14 +124,14 @@ def cli(*args: str) -> tuple[int, str]:
 def test_retry_failed_forgets_the_failures_of_a_task_or_stage(server, make_client, tmp_path, isolated_env) -> None:
     store = llm_cache_path(isolated_env)
     config = str(registry(tmp_path))
-    make_client(cache_path=store).run(rejected_first(1), scope="demo/reformulations")
+    make_client(cache_path=store).run(rejected_first(1), scope="demo/reformulation")
     make_client(cache_path=store).run([make_request(7, too_short)], scope="demo/synthetic_queries")
     assert len(server.chat_requests()) == 4
 
-    code, output = cli("--config", config, "llm", "retry-failed", "--task", "demo", "--stage", "reformulations")
-    assert code == 0 and "forgot 1 remembered failure of demo/reformulations" in output
+    code, output = cli("--config", config, "llm", "retry-failed", "--task", "demo", "--stage", "reformulation")
+    assert code == 0 and "forgot 1 remembered failure of demo/reformulation" in output
     assert "still remembered: demo/synthetic_queries 1" in output
-    make_client(cache_path=store).run(rejected_first(1), scope="demo/reformulations")
+    make_client(cache_path=store).run(rejected_first(1), scope="demo/reformulation")
     make_client(cache_path=store).run([make_request(7, too_short)], scope="demo/synthetic_queries")
     assert len(server.chat_requests()) == 6  # only the forgotten one was asked again
 

@@ -9,10 +9,10 @@ import email.utils
 import json
 import time
 
-from llm.client import parse_retry_after
+from llm.retries import parse_retry_after, transient_status
 from llm.settings import LLMSettings
-from llm.testserver import Fault
 from tests.llm.conftest import make_request
+from tests.support.openai_server import Fault
 
 NOW = 784111777.0  # Sun, 06 Nov 1994 08:49:37 GMT, the example date of RFC 9110
 
@@ -49,6 +49,12 @@ def test_retry_after_seconds_and_http_dates_are_parsed() -> None:
     assert parse_retry_after("Sunday, 06-Nov-94 08:50:07 GMT", NOW) == 30.0  # obsolete RFC 850
     assert parse_retry_after("Sun Nov  6 08:49:47 1994", NOW) == 10.0  # obsolete asctime, GMT
     assert parse_retry_after("Sun, 06 Nov 1994 08:00:00 GMT", NOW) == 0.0  # a date in the past: now
+
+
+def test_transient_statuses_are_timeouts_conflicts_rate_limits_and_server_errors() -> None:
+    statuses = (400, 401, 403, 404, 408, 409, 422, 429)
+    assert [status for status in statuses if transient_status(status)] == [408, 409, 429]
+    assert all(transient_status(status) for status in (500, 502, 503, 504, 599))
 
 
 def test_garbage_retry_after_is_ignored() -> None:

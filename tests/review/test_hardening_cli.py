@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from conteb.cli import main
+from cli.main import main
 from conteb.storage import review_store_path
 from curation.review_items import review_item, review_items_table
 from review.store import ReviewStore

@@ -12,7 +12,8 @@ import pytest
 
 from conteb.sqlite_files import StoreFileError
 from curation.review_items import review_item, review_items_table
-from review.store import InvalidDecisionError, ReviewStore, reviewer_label
+from review.model import InvalidDecisionError, reviewer_label
+from review.store import ReviewStore
 
 TASK, KIND = "geo", "reformulation"
 FORMULAS = ('=HYPERLINK("http://evil.example","x")', "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd", "'quoted")

@@ -17,7 +17,8 @@ from starlette.testclient import TestClient
 
 from curation.review_items import review_item, review_items_table
 from review.store import ReviewStore
-from review.web import _page_links, serve
+from review.web import serve
+from review.web_urls import page_links
 from tests.review.test_web import _client, _csrf, _decide, _item_page, _set_reviewer
 
 TASK, KIND = "big", "reformulation"
@@ -184,11 +185,11 @@ def test_queue_page_is_paginated_flagged_first(web: TestClient) -> None:
 
 
 def test_page_links_leave_out_the_middle_of_long_queues() -> None:
-    links = _page_links(total=1000, offset=500, size=25)
+    links = page_links(total=1000, offset=500, size=25)
     numbers = [None if link is None else link["number"] for link in links]
     assert numbers == [1, None, 19, 20, 21, 22, 23, None, 40]
     assert [link["offset"] for link in links if link and link["current"]] == [500]
-    assert _page_links(total=0, offset=0, size=25) == [{"number": 1, "offset": 0, "current": True}]
+    assert page_links(total=0, offset=0, size=25) == [{"number": 1, "offset": 0, "current": True}]
 
 
 def test_item_page_shows_its_position(web: TestClient) -> None:

@@ -19,13 +19,8 @@ import pyarrow as pa
 import pytest
 
 from curation.review_items import review_item, review_items_table
-from review.store import (
-    ConflictError,
-    InvalidDecisionError,
-    ReviewItem,
-    ReviewStore,
-    UnknownItemError,
-)
+from review.model import ConflictError, InvalidDecisionError, ReviewItem, UnknownItemError
+from review.store import ReviewStore
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK, KIND = "geo", "reformulation"

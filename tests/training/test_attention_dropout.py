@@ -1,11 +1,22 @@
-"""``set_attention_dropout`` rebuilds the transformer with new attention dropout and the same weights."""
+"""``set_attention_dropout`` rebuilds the transformer with new attention dropout and the same weights;
+``hf_backbone`` finds that transformer."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Normalize
 
-from training.models import load_offline_minilm, set_attention_dropout, tiny_modernbert
+from tests.support.tiny_models import tiny_modernbert
+from training.models import hf_backbone, load_offline_minilm, set_attention_dropout
+
+
+def test_backbone_is_the_first_modules_transformer() -> None:
+    model = tiny_modernbert(seed=0, device="cpu")
+    assert hf_backbone(model) is model[0].model
+    with pytest.raises(TypeError, match=r"Normalize .* holds no Hugging Face transformer"):
+        hf_backbone(SentenceTransformer(modules=[Normalize()], device="cpu"))
 
 
 @pytest.mark.parametrize("build", ["minilm", "modernbert"])

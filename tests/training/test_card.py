@@ -8,12 +8,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tests.support.tiny_models import tiny_modernbert
 from tests.training.test_data import build_sample_conteb
 from training.card import TRAINING_DATA_FILE, read_training_data, render_model_card, write_model_card
 from training.config import make_config
 from training.data import DataStats
-from training.loop import TrainResult, train
-from training.models import offline_minilm_path, tiny_modernbert
+from training.loop import train
+from training.models import offline_minilm_path
+from training.result import TrainResult
 
 
 def _result(tmp_path: Path, training_data: list[dict]) -> TrainResult:

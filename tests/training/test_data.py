@@ -11,6 +11,7 @@ import pytest
 
 from conteb.config import ChunkingConfig
 from conteb.schemas import CONTEB_DOCUMENTS, PAIRED_QUERIES
+from conteb.storage import config_splits
 from curation.chunking import chunk_documents
 from curation.dataset import DatasetCard, conteb_documents, write_conteb_dataset
 from curation.pairing import pair_by_span
@@ -21,7 +22,6 @@ from training.data import (
     DataStats,
     count_tokens,
     documents_seen,
-    folder_splits,
     load_samples,
     make_batches,
     shard_batches,
@@ -166,6 +166,9 @@ def test_two_folders_qualify_clashing_doc_ids(tmp_path: Path) -> None:
     assert "b/arlenmouth" in {s.doc_id for s in samples}
     qualified = next(s for s in samples if s.doc_id == "b/arlenmouth")
     assert (qualified.source_doc_id, qualified.task) == ("arlenmouth", "b")
+    original = next(s for s in samples if s.doc_id == "arlenmouth")
+    assert original.chunk_ids == [f"arlenmouth_{i}" for i in range(len(original.chunks))]
+    assert qualified.chunk_ids == [f"b/arlenmouth_{i}" for i in range(len(qualified.chunks))]  # unique ids
     assert stats.tasks == ["a", "b"]
 
 
@@ -222,7 +225,7 @@ def test_token_counts_flag_windowed_documents(tmp_path: Path) -> None:
 
 def test_training_reads_only_the_train_split(tmp_path: Path) -> None:
     folder = build_sample_conteb(tmp_path / "sample", splits={"train": 0.5, "test": 0.5})
-    assert folder_splits(folder) == ("test", "train")
+    assert config_splits(folder) == ("test", "train")
     split_docs = {
         split: set(pq.read_table(folder / "documents" / f"{split}-00000-of-00001.parquet").column("doc_id").to_pylist())
         for split in ("train", "test")

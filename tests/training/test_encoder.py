@@ -15,15 +15,10 @@ import torch
 import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 
-from training.encoder import LateChunkingEncoder, PoolingPolicy, Window
-from training.models import (
-    ModelIntegrityError,
-    load_model,
-    load_offline_minilm,
-    pick_device,
-    tiny_modernbert,
-    verify_sha256,
-)
+from tests.support.tiny_models import tiny_modernbert
+from training.encoder import LateChunkingEncoder
+from training.models import ModelIntegrityError, load_model, load_offline_minilm, pick_device, verify_sha256
+from training.windows import PoolingPolicy, Window
 
 CHUNKS = ["Hello world.", "It is big.", "The end"]
 LONG_DOC = [
@@ -390,6 +385,16 @@ def test_token_mode_shapes_and_masks(minilm: SentenceTransformer) -> None:
     assert tokens.shape[:2] == mask.shape == (2, 6)
     assert mask.sum(1).tolist() == [4, 6]
     assert float(tokens[0, 4:].detach().abs().sum()) == 0.0
+
+
+def test_empty_document_and_a_chunk_without_owner(minilm: SentenceTransformer) -> None:
+    enc = LateChunkingEncoder(minilm)
+    assert enc.dimension == 384
+    assert [v.shape for v in enc.encode_documents([[], CHUNKS])] == [(0, 384), (3, 384)]
+    (window,) = enc.layout(CHUNKS)
+    window.owned[:] = [2]  # chunks 0 and 1 owned by no window: a planner bug, never a silent gap
+    with pytest.raises(RuntimeError, match="2 chunk"):
+        enc._run([[window]], tokens=False)
 
 
 # ---------------------------------------------------------------- models

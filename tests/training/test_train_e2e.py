@@ -21,10 +21,13 @@ from safetensors.torch import load_file
 from sentence_transformers import SentenceTransformer
 
 from tests.conftest import ROOT
+from tests.support.tiny_models import tiny_modernbert
 from tests.training.test_data import build_sample_conteb
+from training.checkpoints import latest_checkpoint
 from training.config import TrainingConfig, make_config
-from training.loop import TrainResult, latest_checkpoint, ndcg_at_10, train
-from training.models import offline_minilm_path, tiny_modernbert
+from training.loop import train
+from training.models import offline_minilm_path
+from training.result import TrainResult
 
 
 @pytest.fixture(scope="module")
@@ -155,10 +158,6 @@ def test_tokens_mode_and_accumulation(workspace: dict[str, Path]) -> None:
     assert result.steps == 2 and np.isfinite(result.final_loss)
     assert not (workspace["root"] / "tokens" / "checkpoints").exists()
     assert "ndcg10_in_batch" in result.validation
-
-
-def test_ndcg_single_relevant() -> None:
-    assert ndcg_at_10(1) == 1.0 and ndcg_at_10(3) == pytest.approx(0.5) and ndcg_at_10(11) == 0.0
 
 
 def test_cli_runs(workspace: dict[str, Path]) -> None:

@@ -19,9 +19,18 @@ from pathlib import Path
 import click
 import pyarrow.parquet as pq
 
-from conteb.config import ConfigError, display_path, load_config
+from cli.registry import load_registry
+from conteb.config import HFDatasetSource, TaskConfig, display_path
+from conteb.names import Job
 from conteb.sqlite_files import StoreFileError
-from conteb.storage import dataset_dir, llm_cache_path, resolve_data_dir, review_store_path
+from conteb.storage import (
+    PUBLISHED_CONFIGS,
+    config_shards,
+    dataset_dir,
+    llm_cache_path,
+    resolve_data_dir,
+    review_store_path,
+)
 
 
 @click.group()
@@ -38,20 +47,12 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
     ctx.obj = config_path
 
 
-def _load(ctx: click.Context):
-    try:
-        return load_config(ctx.obj)
-    except ConfigError as error:
-        click.echo(str(error), err=True)
-        sys.exit(1)
-
-
 @main.command()
 @click.option("--no-sources", is_flag=True, help="Check the registry only; do not open the sources it declares.")
 @click.pass_context
 def validate(ctx: click.Context, no_sources: bool) -> None:
     """Validate the task registry and open every source it declares (exit status 1 on any problem)."""
-    config = _load(ctx)
+    config = load_registry(ctx)
     shown = display_path(config.config_path)
     opened = {} if no_sources else {task.name: check_source(task, config.config_dir) for task in config.tasks}
     problems = [
@@ -73,10 +74,9 @@ class SourceProblem(str):
     """Why a task's source cannot be read (the loader's message: file, row and reason)."""
 
 
-def check_source(task, base_dir: Path) -> str:
+def check_source(task: TaskConfig, base_dir: Path) -> str:
     """Load ``task``'s source as the ``source_documents`` asset would: ``documents N, queries M``, ``not opened:
     ...`` for a hub dataset (no network is assumed), or a :class:`SourceProblem`."""
-    from conteb.config import HFDatasetSource
     from curation.sources import SourceError, load_source
 
     if isinstance(task.source, HFDatasetSource) and not Path(task.source.path).exists():
@@ -88,7 +88,7 @@ def check_source(task, base_dir: Path) -> str:
     return f"documents {len(result.documents):,}, queries {len(result.queries):,}"
 
 
-def describe_splits(task) -> str:
+def describe_splits(task: TaskConfig) -> str:
     """``split test`` or ``splits train 0.5, test 0.5 (by document, seed 0); evaluated on test``."""
     if task.splits is None:
         return f"split {task.split}"
@@ -101,7 +101,7 @@ EXIT_WAITING_FOR_REVIEW = 3
 """Exit status of ``conteb status --run-status N`` (hence of ``make run``: make says "Error 3") when the build run
 stopped only because review queues wait: not a crash; decide the items and rerun."""
 
-BUILD_JOB = "build_conteb"
+BUILD_JOB = Job.BUILD
 
 
 @main.command()
@@ -115,19 +115,15 @@ BUILD_JOB = "build_conteb"
 @click.pass_context
 def status(ctx: click.Context, run_status: int | None) -> None:
     """Where each task's ConTEB dataset is, with its row counts, the review queues waiting, and what to do next."""
-    config = _load(ctx)
+    config = load_registry(ctx)
     data_dir = resolve_data_dir(config.config_dir)
     click.echo(f"registry: {config.config_path}\ndata:     {data_dir}")
     built = False
     for task in config.tasks:
         folder = dataset_dir(data_dir, task.name)
         counts = []
-        for config_name, unit in (
-            ("documents", "chunks"),
-            ("queries", "queries"),
-            ("synthetic_queries", "synthetic queries"),
-        ):
-            files = sorted((folder / config_name).glob("*.parquet"))
+        for config_name, unit in zip(PUBLISHED_CONFIGS, ("chunks", "queries", "synthetic queries"), strict=True):
+            files = config_shards(folder, config_name, None)
             if files:
                 counts.append(f"{sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} {unit}")
         built = built or bool(counts)
@@ -145,7 +141,7 @@ def status(ctx: click.Context, run_status: int | None) -> None:
 
 def _split_rows(folder: Path, splits: tuple[str, ...]) -> str:
     """`` (train: 40 chunks, test: 38 chunks)`` from the published documents shards, when built."""
-    from curation.dataset import data_file
+    from conteb.storage import data_file
 
     rows = []
     for split in splits:
@@ -239,10 +235,11 @@ def _next_steps(outcome: str, has_review_queues: bool) -> None:
 @main.command()
 @click.pass_context
 def costs(ctx: click.Context) -> None:
-    """LLM calls, tokens and estimated dollars per task/stage (from the cost ledger)."""
-    from llm.cache import AnswerCache
+    """LLM calls, tokens (prompt, of which served from the provider's prompt cache, completion) and estimated
+    dollars per task/stage and per task (from the cost ledger)."""
+    from llm.cache import AnswerCache, UsageSummary
 
-    config = _load(ctx)
+    config = load_registry(ctx)
     path = llm_cache_path(resolve_data_dir(config.config_dir))
     if not path.exists():
         click.echo(f"no LLM calls recorded yet ({path} does not exist)")
@@ -252,20 +249,33 @@ def costs(ctx: click.Context) -> None:
     except StoreFileError as error:
         click.echo(str(error), err=True)
         sys.exit(1)
-    click.echo(f"{'task/stage':<40} {'calls':>7} {'prompt tok':>11} {'compl. tok':>11} {'USD':>10}")
-    for scope, usage in by_scope.items():
-        click.echo(
-            f"{scope:<40} {usage.calls:>7,} {usage.prompt_tokens:>11,} {usage.completion_tokens:>11,} "
-            f"{usage.cost_usd:>10.4f}"
+
+    def line(label: str, usage: UsageSummary) -> str:
+        return (
+            f"{label:<40} {usage.calls:>7,} {usage.prompt_tokens:>11,} {usage.cached_tokens:>11,} "
+            f"{usage.cached_share:>7.1%} {usage.completion_tokens:>11,} {usage.cost_usd:>10.4f}"
         )
-    total = sum(u.cost_usd for u in by_scope.values())
-    click.echo(f"{'total':<40} {sum(u.calls for u in by_scope.values()):>7,} {'':>11} {'':>11} {total:>10.4f}")
+
+    header = ("task/stage", "calls", "prompt tok", "cached tok", "cached", "compl. tok", "USD")
+    click.echo("{:<40} {:>7} {:>11} {:>11} {:>7} {:>11} {:>10}".format(*header))
+    by_task: dict[str, list[tuple[str, UsageSummary]]] = {}
+    for scope, usage in by_scope.items():
+        by_task.setdefault(scope.split("/", 1)[0], []).append((scope, usage))
+    total = UsageSummary(0, 0, 0, 0.0)
+    for task, scopes in by_task.items():
+        subtotal = UsageSummary(0, 0, 0, 0.0)
+        for scope, usage in scopes:
+            click.echo(line(scope, usage))
+            subtotal += usage
+        click.echo(line(f"{task} (all stages)", subtotal))
+        total += subtotal
+    click.echo(line("total", total))
 
 
 def _register_subcommands() -> None:
-    from evaluation.cli import evaluate
-    from llm.cli import llm
-    from review.cli import review
+    from cli.evaluate import evaluate
+    from cli.llm import llm
+    from cli.review import review
 
     main.add_command(review)
     main.add_command(evaluate)

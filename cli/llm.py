@@ -11,6 +11,8 @@ from typing import NoReturn
 
 import click
 
+from cli.registry import load_registry
+from conteb.names import LLM_STAGES
 from conteb.sqlite_files import StoreFileError
 from conteb.storage import llm_cache_path, resolve_data_dir
 
@@ -25,16 +27,15 @@ def llm() -> None:
 @click.option(
     "--stage",
     default=None,
-    help="Only this stage (themes, reformulation, synthetic_queries, chunk_contexts, llm_pairing, answerability); "
-    "default: every stage.",
+    type=click.Choice([str(stage) for stage in LLM_STAGES]),
+    help="Only this stage; default: every stage.",
 )
 @click.pass_context
 def retry_failed(ctx: click.Context, task: str, stage: str | None) -> None:
     """Forget the remembered LLM failures of a task (or one stage): the next run asks for them again."""
-    from conteb.cli import _load  # the registry given to `conteb --config` (exits 1 on an invalid one)
     from llm.cache import AnswerCache
 
-    config = _load(ctx)
+    config = load_registry(ctx)
     names = [t.name for t in config.tasks]
     if task not in names:
         _fail(f"unknown task {task!r}; the tasks of {config.config_path} are: {', '.join(names)}")

@@ -14,7 +14,7 @@ from typing import Any
 import openai
 import pytest
 
-from llm.testserver import Fault, OpenAICompatibleServer
+from tests.support.openai_server import Fault, OpenAICompatibleServer
 
 MESSAGES = [{"role": "system", "content": "Answer in JSON."}, {"role": "user", "content": "Which chunk? 0..7"}]
 
@@ -48,7 +48,9 @@ def test_dict_answer_round_trips_with_usage(server: OpenAICompatibleServer, clie
     assert json.loads(completion.choices[0].message.content) == {"chunk": 3, "echo": len("Which chunk? 0..7")}
     usage = completion.usage
     assert usage is not None
-    assert usage.prompt_tokens == len("Answer in JSON.Which chunk? 0..7") // 4 + 1
+    prompt = '{"type":"json_object"}<|system|>Answer in JSON.<|user|>Which chunk? 0..7'  # tests/support/prompt_cache.py
+    assert usage.prompt_tokens == -(-len(prompt) // 4)
+    assert usage.prompt_tokens_details.cached_tokens == 0  # below 1024 tokens nothing is cached
     assert usage.completion_tokens >= 1
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
     (recorded,) = server.chat_requests()

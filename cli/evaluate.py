@@ -15,8 +15,9 @@ from pathlib import Path
 
 import click
 
-from conteb.config import ConfigError, ProjectConfig, load_config
+from cli.registry import load_registry
 from conteb.storage import reports_dir, resolve_data_dir
+from project.config import ProjectConfig
 
 
 @click.command()
@@ -31,11 +32,7 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
     Exit status 2 for an unknown ``--task`` or ``--system`` (told before anything loads), 1 when a task or a
     system failed; the overall report is rebuilt only when some task was evaluated.
     """
-    try:
-        config = load_config(ctx.obj)
-    except ConfigError as error:
-        click.echo(str(error), err=True)
-        sys.exit(1)
+    config = load_registry(ctx)
     unknown = [name for name in systems if name not in {s.name for s in config.evaluation.systems}]
     if unknown:
         names = ", ".join(s.name for s in config.evaluation.systems)
@@ -55,7 +52,9 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
 
     data_dir = resolve_data_dir(config.config_dir)
     reports = reports_dir(data_dir)
-    targets = [find_target(config, data_dir, name, split) for name in tasks] or evaluation_targets(config, data_dir)
+    targets = [
+        find_target(config.tasks, config.evaluation, data_dir, name, split) for name in tasks
+    ] or evaluation_targets(config.tasks, config.evaluation, data_dir)
     if not targets:
         click.echo("nothing to evaluate: no tasks in the registry and no --task", err=True)
         sys.exit(2)
@@ -66,7 +65,7 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
         try:
             evaluation = evaluate_target(
                 target,
-                config,
+                config.evaluation,
                 data_dir,
                 systems=systems or None,
                 chunk_sizes=not no_chunk_sizes,
@@ -93,7 +92,11 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
             )
     if not evaluated:  # nothing new: the reports of earlier evaluations stay as they are
         sys.exit(1)
-    names = list(dict.fromkeys([t.name for t in evaluation_targets(config, data_dir)] + [t.name for t in targets]))
+    names = list(
+        dict.fromkeys(
+            [t.name for t in evaluation_targets(config.tasks, config.evaluation, data_dir)] + [t.name for t in targets]
+        )
+    )
     evaluations = [e for name in names if (e := load_evaluation(reports, name)) is not None]
     paths = write_reports(evaluations, reports)
     click.echo(f"report: {paths.get('report.md', Path(reports) / 'report.md')}")

@@ -1,5 +1,8 @@
 """A local OpenAI-compatible HTTP server for tests and benchmarks (standard library only).
 
+Test code, not shipped in the installed packages; one module of ~780 lines because the chat, files and
+batch endpoints share the server's state (fault queue, stored files, batches) and its HTTP plumbing.
+
 ``OpenAICompatibleServer`` serves real HTTP/1.1 (keep-alive, exact ``Content-Length``) on
 ``127.0.0.1`` from a daemon thread, one handler thread per connection, so the official ``openai``
 SDK can be pointed at ``server.url`` and faults can be injected at the byte level:
@@ -13,6 +16,11 @@ SDK can be pointed at ``server.url`` and faults can be injected at the byte leve
   responder and the fault queue; as with OpenAI, ``output_file_id`` is ``None`` when no line
   succeeded and ``error_file_id`` is ``None`` when none failed), ``POST /v1/batches/{id}/cancel``;
 - ``GET /v1/models``; anything else is a 404 with an OpenAI-style error body.
+
+Every answer's ``usage`` counts tokens and reports automatic prompt caching the way the OpenAI API does
+(``prompt_tokens_details.cached_tokens``: the longest already-answered prompt prefix, in 128-token steps from
+1024 tokens, per model), in chat answers and batch output lines alike; the tokenizer and the rule are in
+``tests/support/prompt_cache.py`` (``server.prompt_cache``; ``clear()`` forgets every prompt).
 
 Every complete request is recorded in ``server.requests`` (header names lower-case); a request
 whose client vanished before sending its whole body is dropped unrecorded. Responder exceptions
@@ -33,6 +41,8 @@ from email.message import Message
 from email.parser import BytesHeaderParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
+
+from tests.support.prompt_cache import PromptCache, count_tokens, prompt_text
 
 __all__ = ["Fault", "OpenAICompatibleServer", "RecordedRequest", "Responder"]
 
@@ -165,18 +175,6 @@ def _error_type(status: int) -> tuple[str, str | None]:
 def _error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
     kind, default_code = _error_type(status)
     return {"error": {"message": message, "type": kind, "param": None, "code": code or default_code}}
-
-
-def _message_text(messages: Any) -> str:
-    """All message contents concatenated (string contents and ``text`` parts)."""
-    out: list[str] = []
-    for message in messages if isinstance(messages, list) else []:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            out.append(content)
-        elif isinstance(content, list):
-            out.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return "".join(out)
 
 
 def _format_seconds(value: float | str) -> str:
@@ -339,6 +337,7 @@ class OpenAICompatibleServer:
         self.latency_s = latency_s
         self.batch_polls_to_complete = batch_polls_to_complete
         self.requests: list[RecordedRequest] = []
+        self.prompt_cache = PromptCache()
         self._lock = threading.RLock()  # re-entrant: a ``match`` may call back into the server
         self._batch_lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -443,8 +442,16 @@ class OpenAICompatibleServer:
                     return fault
         return None
 
-    def _answer(self, body: dict[str, Any], content: str | None = None) -> dict[str, Any]:
-        """A chat completion for ``body``; asks the responder unless ``content`` is given."""
+    @staticmethod
+    def _model(body: dict[str, Any]) -> str:
+        return str(body.get("model") or "test-model")
+
+    def _answer(
+        self, body: dict[str, Any], content: str | None = None, usage: tuple[int, int] | None = None
+    ) -> dict[str, Any]:
+        """A chat completion for ``body``; asks the responder unless ``content`` is given. ``usage``: the
+        ``(prompt_tokens, cached_tokens)`` looked up when the request arrived (now when ``None``); the prompt is
+        remembered by the prompt cache."""
         if content is None:
             answer = self._responder(body)
             if isinstance(answer, dict):
@@ -453,13 +460,15 @@ class OpenAICompatibleServer:
                 content = answer
             else:
                 raise TypeError(f"responder returned {type(answer).__name__}, expected dict or str")
-        prompt_tokens = len(_message_text(body.get("messages"))) // 4 + 1
-        completion_tokens = len(content) // 4 + 1
+        model, text = self._model(body), prompt_text(body)
+        prompt_tokens, cached_tokens = usage if usage is not None else self.prompt_cache.lookup(model, text)
+        self.prompt_cache.remember(model, text)
+        completion_tokens = count_tokens(content)
         return {
             "id": f"chatcmpl-{self._next_id()}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": body.get("model") or "test-model",
+            "model": model,
             "choices": [
                 {
                     "index": 0,
@@ -472,6 +481,7 @@ class OpenAICompatibleServer:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": cached_tokens, "audio_tokens": 0},
             },
         }
 
@@ -500,26 +510,27 @@ class OpenAICompatibleServer:
             raise _HTTPError(400, f"We could not parse the JSON body of your request: {err}") from None
         if not isinstance(body, dict):
             raise _HTTPError(400, "The request body must be a JSON object.")
+        arrived = self.prompt_cache.lookup(self._model(body), prompt_text(body))  # cache hits are decided on arrival
         if self.latency_s > 0:
             time.sleep(self.latency_s)
         fault = self._take_fault(body)
         if fault is None:
-            handler._send_json(200, self._answer(body))
+            handler._send_json(200, self._answer(body, usage=arrived))
         elif fault.kind == "status":
             extra = {"Retry-After": _format_seconds(fault.retry_after)} if fault.retry_after is not None else None
             message = "Rate limit reached (injected)" if fault.status == 429 else f"Injected error {fault.status}"
             handler._send_json(fault.status, _error_body(fault.status, message), extra=extra)
         elif fault.kind == "hang":
             self._stopping.wait(fault.seconds)
-            handler._send_json(200, self._answer(body))
+            handler._send_json(200, self._answer(body, usage=arrived))
         elif fault.kind == "malformed_json":
-            handler._send_json(200, self._answer(body, MALFORMED_CONTENT))
+            handler._send_json(200, self._answer(body, MALFORMED_CONTENT, usage=arrived))
         elif fault.kind == "truncated":
-            handler._send_json(200, self._answer(body), truncate=True)
+            handler._send_json(200, self._answer(body, usage=arrived), truncate=True)
         elif fault.kind == "content":
-            handler._send_json(200, self._answer(body, fault.content))
+            handler._send_json(200, self._answer(body, fault.content, usage=arrived))
         elif fault.kind == "trickle":
-            handler._send_json(200, self._answer(body), trickle_s=fault.seconds)
+            handler._send_json(200, self._answer(body, usage=arrived), trickle_s=fault.seconds)
         elif fault.kind == "body":
             handler._send(200, fault.content.encode(), content_type=fault.content_type)
         else:  # pragma: no cover - Literal exhausts the kinds

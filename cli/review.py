@@ -12,16 +12,15 @@ import getpass
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from conteb.config import ConfigError, load_config
+from cli.registry import load_registry
 from conteb.sqlite_files import StoreFileError
 from conteb.storage import resolve_data_dir, review_store_path
-
-if TYPE_CHECKING:
-    from review.store import ReviewStore
+from review.exchange import EXPORT_FORMATS
+from review.model import STATUSES, InvalidDecisionError, UnknownItemError, reviewer_label
+from review.store import ReviewStore
 
 
 def open_store(ctx: click.Context) -> ReviewStore:
@@ -29,13 +28,7 @@ def open_store(ctx: click.Context) -> ReviewStore:
 
     Exits 1 with the message for a bad registry or a damaged store file.
     """
-    from review.store import ReviewStore
-
-    try:
-        config = load_config(ctx.find_root().obj)
-    except ConfigError as error:
-        click.echo(str(error), err=True)
-        sys.exit(1)
+    config = load_registry(ctx)
     try:
         return ReviewStore(review_store_path(resolve_data_dir(config.config_dir)))
     except StoreFileError as error:
@@ -81,7 +74,7 @@ def review() -> None:
 @review.command("list")
 @click.option("--task", default=None)
 @click.option("--kind", default=None)
-@click.option("--status", default=None, type=click.Choice(["pending", "accepted", "rejected", "edited"]))
+@click.option("--status", default=None, type=click.Choice(STATUSES))
 @click.option("--limit", default=50, show_default=True)
 @click.pass_context
 def list_items(ctx: click.Context, task: str | None, kind: str | None, status: str | None, limit: int) -> None:
@@ -105,8 +98,6 @@ def list_items(ctx: click.Context, task: str | None, kind: str | None, status: s
 @click.pass_context
 def show(ctx: click.Context, item_id: str) -> None:
     """One item: original, proposal, context, status and its audit log."""
-    from review.store import UnknownItemError, reviewer_label
-
     store = open_store(ctx)
     try:
         item = store.get(item_id)
@@ -130,8 +121,6 @@ def show(ctx: click.Context, item_id: str) -> None:
 def _bulk(ctx: click.Context, action: str, task: str, kind: str | None, unflagged: bool, ids: tuple[str, ...],
           reviewer: str | None) -> None:  # fmt: skip
     """Decide the selected pending items; a bad queue, reviewer or id is a clean error."""
-    from review.store import InvalidDecisionError, UnknownItemError
-
     store = open_store(ctx)
     check_queue(store, task, kind)
     name = reviewer or os_user()
@@ -176,7 +165,7 @@ def reject(
 @review.command()
 @click.option("--task", required=True)
 @click.option("--kind", default=None)
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default="jsonl", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default=EXPORT_FORMATS[0], show_default=True)
 @click.option("--output", "-o", type=click.Path(path_type=Path), default=None)
 @click.pass_context
 def export(ctx: click.Context, task: str, kind: str | None, fmt: str, output: Path | None) -> None:
@@ -194,8 +183,6 @@ def export(ctx: click.Context, task: str, kind: str | None, fmt: str, output: Pa
 @click.pass_context
 def import_(ctx: click.Context, source: Path, reviewer: str | None) -> None:
     """Bring decisions back from an exported (and edited) file; reports what it rejected."""
-    from review.store import InvalidDecisionError
-
     try:
         report = open_store(ctx).import_file(source, reviewer)
     except (InvalidDecisionError, ValueError) as error:
@@ -212,8 +199,6 @@ def import_(ctx: click.Context, source: Path, reviewer: str | None) -> None:
 @click.pass_context
 def stats(ctx: click.Context, task: str | None) -> None:
     """Progress per queue (who decided), and agreement between reviewers who decided the same items."""
-    from review.store import reviewer_label
-
     store = open_store(ctx)
     check_queue(store, task, None)
     deciders = store.deciders(task=task)
@@ -243,8 +228,9 @@ def stats(ctx: click.Context, task: str | None) -> None:
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, token: str | None) -> None:
     """Start the review web app (http://127.0.0.1:8765 by default)."""
-    from review.web import UnsafeBindError, check_bind
+    # The web stack (Starlette, Jinja2, uvicorn) is imported only by the command that serves it.
     from review.web import serve as serve_app
+    from review.web_security import UnsafeBindError, check_bind
 
     try:
         check_bind(host, token)

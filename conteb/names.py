@@ -1,0 +1,103 @@
+"""The project's vocabularies, each defined once: stages, review kinds, job names, system names.
+
+Each vocabulary is a :class:`enum.StrEnum` (its members compare equal to, and format as, the plain strings
+stored in Parquet columns, SQLite rows and cache keys), except :class:`StageTable`, whose names go to Dagster
+as output names, which must be plain ``str``. Those stored strings are a contract:
+renaming a value would orphan paid LLM answers (the cache key holds the stage) and review decisions
+(the queue key holds the kind), so values only ever get added.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+
+class Stage(StrEnum):
+    """A curation stage: the ``stage`` column of quarantine tables, and (for LLM stages) the stage
+    part of an LLM cache key and of the cost ledger."""
+
+    SOURCE = "source"
+    CHUNKING = "chunking"
+    PAIRING = "pairing"  # span pairing (answer spans located in chunks)
+    LLM_PAIRING = "llm_pairing"
+    THEMES = "themes"
+    REFORMULATION = "reformulation"
+    SYNTHETIC_QUERIES = "synthetic_queries"
+    CHUNK_CONTEXTS = "chunk_contexts"
+    ANSWERABILITY = "answerability"
+
+
+LLM_STAGES: tuple[Stage, ...] = (
+    Stage.THEMES,
+    Stage.REFORMULATION,
+    Stage.LLM_PAIRING,
+    Stage.SYNTHETIC_QUERIES,
+    Stage.CHUNK_CONTEXTS,
+    Stage.ANSWERABILITY,
+)
+"""The stages that call an LLM (each has answers in ``answers.sqlite`` under its name)."""
+
+
+class ReviewKind(StrEnum):
+    """A manual-verification queue: one per kind of LLM output a person accepts, rejects or corrects."""
+
+    REFORMULATION = "reformulation"
+    PAIRING = "pairing"
+    SYNTHETIC_QUERY = "synthetic_query"
+
+
+class Job(StrEnum):
+    """The Dagster jobs users run by name (``dagster job execute -j <name>``)."""
+
+    BUILD = "build_conteb"
+    TRAIN = "train_insent"
+    EVALUATE = "evaluate_conteb"
+    REPRODUCE = "reproduce_conteb"
+
+
+class SystemName(StrEnum):
+    """The names of the retrieval systems the default registry defines (users may add their own)."""
+
+    BM25 = "bm25"
+    BM25_SUBWORD = "bm25-subword"
+    INDEPENDENT = "independent"
+    LATE_CHUNKING = "late-chunking"
+    LATE_CHUNKING_ANCHORED = "late-chunking-anchored"
+    TITLE_PREFIX = "title-prefix"
+    INSENT = "insent"
+    FINETUNE_CONTROL = "finetune-control"
+    INSENT_ANCHORED = "insent-anchored"  # the reproduce experiment's own system: InSeNT with anchored windows
+    CONTEXTUAL = "contextual"
+
+
+class StageTable:
+    """The stage tables of a task: Dagster asset ``[task, <name>]``, stored as
+    ``stages/<task>/<name>.parquet`` (:func:`conteb.storage.stage_table_path`).
+
+    Plain ``str`` constants, not an enum: they are Dagster output names and asset-key parts, and Dagster's
+    serialisation refuses enum members there."""
+
+    SOURCE_DOCUMENTS: Final = "source_documents"
+    SOURCE_QUERIES: Final = "source_queries"
+    SOURCE_QUARANTINE: Final = "source_quarantine"
+    CHUNKS: Final = "chunks"
+    CHUNK_QUARANTINE: Final = "chunk_quarantine"
+    PAIRED_QUERIES: Final = "paired_queries"
+    PAIRING_QUARANTINE: Final = "pairing_quarantine"
+    LLM_PAIRED_QUERIES: Final = "llm_paired_queries"
+    LLM_PAIRING_QUARANTINE: Final = "llm_pairing_quarantine"
+    THEMES: Final = "themes"
+    REFORMULATED_CHUNKS: Final = "reformulated_chunks"
+    REFORMULATION_REVIEW_ITEMS: Final = "reformulation_review_items"
+    REFORMULATION_QUARANTINE: Final = "reformulation_quarantine"
+    SYNTHETIC_QUERIES: Final = "synthetic_queries"
+    SYNTHETIC_QUARANTINE: Final = "synthetic_quarantine"
+    CHUNK_CONTEXTS: Final = "chunk_contexts"
+    CONTEXT_QUARANTINE: Final = "context_quarantine"
+    ANSWERABILITY: Final = "answerability"
+    ANSWERABILITY_QUARANTINE: Final = "answerability_quarantine"
+    REVIEWED_CHUNKS: Final = "reviewed_chunks"
+    REVIEWED_SYNTHETIC_QUERIES: Final = "reviewed_synthetic_queries"
+    REVIEWED_LLM_PAIRED_QUERIES: Final = "reviewed_llm_paired_queries"
+    CONTEB_DATASET: Final = "conteb_dataset"

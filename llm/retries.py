@@ -1,0 +1,49 @@
+"""Which failed calls are tried again, and how long a server asks us to wait before the next try.
+
+Shared by the online path (``llm/client.py``: backoff between tries) and the Batch API mode
+(``llm/batch.py``: transiently failed lines go through the online path). No I/O.
+"""
+
+from __future__ import annotations
+
+import datetime
+import email.utils
+import re
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+"""HTTP statuses below 500 that are transient (timeout, conflict, rate limit)."""
+
+_DELAY_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # RFC 9110 delay-seconds is 1*DIGIT; decimals tolerated
+
+
+def transient_status(status: int) -> bool:
+    """True when a call that failed with HTTP ``status`` may succeed if asked again (``RETRYABLE_STATUS``, 5xx)."""
+    return status in RETRYABLE_STATUS or status >= 500
+
+
+def parse_retry_after(value: str, now: float) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (RFC 9110, section 10.2.3) received at ``now``.
+
+    Accepts delay-seconds (decimals too) and an HTTP-date (IMF-fixdate, or the obsolete RFC 850 and
+    asctime forms, which are GMT); a date in the past means 0. Anything else is ``None`` (ignore it).
+    """
+    text = value.strip()
+    if _DELAY_SECONDS.fullmatch(text):
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.UTC)
+    return max(0.0, when.timestamp() - now)
+
+
+def retry_after_header(error: Exception) -> tuple[str, str | None]:
+    """``(header name, value)`` of the wait a failed response asks for: ``retry-after-ms`` (OpenAI's) when it
+    holds a number, else ``Retry-After``; the value is ``None`` when neither is there."""
+    headers = getattr(getattr(error, "response", None), "headers", None) or {}
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds and _DELAY_SECONDS.fullmatch(milliseconds.strip()):
+        return "retry-after-ms", milliseconds
+    return "Retry-After", headers.get("retry-after") or None

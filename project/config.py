@@ -1,0 +1,264 @@
+"""The whole registry: ``conteb.yaml`` (or the file named by ``$CONTEB_CONFIG``), assembled from each part's block.
+
+Each part owns its block: tasks (:mod:`conteb.config`), ``llm:`` (:mod:`llm.settings`), ``evaluation:``
+(:mod:`evaluation.config`), ``reproduce:`` (:mod:`conteb.reproduce`); the blocks about how Dagster runs things
+(``execution:``, ``training:``) live here. ``load_config`` parses and validates the file; any problem raises
+:class:`conteb.config.ConfigError` with a message naming the file, the task and the field, so a bad registry fails
+when Dagster loads the code location rather than halfway through a run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from conteb.config import (
+    ConfigError,
+    HFDatasetSource,
+    SampleSource,
+    StrictModel,
+    TaskConfig,
+    TextFolderSource,
+    describe_validation_error,
+    display_path,
+)
+from conteb.reproduce import ReproduceConfig, reproduce_task_fields
+from evaluation.config import EvaluationConfig
+from llm.settings import LLMSettings
+
+CONFIG_ENV = "CONTEB_CONFIG"
+DEFAULT_CONFIG_NAME = "conteb.yaml"
+
+
+def _redis_url(value: str) -> str:
+    """``value`` when it is a Redis URL ``redis[s]://[user:password@]host[:port][/db]``, else a ``ValueError``."""
+    try:
+        url = urlsplit(value)
+        port = url.port  # raises ValueError when not a number in 0..65535
+    except ValueError as error:
+        raise ValueError(f"{value!r} is not a valid URL ({error})") from None
+    if url.scheme not in ("redis", "rediss"):
+        raise ValueError(
+            f"{value!r} is not a Redis URL (redis://HOST:PORT/DB); the Celery executor of this project uses "
+            "a Redis broker and result backend (scripts/workers.sh starts one on 127.0.0.1)"
+        )
+    if not url.hostname:
+        raise ValueError(f"{value!r} names no host (e.g. redis://127.0.0.1:6390/0)")
+    if port == 0:
+        raise ValueError(f"{value!r}: port 0 is not a port Redis can listen on")
+    db = url.path.strip("/")
+    if db and not db.isdigit():
+        raise ValueError(f"{value!r}: the database after the port must be a number (e.g. /0), not {db!r}")
+    return value
+
+
+class CeleryConfig(StrictModel):
+    """The ``execution.celery:`` block: Dagster's Celery executor (``dagster-celery``) with a Redis broker.
+
+    ``broker`` and ``backend`` are Redis URLs (the task queue and where step results come back); a loopback
+    broker is started by ``scripts/workers.sh start`` (Debian's ``redis-server``). ``workers``: how many worker
+    processes the script starts, each running ``concurrency`` steps at once (Celery prefork pool size).
+    ``visibility_timeout_s``: Redis transport only: a task taken by a worker whose *main* process then died is
+    handed to another worker after this many seconds (a killed pool process is re-queued at once instead); it
+    must exceed the longest step, or a step still running is started a second time elsewhere.
+    """
+
+    broker: str = "redis://127.0.0.1:6390/0"
+    backend: str = "redis://127.0.0.1:6390/1"
+    workers: int = Field(2, ge=1, le=64)
+    concurrency: int = Field(1, ge=1, le=64)
+    visibility_timeout_s: int = Field(6 * 3600, ge=60)
+
+    @field_validator("broker")
+    @classmethod
+    def _broker_is_redis(cls, value: str) -> str:
+        return _redis_url(value)
+
+    @field_validator("backend")
+    @classmethod
+    def _backend_is_redis(cls, value: str) -> str:
+        return _redis_url(value)
+
+    @model_validator(mode="after")
+    def _broker_and_backend_differ(self) -> CeleryConfig:
+        if self.broker == self.backend:
+            raise ValueError(
+                f"backend: the same Redis database as the broker ({self.broker}); give the results their own "
+                "database, e.g. redis://127.0.0.1:6390/1"
+            )
+        return self
+
+
+class ExecutionConfig(StrictModel):
+    """How ``build_conteb`` (and, with ``celery``, ``evaluate_conteb``) runs its steps.
+
+    ``auto`` runs in process (no per-step subprocess start-up, ~2 s a step here) unless the
+    registry declares more than ``multiprocess_from_tasks`` tasks, then multiprocess. ``celery`` sends
+    every step of ``build_conteb`` and ``evaluate_conteb`` to Celery workers (``execution.celery``, see
+    :class:`CeleryConfig`; start them with ``make workers``); the other jobs stay in process.
+    """
+
+    executor: Literal["auto", "in_process", "multiprocess", "celery"] = "auto"
+    max_concurrent: int | None = Field(None, ge=1)
+    multiprocess_from_tasks: int = Field(4, ge=1)
+    # documents per shard of the heavy stages (the LLM stages): one step per shard, so a distributed executor runs
+    # shards on different workers and a step's memory is bounded by its shard, not by the corpus
+    shard_documents: int = Field(100, ge=1)
+    celery: CeleryConfig = CeleryConfig()
+
+
+class TrainingBlock(StrictModel):
+    """The ``training:`` block: which tasks feed InSeNT training, and how it is launched.
+
+    ``settings`` are the training hyperparameters (see ``training/config.py``: base_model, mode,
+    lambda_seq, lr, epochs, max_steps, batch_docs, ...); they are validated by the training
+    package when the asset runs. ``launcher``: ``subprocess`` runs ``python -m
+    pipelines.pipes_train`` locally through Dagster Pipes (the README shows the Kubernetes swap).
+    ``control``: also train the paper's "+Training" control (same data, no context).
+    """
+
+    tasks: tuple[str, ...] = ()
+    launcher: Literal["subprocess"] = "subprocess"
+    control: bool = True
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class ProjectConfig(StrictModel):
+    """The whole registry. ``config_path`` is where it was read from (paths resolve against it)."""
+
+    llm: LLMSettings = LLMSettings()
+    execution: ExecutionConfig = ExecutionConfig()
+    training: TrainingBlock = TrainingBlock()
+    evaluation: EvaluationConfig = EvaluationConfig()
+    reproduce: ReproduceConfig = ReproduceConfig()
+    tasks: tuple[TaskConfig, ...] = ()
+    config_path: Path | None = None
+
+    @model_validator(mode="after")
+    def _unique_task_names(self) -> ProjectConfig:
+        seen: dict[str, int] = {}
+        for index, task in enumerate(self.tasks):
+            if task.name in seen:
+                raise ValueError(
+                    f"task '{task.name}' (tasks[{index}]): name: duplicate task name, "
+                    f"already declared at tasks[{seen[task.name]}]"
+                )
+            seen[task.name] = index
+        unknown = [name for name in self.training.tasks if name not in seen]
+        if unknown:
+            raise ValueError(f"training.tasks: unknown task(s) {unknown}; declared: {sorted(seen)}")
+        unknown = [name for name in self.evaluation.tasks or () if name not in seen]
+        if unknown:
+            raise ValueError(f"evaluation.tasks: unknown task(s) {unknown}; declared: {sorted(seen)}")
+        clash = [t.name for t in self.evaluation.external if t.name in seen]
+        if clash:
+            raise ValueError(f"evaluation.external: name(s) {clash} already used by tasks")
+        return self
+
+    @property
+    def config_dir(self) -> Path:
+        return self.config_path.parent if self.config_path else Path.cwd()
+
+    def reproduce_task(self, llm_available: bool) -> TaskConfig:
+        """The task of the paper's controlled experiment (``reproduce:`` block; see conteb/reproduce.py)."""
+        fields = reproduce_task_fields(self.reproduce, self.config_dir, llm_available)
+        try:
+            return TaskConfig.model_validate(fields)
+        except ValidationError as error:
+            raise ConfigError(f"{self.config_path}: reproduce: {error}") from None
+
+    def task(self, name: str) -> TaskConfig:
+        for task in self.tasks:
+            if task.name == name:
+                return task
+        raise KeyError(f"no task named {name!r} in {self.config_path}")
+
+
+def find_config_path(start: Path | None = None) -> Path:
+    """``$CONTEB_CONFIG`` if set, else ``conteb.yaml`` in ``start`` (default: cwd) or the project."""
+    override = os.environ.get(CONFIG_ENV)
+    if override:
+        return Path(override).expanduser().resolve()
+    candidates = [
+        (start or Path.cwd()) / DEFAULT_CONFIG_NAME,
+        Path(__file__).resolve().parents[1] / DEFAULT_CONFIG_NAME,
+    ]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    return candidates[0].resolve()
+
+
+def load_config(path: Path | str | None = None) -> ProjectConfig:
+    """Read, validate and resolve the registry at ``path`` (default: :func:`find_config_path`).
+
+    Source paths are made absolute relative to the config file and must exist (hub dataset names
+    of ``hf_dataset`` sources are the exception).
+    """
+    config_path = Path(path).resolve() if path else find_config_path()
+    try:
+        raw = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{config_path}: no such file (set {CONFIG_ENV} or create it)") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{config_path}: not valid YAML: {error}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{config_path}: the top level must be a mapping with a 'tasks' list")
+    try:
+        config = ProjectConfig.model_validate({**raw, "config_path": config_path})
+    except ValidationError as error:
+        raise ConfigError(describe_validation_error(config_path, raw, error, ProjectConfig)) from None
+    return _resolve_paths(config)
+
+
+def _as_written(written: str | Path, base: Path, resolved: Path) -> str:
+    """``'corpora/x.gz' (relative to /reg, the registry's folder: /reg/corpora/x.gz)``; absolute paths as written."""
+    if Path(written).expanduser().is_absolute():
+        return repr(str(written))
+    return f"{str(written)!r} (relative to {base}, the registry's folder: {resolved})"
+
+
+def _resolve_paths(config: ProjectConfig) -> ProjectConfig:
+    base = config.config_dir
+    shown = display_path(config.config_path) if config.config_path else DEFAULT_CONFIG_NAME
+    tasks = []
+    for index, task in enumerate(config.tasks):
+        source = task.source
+        where = f"{shown}: task '{task.name}' (tasks[{index}]): source.path"
+        if isinstance(source, HFDatasetSource):
+            local = (base / source.path).resolve()
+            looks_local = source.path.startswith((".", "/", "~"))
+            if local.exists():
+                source = source.model_copy(update={"path": str(local)})
+            elif looks_local:
+                raise ConfigError(f"{where}: no such dataset folder: {_as_written(source.path, base, local)}")
+        else:
+            resolved = (base / source.path.expanduser()).resolve()
+            if not resolved.exists():
+                raise ConfigError(f"{where}: no such file or folder: {_as_written(source.path, base, resolved)}")
+            must_be_dir = isinstance(source, TextFolderSource | SampleSource)
+            if must_be_dir != resolved.is_dir():
+                kind = "a folder" if must_be_dir else "a file"
+                raise ConfigError(f"{where}: {resolved} is not {kind}")
+            source = source.model_copy(update={"path": resolved})
+        tasks.append(task.model_copy(update={"source": source}))
+    external = []
+    for index, target in enumerate(config.evaluation.external):
+        local = (base / target.path).expanduser()
+        if local.exists():
+            target = target.model_copy(update={"path": str(local.resolve())})
+        elif target.path.startswith((".", "/", "~")):
+            raise ConfigError(
+                f"{shown}: evaluation.external[{index}] ({target.name}): path: no such folder: "
+                f"{_as_written(target.path, base, local.resolve())}"
+            )
+        external.append(target)
+    evaluation = config.evaluation.model_copy(update={"external": tuple(external)})
+    return config.model_copy(update={"tasks": tuple(tasks), "evaluation": evaluation})

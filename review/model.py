@@ -1,0 +1,248 @@
+"""The review queue's vocabulary and value types, shared by the store, its files, the web UI and the CLI.
+
+Contracts:
+
+* :data:`STATUSES`, :data:`ACTIONS` and :data:`AUDIT_ACTIONS` are the strings stored in the
+  ``items.status`` and ``audit.action`` columns; values are only ever added.
+* An automatic decision is recorded under :func:`auto_reviewer`: ``auto``, or ``auto:<method>``
+  for a decision taken because of the proposal's method; :func:`reviewer_label` marks both.
+* A reviewer name is 1 to :data:`MAX_REVIEWER_CHARS` characters, stripped, with no control or
+  format character (:func:`clean_reviewer`); decision texts and notes hold no NUL character
+  (:func:`check_no_nul`). Both raise :class:`InvalidDecisionError`.
+* ``proposed_sha256`` is the SHA-256 hex digest of the proposal's UTF-8 bytes (:func:`proposal_sha256`).
+
+Pure: standard library only (cheap to import from a command line).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+STATUSES = ("pending", "accepted", "rejected", "edited")
+"""Every status an item can be in."""
+
+ACTIONS = ("accept", "reject", "edit")
+"""The decisions a reviewer can make."""
+
+ACTION_STATUS = {"accept": "accepted", "reject": "rejected", "edit": "edited"}
+"""The status each decision sets."""
+
+STATUS_ACTION = {status: action for action, status in ACTION_STATUS.items()}
+"""The decision that sets each decided status."""
+
+AUDIT_ACTIONS = ("push", "reopen", "accept", "reject", "edit", "undo", "import")
+"""Every action recorded in the audit log."""
+
+DECISION_ACTIONS = frozenset({"accept", "reject", "edit", "import"})
+"""Audit actions that decide an item (``import`` applies a decision from a file)."""
+
+RESET_ACTIONS = frozenset({"push", "reopen"})
+"""Audit actions after which an item is pending with no decision to undo."""
+
+MAX_REVIEWER_CHARS = 64
+
+REVIEW_COMMAND = "conteb review serve"
+"""The command that serves the review queue, named by every message that asks for decisions."""
+
+AUTO_REVIEWER = "auto"
+"""The reviewer name of automatic decisions (``auto``, or ``auto:<method>``: :func:`auto_reviewer`)."""
+
+
+def auto_reviewer(method: str | None = None) -> str:
+    """The reviewer name recorded for an automatic decision: ``auto``, or ``auto:<method>`` when the
+    decision follows from the proposal's method."""
+    return AUTO_REVIEWER if method is None else f"{AUTO_REVIEWER}:{method}"
+
+
+def is_auto_reviewer(reviewer: str) -> bool:
+    """True for a name :func:`auto_reviewer` makes."""
+    return reviewer == AUTO_REVIEWER or reviewer.startswith(f"{AUTO_REVIEWER}:")
+
+
+def proposal_sha256(proposed: str) -> str:
+    """SHA-256 hex digest of ``proposed`` encoded as UTF-8 (what ``proposed_sha256`` holds)."""
+    return hashlib.sha256(proposed.encode("utf-8")).hexdigest()
+
+
+def iso_time(at: float) -> str:
+    """A store timestamp (seconds since the epoch) as ISO 8601 UTC, to the second."""
+    return datetime.fromtimestamp(at, tz=UTC).isoformat(timespec="seconds")
+
+
+class ConflictError(Exception):
+    """The item changed since the caller loaded it (``expected_version`` is stale): reload and decide again."""
+
+    def __init__(
+        self,
+        item_id: str,
+        expected_version: int,
+        current_version: int,
+        changed_by: str | None,
+        changed_at: float | None,
+        action: str | None,
+    ) -> None:
+        self.item_id = item_id
+        self.expected_version = expected_version
+        self.current_version = current_version
+        self.changed_by = changed_by
+        self.changed_at = changed_at
+        self.action = action
+        who = repr(changed_by) if changed_by else "the pipeline"
+        when = iso_time(changed_at) if changed_at is not None else "an unknown time"
+        how = f" ({action})" if action else ""
+        super().__init__(
+            f"review item {item_id!r} was changed by {who}{how} at {when} and is now at version "
+            f"{current_version} (you had version {expected_version}); reload it and decide again"
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable across processes despite the custom __init__
+        fields = (self.item_id, self.expected_version, self.current_version, self.changed_by, self.changed_at)
+        return (type(self), (*fields, self.action))
+
+
+class UnknownItemError(KeyError):
+    """No review item has this id."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else "unknown review item"
+
+
+class InvalidDecisionError(ValueError):
+    """The decision itself is malformed (unknown action, edit without text, empty reviewer, nothing to undo)."""
+
+
+@dataclass(frozen=True)
+class ReviewItem:
+    """One review item with its current decision."""
+
+    item_id: str
+    task: str
+    kind: str
+    object_id: str
+    doc_id: str
+    title: str | None
+    original: str | None
+    proposed: str
+    context: dict[str, Any]
+    flags: list[str]
+    flagged: bool
+    method: str
+    proposed_sha256: str
+    status: str
+    edited_text: str | None
+    reviewer: str | None
+    note: str | None
+    version: int
+    created_at: float
+    updated_at: float
+
+    @property
+    def final_text(self) -> str | None:
+        """``edited_text`` if edited, ``proposed`` if accepted, None otherwise (pending or rejected)."""
+        if self.status == "edited":
+            return self.edited_text
+        if self.status == "accepted":
+            return self.proposed
+        return None
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """One row of the append-only audit log; ``version`` is the item's version after the action."""
+
+    id: int
+    item_id: str
+    at: float
+    reviewer: str | None
+    action: str
+    from_status: str | None
+    to_status: str
+    version: int
+    text: str | None
+    note: str | None
+    proposed_sha256: str | None = None  # the proposal the action applied to
+
+
+@dataclass(frozen=True)
+class PushReport:
+    """What a push did; ``total`` = items in the push = ``added + unchanged + reopened``."""
+
+    added: int
+    unchanged: int
+    reopened: int
+    total: int
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """Counts of one ``(task, kind)`` queue and its revision."""
+
+    task: str
+    kind: str
+    pending: int
+    accepted: int
+    rejected: int
+    edited: int
+    total: int
+    flagged_pending: int
+    revision: int
+
+    @property
+    def complete(self) -> bool:
+        """True when the queue has items and none is pending."""
+        return self.total > 0 and self.pending == 0
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What an import did; ``rejected`` lists ``(line number, reason)`` for every refused row."""
+
+    applied: int
+    unchanged: int
+    rejected: list[tuple[int, str]]
+
+
+def clean_reviewer(reviewer: object) -> str:
+    """``reviewer`` without surrounding whitespace; InvalidDecisionError (saying why) unless it is 1 to
+    :data:`MAX_REVIEWER_CHARS` characters with no control or format character (Unicode category C)."""
+    if not isinstance(reviewer, str) or not reviewer.strip():
+        raise InvalidDecisionError("a reviewer name is required")
+    name = reviewer.strip()
+    if len(name) > MAX_REVIEWER_CHARS:
+        raise InvalidDecisionError(f"a reviewer name has at most {MAX_REVIEWER_CHARS} characters (got {len(name)})")
+    bad = next((char for char in name if unicodedata.category(char).startswith("C")), None)
+    if bad is not None:
+        raise InvalidDecisionError(f"a reviewer name cannot contain control characters (found U+{ord(bad):04X})")
+    return name
+
+
+def reviewer_or_none(reviewer: object) -> str | None:
+    """:func:`clean_reviewer`'s name, or None where it would refuse ``reviewer``."""
+    try:
+        return clean_reviewer(reviewer)
+    except InvalidDecisionError:
+        return None
+
+
+def reviewer_label(reviewer: str | None, missing: str = "unknown") -> str:
+    """How a recorded reviewer reads in listings: automatic ones are marked, None reads as ``missing``."""
+    if reviewer is None:
+        return missing
+    if is_auto_reviewer(reviewer):
+        return f"{reviewer} (automatic)"
+    return reviewer
+
+
+def check_no_nul(field: str, text: str | None) -> None:
+    """InvalidDecisionError when ``text`` holds a NUL character (it would be cut short by many tools)."""
+    if isinstance(text, str) and "\x00" in text:
+        raise InvalidDecisionError(f"the {field} contains a NUL character (\\x00); remove it")
+
+
+def has_text(text: Any) -> bool:
+    """True for a string with something other than whitespace in it."""
+    return isinstance(text, str) and bool(text.strip())

@@ -1,0 +1,87 @@
+"""Applying review decisions to stage tables (``curation.reviewed``), on hand-built tables."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from conteb.names import ReviewKind
+from conteb.schemas import PAIRED_QUERIES, REFORMULATED_CHUNKS
+from curation.reviewed import (
+    DROP_QUERIES,
+    Decision,
+    PendingReviewError,
+    apply_query_reviews,
+    apply_reformulation_reviews,
+    queries_after_rejections,
+)
+
+
+def _chunk(index: int, method: str) -> dict:
+    return {
+        "chunk_id": f"lyon_{index}",
+        "doc_id": "lyon",
+        "chunk_index": index,
+        "og_chunk": f"Lyon, part {index}.",
+        "chunk": f"The city, part {index}.",
+        "theme": "Lyon",
+        "leaked_mentions": [],
+        "lost_answers": [],
+        "flagged": False,
+        "method": method,
+    }
+
+
+def _query(query_id: str, chunk_id: str, text: str = "When?") -> dict:
+    return {
+        "query_id": query_id,
+        "query": text,
+        "chunk_id": chunk_id,
+        "chunk_ids": [chunk_id],
+        "doc_id": "lyon",
+        "pairing": "llm",
+        "source": "test",
+    }
+
+
+REFORMULATED = pa.Table.from_pylist([_chunk(0, "unchanged"), _chunk(1, "llm"), _chunk(2, "mask")], REFORMULATED_CHUNKS)
+QUERIES = pa.Table.from_pylist([_query("q1", "lyon_1"), _query("q2", "lyon_2")], PAIRED_QUERIES)
+
+
+def test_reformulation_decisions_give_each_chunk_its_final_text() -> None:
+    decisions = {
+        "lyon_1": Decision("edited", "Its reviewed text.", "ana"),
+        "lyon_2": Decision("rejected", None, "ben"),
+    }
+    result = apply_reformulation_reviews(REFORMULATED, decisions)
+    rows = {row["chunk_id"]: row for row in result.table.to_pylist()}
+    assert (rows["lyon_0"]["chunk"], rows["lyon_0"]["review_status"]) == ("The city, part 0.", "not_reviewed")
+    assert (rows["lyon_1"]["chunk"], rows["lyon_1"]["reviewer"]) == ("Its reviewed text.", "ana")
+    assert (rows["lyon_2"]["chunk"], rows["lyon_2"]["review_status"]) == ("Lyon, part 2.", "rejected")
+    assert result.stats == {"accepted": 0, "edited": 1, "rejected": 1, "not_reviewed": 1}
+    with pytest.raises(PendingReviewError, match="1 reformulation items still pending"):
+        apply_reformulation_reviews(REFORMULATED, {"lyon_1": decisions["lyon_1"]})
+
+
+def test_query_decisions_edit_or_leave_out_rows() -> None:
+    decisions = {"q1": Decision("edited", "When did it open?", "ana"), "q2": Decision("rejected", None, "ana")}
+    result = apply_query_reviews(ReviewKind.SYNTHETIC_QUERY, QUERIES, decisions)
+    assert result.table.column("query").to_pylist() == ["When did it open?"]
+    assert result.stats == {"accepted": 0, "edited": 1, "rejected": 1}
+    edited = {"q1": Decision("edited", "lyon_2, lyon_1", "ana"), "q2": Decision("accepted", "lyon_2", "ana")}
+    pairing = apply_query_reviews(ReviewKind.PAIRING, QUERIES, edited)
+    assert pairing.table.column("chunk_ids").to_pylist() == [["lyon_2", "lyon_1"], ["lyon_2"]]
+    assert pairing.table.column("chunk_id").to_pylist() == ["lyon_2", "lyon_2"]
+    elsewhere = {"q1": Decision("edited", "paris_0", "ana"), "q2": Decision("accepted", None, "ana")}
+    with pytest.raises(ValueError, match="not in document lyon"):
+        apply_query_reviews(ReviewKind.PAIRING, QUERIES, elsewhere)
+
+
+def test_rejected_rewrites_drop_their_queries_only_with_drop_queries() -> None:
+    reviewed = apply_reformulation_reviews(
+        REFORMULATED,
+        {"lyon_1": Decision("accepted", "The city, part 1.", "ana"), "lyon_2": Decision("rejected", None, "ana")},
+    ).table
+    assert queries_after_rejections(QUERIES, reviewed, DROP_QUERIES).column("query_id").to_pylist() == ["q1"]
+    assert queries_after_rejections(QUERIES, reviewed, "original") is QUERIES
+    assert queries_after_rejections(QUERIES, None, DROP_QUERIES) is QUERIES  # no reformulation in the task

@@ -1,0 +1,246 @@
+"""The Celery executor on loopback: redis + two workers started by scripts/workers.sh, runs launched with
+``dagster job execute`` as a user launches them, the LLM stage against the local OpenAI-compatible server.
+
+1. ``build_conteb`` with ``execution.executor: celery`` succeeds, its steps ran in the pool processes of both
+   workers (the event log: dagster-celery's ``Celery worker`` of each step, the pid of each ``STEP_START``), and
+   its tables equal those of an in-process run of the same registry.
+2. The pool process running the LLM stage is killed with SIGKILL mid-step: the task goes back on the queue
+   (``task_acks_late`` + ``task_reject_on_worker_lost``), the step runs again, the run succeeds, and no answer
+   the cache held at the kill was asked for again (requests counted per prompt on the server).
+
+Assumptions about the LLM stage (the sharding of LLM stages may change its steps): every step of the
+``chunk_contexts`` stage has ``chunk_contexts`` in its step key, each asks for the contexts of its chunks, and the
+stage's outputs are ``<data>/stages/demo/*.parquet`` like every stage's. Shard names are never hard-coded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pyarrow.parquet as pq
+import pytest
+
+from tests.conftest import SAMPLE_DIR
+from tests.support.celery_cluster import (
+    REDIS_SERVER,
+    CeleryCluster,
+    celery_workers_by_step,
+    finished_steps,
+    free_port,
+    process_group,
+    run_events,
+    step_start_pids,
+)
+from tests.support.openai_server import OpenAICompatibleServer
+
+API_KEY = "sk-test-celery"
+LLM_STAGE = "chunk_contexts"  # the LLM stage under test; its steps are found by this name in their keys
+MAX_CONCURRENCY = 2  # llm.max_concurrency of the registry: at most this many requests are in flight in a step
+LLM_STAGE_ASSETS = ("demo/chunk_contexts", "demo/context_quarantine")  # the stage's asset keys (README)
+SHARD_DOCUMENTS = 4  # execution.shard_documents: the sample's 12 documents make several LLM steps (when sharded)
+
+pytestmark = pytest.mark.skipif(
+    REDIS_SERVER is None,
+    reason="redis-server not found: run scripts/install-redis.sh (Debian: apt-get install redis-server); CI does",
+)
+
+
+def prompt_token(body: dict[str, Any]) -> str:
+    """A name for one request: the hash of its messages (the same prompt always gets the same token)."""
+    return hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).hexdigest()[:16]
+
+
+def answer(body: dict[str, Any]) -> dict[str, Any]:
+    """Chunk contexts that name their request, so a stored answer tells which request it came from."""
+    stage = body["response_format"]["json_schema"]["name"]
+    if stage == "chunk_context":
+        return {"context": f"ctx-{prompt_token(body)}"}
+    raise AssertionError(f"unexpected LLM stage {stage}")
+
+
+def context_requests(server: OpenAICompatibleServer, since: int = 0) -> Counter[str]:
+    """How many times each chunk-context prompt reached the server (requests ``since`` on)."""
+    bodies = [request.json() for request in server.chat_requests()[since:]]
+    return Counter(prompt_token(b) for b in bodies if b["response_format"]["json_schema"]["name"] == "chunk_context")
+
+
+def stored_contexts(data_dir: Path) -> dict[str, str]:
+    """Prompt token -> custom id of every chunk context in the answer cache (data/llm/answers.sqlite)."""
+    path = data_dir / "llm" / "answers.sqlite"
+    if not path.exists():
+        return {}
+    with sqlite3.connect(path, timeout=30) as db:
+        try:
+            rows = db.execute("SELECT custom_id, value FROM answers").fetchall()
+        except sqlite3.OperationalError:  # the table is being created
+            return {}
+    out = {}
+    for custom_id, value in rows:
+        context = json.loads(value).get("context", "")
+        if context.startswith("ctx-"):
+            out[context.removeprefix("ctx-")] = custom_id
+    return out
+
+
+@pytest.fixture(scope="module")
+def llm_server():
+    with OpenAICompatibleServer(answer) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, llm_server: OpenAICompatibleServer):
+    """Redis on a free loopback port and two workers for a registry with one LLM stage (chunk contexts)."""
+    port = free_port()
+    registry = (
+        f"llm: {{base_url: '{llm_server.url}', max_concurrency: {MAX_CONCURRENCY}, backoff_initial_s: 0.01}}\n"
+        f"execution:\n  executor: celery\n  shard_documents: {SHARD_DOCUMENTS}\n"
+        f"  celery: {{broker: 'redis://127.0.0.1:{port}/0', backend: 'redis://127.0.0.1:{port}/1'}}\n"
+        f"tasks:\n  - name: demo\n    source: {{kind: sample, path: '{SAMPLE_DIR}'}}\n"
+        "    chunk_contexts: true\n    answerability: false\n"
+    )
+    running = CeleryCluster(
+        tmp_path_factory.mktemp("celery"), registry, workers=2, extra_env={"OPENAI_API_KEY": API_KEY}
+    )
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()  # raises when a process it started is left
+
+
+def latest_run(instance: dg.DagsterInstance, not_in: set[str] = frozenset()) -> dg.DagsterRun | None:
+    runs = [run for run in instance.get_runs() if run.run_id not in not_in]
+    return runs[0] if runs else None
+
+
+def chunk_count(data_dir: Path) -> int:
+    path = data_dir / "stages" / "demo" / "chunks.parquet"
+    return pq.read_metadata(path).num_rows if path.exists() else 0
+
+
+def tables(folder: Path) -> dict[str, Any]:
+    """Relative path -> pyarrow table of every Parquet file under ``folder``."""
+    return {str(p.relative_to(folder)): pq.read_table(p) for p in sorted(folder.rglob("*.parquet"))}
+
+
+@pytest.fixture(scope="module")
+def celery_build(cluster: CeleryCluster, llm_server: OpenAICompatibleServer) -> dg.DagsterRun:
+    """One ``dagster job execute -j build_conteb`` on the workers (the data the other tests start from)."""
+    llm_server.latency_s = 0.1  # LLM steps last long enough for both workers to take some
+    try:
+        run = cluster.launch("build_conteb", "build")
+        assert run.wait(timeout=240) == 0, cluster.log_text("build") + cluster.worker_logs()
+    finally:
+        llm_server.latency_s = 0.0
+    record = latest_run(cluster.instance())
+    assert record.status == dg.DagsterRunStatus.SUCCESS
+    return record
+
+
+def test_build_runs_its_steps_on_both_workers_and_matches_in_process(
+    cluster: CeleryCluster, celery_build: dg.DagsterRun, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    twice = cluster.script("start", "2", check=False)
+    assert twice.returncode != 0 and "already running" in twice.stderr  # the script refuses to start twice
+
+    events = run_events(cluster.instance(), celery_build.run_id)
+    workers, pids = celery_workers_by_step(events), step_start_pids(events)
+    assert any(LLM_STAGE in key for key in pids), sorted(pids)
+    assert set(workers) == set(pids)  # every step was handed to a Celery worker
+    assert {name.split("@")[0] for names in workers.values() for name in names} == {"conteb-1", "conteb-2"}
+    llm_steps = [key for key in workers if LLM_STAGE in key]
+    if len(llm_steps) > 1:  # a sharded stage (several steps): its steps ran on both workers
+        assert {workers[key][0].split("@")[0] for key in llm_steps} == {"conteb-1", "conteb-2"}, workers
+    # ... in pool processes of the two workers the script started (their process groups), not in the run's process
+    assert {process_group(pid) for step in pids.values() for pid in step} == set(cluster.worker_pids().values())
+
+    contexts = pq.read_table(cluster.data_dir / "stages" / "demo" / "chunk_contexts.parquet")
+    assert contexts.num_rows == chunk_count(cluster.data_dir) > 0
+    assert len(stored_contexts(cluster.data_dir)) == contexts.num_rows  # every context came from the server
+
+    # The same registry in process (this process: data under isolated_env), the same server.
+    from pipelines.definitions import build_definitions
+    from project.config import load_config
+
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    job = build_definitions(load_config(cluster.registry)).resolve_job_def("build_conteb")
+    assert job.executor_def.name == "celery"
+    assert job.execute_in_process(instance=dg.DagsterInstance.ephemeral()).success
+    for part in ("stages", "conteb"):
+        celery_tables, local_tables = tables(cluster.data_dir / part), tables(isolated_env / part)
+        assert celery_tables and set(celery_tables) == set(local_tables)
+        for name, table in celery_tables.items():
+            assert table.equals(local_tables[name]), f"{part}/{name} differs between the Celery and in-process runs"
+
+
+def test_a_killed_worker_process_mid_llm_step_costs_no_stored_answer_twice(
+    cluster: CeleryCluster, celery_build: dg.DagsterRun, llm_server: OpenAICompatibleServer
+) -> None:
+    # The LLM stage again from an empty cache (its inputs stay from the build): it asks for every context.
+    shutil.rmtree(cluster.data_dir / "llm")
+    for output in LLM_STAGE_ASSETS:
+        (cluster.data_dir / "stages" / f"{output}.parquet").unlink()
+    instance = cluster.instance()
+    earlier = {run.run_id for run in instance.get_runs()}
+    asked_before = len(llm_server.chat_requests())
+    llm_server.latency_s = 0.25  # slow answers: the LLM step is mid-way for seconds
+    try:
+        run = cluster.launch("build_conteb", "build-killed", assets=list(LLM_STAGE_ASSETS))
+        victim_step, victim_pid = None, None
+        deadline = time.monotonic() + 150
+        while victim_pid is None:
+            assert run.poll() is None, "the run ended before its LLM step could be interrupted:\n" + cluster.log_text(
+                "build-killed"
+            )
+            assert time.monotonic() < deadline, "the LLM step never got going:\n" + cluster.worker_logs()
+            record = latest_run(instance, earlier)
+            stored = len(stored_contexts(cluster.data_dir))
+            # Mid-stage: some answers stored, not all (so the steps running are ones that ask, not a merge).
+            if record is not None and 3 <= stored < chunk_count(cluster.data_dir):
+                events = run_events(instance, record.run_id)
+                done = finished_steps(events)
+                running = [(k, p[-1]) for k, p in step_start_pids(events).items() if LLM_STAGE in k and k not in done]
+                if running:
+                    victim_step, victim_pid = running[0]
+            time.sleep(0.1)
+        group = process_group(victim_pid)
+        assert group in cluster.worker_pids().values()  # a pool process of one of our workers
+        os.kill(victim_pid, signal.SIGKILL)
+        paid_before_kill = stored_contexts(cluster.data_dir)  # nothing more of the killed step can land
+        llm_server.latency_s = 0.0
+        assert run.wait(timeout=240) == 0, cluster.log_text("build-killed") + cluster.worker_logs()
+    finally:
+        llm_server.latency_s = 0.0
+
+    record = latest_run(instance, earlier)
+    assert record.status == dg.DagsterRunStatus.SUCCESS
+    events = run_events(instance, record.run_id)
+    handouts = celery_workers_by_step(events)[victim_step]
+    starts = step_start_pids(events)[victim_step]
+    assert len(handouts) == 2 and len(starts) == 2 and starts[0] == victim_pid != starts[1]  # re-delivered, re-run
+
+    asked = context_requests(llm_server, since=asked_before)
+    twice = {token: count for token, count in asked.items() if count > 1}
+    assert len(paid_before_kill) >= 3
+    for token, custom_id in paid_before_kill.items():
+        assert asked[token] == 1, f"{custom_id}: stored before the kill, yet asked {asked[token]} times"
+    # Only requests in flight when the process died (at most llm.max_concurrency) were asked again.
+    assert len(twice) <= MAX_CONCURRENCY and all(count == 2 for count in twice.values()), twice
+    chunks = chunk_count(cluster.data_dir)
+    assert len(stored_contexts(cluster.data_dir)) == len(asked) == chunks
+    assert pq.read_table(cluster.data_dir / "stages" / "demo" / "chunk_contexts.parquet").num_rows == chunks
+    assert {name.split("@")[0] for names in celery_workers_by_step(events).values() for name in names} <= {
+        "conteb-1",
+        "conteb-2",
+    }
