@@ -51,6 +51,7 @@ from unittest import mock
 
 import pyarrow as pa
 
+import curation.windows as windows_module
 from bench.record import result_header
 from conteb.config import ChunkingConfig
 from conteb.names import Stage
@@ -121,7 +122,7 @@ def windows(rule: str) -> Iterator[None]:
         yield
         return
     with (
-        mock.patch.object(contextual, "window_bounds", aligned_bounds),
+        mock.patch.object(windows_module, "window_bounds", aligned_bounds),
         mock.patch.object(contextual, "document_window", aligned_window),
         mock.patch.object(synthetic_queries, "document_window", aligned_window),
     ):
