@@ -13,24 +13,5 @@ if [ -x "$CHROMIUM" ]; then
     exit 0
 fi
 
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    SUDO=(sudo -n)
-else
-    echo "install-browser: $CHROMIUM is missing and this user cannot install packages; run as root:" >&2
-    echo "    apt-get update && apt-get install -y --no-install-recommends chromium" >&2
-    echo "install-browser: the browser tests will be skipped until then" >&2
-    exit 0
-fi
-
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-browser: no apt-get here; install Chromium at $CHROMIUM by hand (the browser tests skip until then)" >&2
-    exit 0
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-echo "install-browser: installing Debian's chromium"
-"${SUDO[@]}" apt-get update -q
-"${SUDO[@]}" apt-get install -y -q --no-install-recommends chromium
+bash "$(dirname "$0")/apt-install.sh" install-browser chromium "the browser tests will be skipped until then"
 "$CHROMIUM" --version 2>/dev/null || true

@@ -13,24 +13,5 @@ if command -v redis-server >/dev/null 2>&1; then
     exit 0
 fi
 
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=()
-elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-    SUDO=(sudo -n)
-else
-    echo "install-redis: redis-server is missing and this user cannot install packages; run as root:" >&2
-    echo "    apt-get update && apt-get install -y --no-install-recommends redis-server" >&2
-    echo "install-redis: the Celery tests will be skipped until then" >&2
-    exit 0
-fi
-
-if ! command -v apt-get >/dev/null 2>&1; then
-    echo "install-redis: no apt-get here; install redis-server (Redis >= 6) by hand (the Celery tests skip until then)" >&2
-    exit 0
-fi
-
-export DEBIAN_FRONTEND=noninteractive
-echo "install-redis: installing Debian's redis-server"
-"${SUDO[@]}" apt-get update -q
-"${SUDO[@]}" apt-get install -y -q --no-install-recommends redis-server
-redis-server --version
+bash "$(dirname "$0")/apt-install.sh" install-redis redis-server "the Celery tests will be skipped until then"
+redis-server --version 2>/dev/null || true
