@@ -28,7 +28,7 @@ from assets.synthetic_queries import build_synthetic_queries_asset
 from conteb.config import TaskConfig
 from conteb.environment import keep_caches_in
 from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
-from pipelines.jobs import build_conteb_job, build_evaluate_job, build_reproduce_job, build_train_job
+from pipelines.jobs import build_conteb_job, build_evaluate_job, build_reproduce_job, build_train_job, choose_executor
 from project.config import ExecutionConfig, ProjectConfig, load_config
 
 
@@ -87,6 +87,8 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
             build_reproduce_job(),
         ],
         sensors=[sensor] if sensor else [],
+        # Runs launched from the UI ("Materialize all", a selection) get build_conteb's executor choice too.
+        executor=choose_executor(config),
         resources={
             "settings": ConTEBSettings(config_path=str(config.config_path), data_dir=data_dir),
             "stage_io_manager": StageTableIOManager(data_dir=data_dir),
