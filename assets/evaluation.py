@@ -1,24 +1,32 @@
 """Evaluation assets: ``[task]/evaluation`` per evaluated task, ``evaluation_report`` over all of them.
 
-Thin: the work is :func:`evaluation.runner.evaluate_task` (also behind ``conteb evaluate``) and the
-renderers of ``evaluation/report.py``. Each task asset records nDCG@10 per system as numeric metadata
-(plotted over time by Dagster; ``ndcg@10/<system>/needs_context`` on the queries that need context,
-when labelled), the reading of its figures (``reading``, ``evaluation/reading.py``) and the task report
-as Markdown with its plots embedded; its check
-``metrics_match_trec_eval`` recomputes nDCG@10 from the written TREC files with ``pytrec_eval``.
+Thin: the work is :mod:`evaluation.sharding` (the encode shards), :func:`evaluation.targets.evaluate_loaded`
+(:func:`evaluation.runner.evaluate_task`, also behind ``conteb evaluate``) and the renderers of
+``evaluation/report.py``. ``[task]/evaluation`` is a graph (:func:`_task_asset`): split → one encode step per
+document shard → rank. It records nDCG@10 per system as numeric metadata (plotted over time by Dagster;
+``ndcg@10/<system>/needs_context`` on the queries that need context, when labelled), ``encode_shards``, the
+reading of its figures (``reading``, ``evaluation/reading.py``) and the task report as Markdown with its plots
+embedded. Its check ``metrics_match_trec_eval`` (a step of its own after the asset) recomputes nDCG@10 from the
+written TREC files with ``pytrec_eval``.
 """
 
+import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
 from assets.resources import ConTEBSettings
+from assets.sharded import SHARD_RETRIES
 from conteb.names import StageTable
-from conteb.storage import reports_dir
+from conteb.storage import models_dir, reports_dir
+from curation.shards import shard_key
+from evaluation.encoded import EncodingJob, EncodingKey, EncodingOutcome, EncodingShard, merge_outcomes
 from evaluation.load import CorpusError
 from evaluation.reading import overall_reading, task_reading
 from evaluation.results import HEADLINE, NEEDS_CONTEXT, TaskEvaluation
-from evaluation.targets import EvalTarget, evaluate_target, evaluation_targets
+from evaluation.targets import EvalTarget, LoadedTarget, evaluate_loaded, evaluation_targets, load_target
 from project.config import ProjectConfig
 
 GROUP = "evaluation"
@@ -73,38 +81,126 @@ def run_metadata(evaluation: TaskEvaluation) -> dict[str, object]:
     return metadata
 
 
-def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinition:
-    @dg.asset(
-        key=evaluation_key(target.name),
-        group_name=GROUP,
-        deps=_upstream(config, target),
-        kinds={"python", "numpy"},
-        description=f"Every configured retrieval system on {target.name} ({target.path}): metrics with 95% "
-        "CIs, per-position, document-level, corpus-size scaling, chunk-size study, TREC run files.",
-        check_specs=[
-            dg.AssetCheckSpec(
-                "metrics_match_trec_eval",
-                asset=evaluation_key(target.name),
-                description="nDCG@10, Recall@10 and P@10 of every system recomputed from its TREC run file with "
-                "pytrec_eval, on all queries and on the needs_context subset.",
-            )
-        ],
-    )
-    def task_evaluation(context: dg.AssetExecutionContext, settings: ConTEBSettings):
-        # Imported here: torch and sentence-transformers would otherwise load in every step process.
-        from evaluation.report import dagster_markdown_task, reading_markdown, write_task_report
-        from evaluation.verify import verify_against_trec_eval
+@dataclass(frozen=True)
+class EvaluationPlan:
+    """From the split to the ranking step: the loaded target and the encodings its shards compute."""
 
-        data = settings.data_path
-        reports = reports_dir(data)
+    loaded: LoadedTarget
+    jobs: tuple[EncodingJob, ...]
+
+
+@dataclass(frozen=True)
+class ShardInput:
+    """One encode step's input: its shard and the jobs to run on it."""
+
+    shard: EncodingShard
+    jobs: tuple[EncodingJob, ...]
+
+    @property
+    def key(self) -> str:
+        return shard_key(self.shard.index)
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """One encode step's output: its shard's index and every job's encoding (or problem)."""
+
+    index: int
+    outcomes: dict[EncodingKey, EncodingOutcome]
+
+
+def _op_prefix(target: EvalTarget) -> str:
+    """``<task>__evaluation`` as an op name (letters, digits and ``_`` only)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", f"{target.name}__{EVALUATION}")
+
+
+def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinition:
+    """``[task]/evaluation`` as a graph: split → one encode step per document shard → rank (``evaluation/sharding.py``).
+
+    The split loads the corpus (and the span sources of the chunk-size study), plans the encodings and cuts the
+    documents into shards of ``execution.encode_shard_documents``; each encode step (``RetryPolicy(max_retries=2)``)
+    encodes its shard for every model-based system; the rank step joins the shards, encodes the queries, ranks,
+    measures and writes the task's files and report. Intermediate values go through Dagster's ``io_manager``, as the
+    sharded LLM stages' do (``assets/sharded.py``).
+    """
+    prefix, deps = _op_prefix(target), _upstream(config, target)
+    size = config.execution.encode_shard_documents
+    dep_names = [f"upstream_{i}" for i in range(len(deps))]
+
+    @dg.op(
+        name=f"{prefix}__split",
+        ins={name: dg.In(dg.Nothing) for name in dep_names},
+        out={"plan": dg.Out(), "shards": dg.DynamicOut()},
+        description=f"Load {target.name}'s corpus and cut its documents into encode shards of at most {size}.",
+    )
+    def split_op(context: dg.OpExecutionContext, settings: ConTEBSettings):
+        from evaluation.sharding import encoding_jobs, encoding_shards
+
         try:
-            evaluation = evaluate_target(target, config.evaluation, data, log=context.log.info)
+            loaded = load_target(target, config.evaluation)
         except CorpusError as error:
             raise dg.Failure(description=f"{target.name}: {error}") from error
-        paths = write_task_report(evaluation, reports)
+        jobs = tuple(
+            encoding_jobs(loaded.corpus, config.evaluation, models_dir(settings.data_path), sources=loaded.sources)
+        )
+        study = any(job.key.chunk_size is not None for job in jobs)
+        shards = encoding_shards(loaded.corpus, loaded.sources if study else None, size)
+        context.log.info(
+            f"{target.name}: {loaded.corpus.n_documents:,} documents, {loaded.corpus.n_chunks:,} chunks in "
+            f"{len(shards)} encode shard(s) of at most {size} documents; encodings: "
+            + (", ".join(str(job.key) for job in jobs) or "none (no model-based system can run)")
+        )
+        yield dg.Output(EvaluationPlan(loaded, jobs), "plan")
+        for shard in shards:
+            payload = ShardInput(shard, jobs)
+            yield dg.DynamicOutput(payload, mapping_key=payload.key, output_name="shards")
+
+    @dg.op(
+        name=f"{prefix}__encode",
+        retry_policy=dg.RetryPolicy(max_retries=SHARD_RETRIES),
+        pool=config.execution.encode_pool,
+        tags=config.execution.encode_op_tags or None,
+        description=f"Encode one shard of {target.name}'s documents for every model-based system.",
+    )
+    def encode_op(context: dg.OpExecutionContext, settings: ConTEBSettings, shard: ShardInput) -> ShardResult:
+        from evaluation.sharding import encode_shard
+
+        documents = shard.shard.doc_ids
+        context.log.info(
+            f"{target.name} shard {shard.key}: {len(documents)} documents, {shard.shard.corpus.n_chunks:,} chunks, "
+            f"{len(shard.jobs)} encoding(s)"
+        )
+        outcomes = encode_shard(
+            shard.shard,
+            shard.jobs,
+            models_dir(settings.data_path),
+            label=f"{target.name} shard {shard.key}: ",
+            log=context.log.info,
+        )
+        return ShardResult(shard.shard.index, outcomes)
+
+    @dg.op(
+        name=f"{prefix}__rank",
+        out=dg.Out(dg.Nothing),
+        description=f"Join {target.name}'s encode shards, encode the queries, rank, measure, write the report.",
+    )
+    def rank_op(
+        context: dg.OpExecutionContext,
+        settings: ConTEBSettings,
+        plan: EvaluationPlan,
+        encoded: list[ShardResult],
+    ) -> None:
+        # Imported here: torch and sentence-transformers would otherwise load in every step process.
+        from evaluation.report import dagster_markdown_task, reading_markdown, write_task_report
+
+        data = settings.data_path
+        encodings = merge_outcomes([result.outcomes for result in sorted(encoded, key=lambda result: result.index)])
+        evaluation = evaluate_loaded(plan.loaded, config.evaluation, data, encodings=encodings, log=context.log.info)
+        paths = write_task_report(evaluation, reports_dir(data))
         failed = [run for run in evaluation.runs if run.status == "failed"]
         metadata = {
             **run_metadata(evaluation),
+            "encode_shards": len(encoded),
             "reading": dg.MetadataValue.md(reading_markdown(task_reading(evaluation))),
             "report": dg.MetadataValue.md(dagster_markdown_task(evaluation)),
             **{f"path/{name}": dg.MetadataValue.path(str(path)) for name, path in paths.items()},
@@ -114,10 +210,43 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
                 description="; ".join(f"{run.system}: {run.reason}" for run in failed),
                 metadata=metadata,
             )
-        yield dg.MaterializeResult(metadata=metadata)
+        context.add_output_metadata(metadata)
+
+    def compose(**upstream: Any) -> Any:
+        plan, shards = split_op(**upstream)
+        return rank_op(plan, shards.map(encode_op).collect())
+
+    compose.__doc__ = (
+        f"Every configured retrieval system on {target.name} ({target.path}): metrics with 95% CIs, per-position, "
+        "document-level, corpus-size scaling, chunk-size study, TREC run files. Chunks are encoded in document "
+        "shards (one step each), then ranked in one step."
+    )
+    compose.__name__ = prefix
+    return dg.graph_asset(
+        key=evaluation_key(target.name),
+        group_name=GROUP,
+        ins={name: dg.AssetIn(key=key, dagster_type=dg.Nothing) for name, key in zip(dep_names, deps, strict=True)},
+        kinds={"python", "numpy"},
+    )(compose)
+
+
+def _trec_eval_check(target: EvalTarget) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=evaluation_key(target.name),
+        name="metrics_match_trec_eval",
+        description="nDCG@10, Recall@10 and P@10 of every system recomputed from its TREC run file with "
+        "pytrec_eval, on all queries and on the needs_context subset.",
+    )
+    def metrics_match_trec_eval(settings: ConTEBSettings) -> dg.AssetCheckResult:
+        from evaluation.runner import load_evaluation
+        from evaluation.verify import verify_against_trec_eval
+
+        reports = reports_dir(settings.data_path)
+        evaluation = load_evaluation(reports, target.name)
+        if evaluation is None:
+            return dg.AssetCheckResult(passed=False, metadata={"problems": f"no evaluation of {target.name} yet"})
         problems = verify_against_trec_eval(evaluation, reports)
-        yield dg.AssetCheckResult(
-            check_name="metrics_match_trec_eval",
+        return dg.AssetCheckResult(
             passed=not problems,
             severity=dg.AssetCheckSeverity.ERROR,
             metadata={
@@ -126,7 +255,7 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
             },
         )
 
-    return task_evaluation
+    return metrics_match_trec_eval
 
 
 def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.AssetsDefinition:
@@ -169,9 +298,13 @@ def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.Assets
     return evaluation_report
 
 
-def build_evaluation_assets(config: ProjectConfig, data_dir: Path) -> list[dg.AssetsDefinition]:
-    """One evaluation asset per target of the ``evaluation:`` block, and the overall report."""
+def build_evaluation_assets(
+    config: ProjectConfig, data_dir: Path
+) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
+    """One evaluation asset (and its trec_eval check) per target of the ``evaluation:`` block, and the overall
+    report."""
     targets = evaluation_targets(config.tasks, config.evaluation, data_dir)
     if not targets:
-        return []
-    return [*(_task_asset(config, target) for target in targets), _report_asset(config, targets)]
+        return [], []
+    assets = [*(_task_asset(config, target) for target in targets), _report_asset(config, targets)]
+    return assets, [_trec_eval_check(target) for target in targets]

@@ -9,6 +9,7 @@ as the public ConTEB evaluator). ``needs_context[q]`` is the query's context-nec
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,6 +69,30 @@ class EvalCorpus:
         if self.needs_context is not None:  # unlabelled corpora keep their earlier fingerprint
             digest.update(b"needs_context\x00" + np.ascontiguousarray(self.needs_context, dtype=np.bool_).tobytes())
         return digest.hexdigest()
+
+    def chunks_of(self, doc_ids: Collection[str]) -> EvalCorpus:
+        """The chunks of ``doc_ids`` (corpus order) with their titles and LLM contexts, and no queries: what an
+        encode shard of the evaluation needs (``evaluation/sharding.py``). Ids absent from the corpus add nothing."""
+        wanted = set(doc_ids)
+        rows = [row for row, doc in enumerate(self.doc_ids) if doc in wanted]
+        chunk_ids = [self.chunk_ids[r] for r in rows]
+        contexts = None
+        if self.contexts is not None:
+            contexts = {cid: self.contexts[cid] for cid in chunk_ids if cid in self.contexts}
+        return EvalCorpus(
+            name=self.name,
+            source=self.source,
+            split=self.split,
+            chunk_ids=chunk_ids,
+            chunks=[self.chunks[r] for r in rows],
+            doc_ids=[self.doc_ids[r] for r in rows],
+            chunk_index=self.chunk_index[np.asarray(rows, dtype=np.int64)],
+            titles=[self.titles[r] for r in rows],
+            query_ids=[],
+            queries=[],
+            gold=np.zeros(0, dtype=np.int64),
+            contexts=contexts,
+        )
 
     def chunk_doc_index(self) -> np.ndarray:
         """int64 [C]: index of each chunk's document in :attr:`document_order`."""

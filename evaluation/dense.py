@@ -25,7 +25,8 @@ import numpy as np
 
 from evaluation.config import ContextualSystem, DenseSystem, template_fields
 from evaluation.corpus import EvalCorpus
-from evaluation.embedders import EncoderSetup, encode_queries_cached, setup_encoder
+from evaluation.embedders import EncoderSetup, encode_queries_cached, measured, setup_encoder
+from evaluation.encoded import COUNTERS, ChunkEncoding, given_or_encoded
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
 from evaluation.ranking import dense_scorer
 from training.windows import Context
@@ -119,54 +120,80 @@ def title_texts(system: DenseSystem, corpus: EvalCorpus) -> tuple[list[str], int
     return texts, missing
 
 
+def chunk_side(
+    system: DenseSystem | ContextualSystem, corpus: EvalCorpus, setup: EncoderSetup
+) -> tuple[list[str], Context, dict, str]:
+    """What ``system`` embeds per chunk of ``corpus``: the texts, the encoding mode, the details they add to the
+    report (template, chunks without a context or title) and the description's head."""
+    label = setup.spec.label
+    mode: Context
+    details: dict = {}
+    if isinstance(system, ContextualSystem):
+        texts, missing = contextual_texts(system, corpus)
+        mode = "independent"
+        details.update(template=system.template, chunks_without_context=missing)
+        what = f"contextual retrieval · LLM context + chunk, embedded independently · {label}"
+    elif system.context == "title":
+        texts, missing = title_texts(system, corpus)
+        mode = "independent"
+        details.update(title_template=system.title_template, chunks_without_title=missing)
+        what = f"dense · {CONTEXT_LABELS['title']}, embedded independently · {label}"
+    else:
+        texts, mode = list(corpus.chunks), system.context
+        policy = " (anchored windows)" if mode == "late" and setup.encoder.window_policy == "anchored" else ""
+        what = f"dense · {CONTEXT_LABELS[system.context]}{policy} · {label}"
+    details["context"] = system.context if isinstance(system, DenseSystem) else mode
+    return texts, mode, details, what
+
+
+def encode_single_vector(
+    system: DenseSystem | ContextualSystem, corpus: EvalCorpus, setup: EncoderSetup, *, show_progress: bool = False
+) -> ChunkEncoding:
+    """The chunk vectors of ``system`` over ``corpus`` (float32 ``[C, D]``, corpus order) with the encoder's counters
+    (``evaluation.encoded.COUNTERS``) and the seconds spent: what one shard of the evaluation computes."""
+    texts, mode, _, _ = chunk_side(system, corpus, setup)
+    groups = document_rows(corpus)
+    titles = document_titles(corpus, groups) if mode == "late" else None
+    vectors, seconds, counts = measured(
+        setup.encoder, lambda: encode_chunks(setup, texts, groups, mode, show_progress, titles)
+    )
+    return ChunkEncoding(list(corpus.chunk_ids), vectors=vectors, seconds=seconds, counts=counts, documents=len(groups))
+
+
 def prepare_single_vector(
     system: DenseSystem | ContextualSystem,
     corpus: EvalCorpus,
     models_dir: Path,
     *,
+    encoded: ChunkEncoding | None = None,
     show_progress: bool = False,
     log: Log = no_log,
 ) -> IndexedSystem:
-    """Encode chunks and queries; the scorer is ``query_vectors[rows] @ chunk_vectors.T`` (float32 ``[B, C]``)."""
+    """Encode chunks (or take ``encoded``: the shards' vectors, in any chunk order) and queries; the scorer is
+    ``query_vectors[rows] @ chunk_vectors.T`` (float32 ``[B, C]``).
+
+    Raises :class:`evaluation.encoded.EncodingMismatch` when ``encoded`` does not cover exactly the corpus's chunks.
+    """
     if isinstance(system, ContextualSystem):
         problem = contextual_problem(system, corpus)
         if problem:
             raise NotRunnable(problem)
     setup = setup_encoder(system, models_dir)
-    details = dict(setup.details)
-    groups = document_rows(corpus)
-    mode: Context
-    if isinstance(system, ContextualSystem):
-        texts, missing = contextual_texts(system, corpus)
-        mode = "independent"
-        details.update(template=system.template, chunks_without_context=missing)
-        what = f"contextual retrieval · LLM context + chunk, embedded independently · {setup.spec.label}"
-    elif system.context == "title":
-        texts, missing = title_texts(system, corpus)
-        mode = "independent"
-        details.update(title_template=system.title_template, chunks_without_title=missing)
-        what = f"dense · {CONTEXT_LABELS['title']}, embedded independently · {setup.spec.label}"
-    else:
-        texts, mode = list(corpus.chunks), system.context
-        policy = " (anchored windows)" if mode == "late" and setup.encoder.window_policy == "anchored" else ""
-        what = f"dense · {CONTEXT_LABELS[system.context]}{policy} · {setup.spec.label}"
-    details["context"] = system.context if isinstance(system, DenseSystem) else mode
-
-    titles = document_titles(corpus, groups) if mode == "late" else None
-    encoder = setup.encoder
-    before = (encoder.forwarded_windows, encoder.forwarded_tokens, encoder.anchor_tokens)
-    started = time.perf_counter()
-    chunk_vectors = encode_chunks(setup, texts, groups, mode, show_progress, titles)
-    index_seconds = time.perf_counter() - started
-    details.update(
-        windows=encoder.forwarded_windows - before[0],
-        tokens_forwarded=encoder.forwarded_tokens - before[1],
-        anchor_tokens=encoder.anchor_tokens - before[2],
+    _, mode, side_details, what = chunk_side(system, corpus, setup)
+    details = {**setup.details, **side_details}
+    encoded, where = given_or_encoded(
+        encoded,
+        lambda: encode_single_vector(system, corpus, setup, show_progress=show_progress),
+        corpus.chunk_ids,
+        mode,
+        str(setup.device),
     )
-    details["truncated_chunks"] = encoder.truncated_chunks
+    assert encoded.vectors is not None, f"{system.name}: a single-vector system has vectors"
+    details.update({name: encoded.counts.get(name, 0) for name in COUNTERS})
+    details["encode_shards"] = encoded.shards
     log(
-        f"{system.name}: encoded {corpus.n_chunks:,} chunks of {len(groups):,} documents in {index_seconds:.1f} s "
-        f"({mode}, {setup.device})"
+        f"{system.name}: encoded {corpus.n_chunks:,} chunks of {encoded.documents:,} documents in "
+        f"{encoded.seconds:.1f} s {where}"
     )
     started = time.perf_counter()
     query_vectors, reused = encode_queries_cached(setup, list(corpus.queries), show_progress=show_progress)
@@ -177,6 +204,6 @@ def prepare_single_vector(
     else:
         log(f"{system.name}: encoded {corpus.n_queries:,} queries in {query_seconds:.1f} s")
     # A DenseScorer: rank_corpus uses its fast paths (columns grouped by document, one reused buffer).
-    score_block = dense_scorer(query_vectors, chunk_vectors)
+    score_block = dense_scorer(query_vectors, encoded.vectors)
     description = f"{what} ({setup.prefixes.describe()})"
-    return IndexedSystem(score_block, index_seconds, query_seconds, description, details)
+    return IndexedSystem(score_block, encoded.seconds, query_seconds, description, details)

@@ -22,8 +22,10 @@ import hashlib
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -32,11 +34,13 @@ from sentence_transformers import SentenceTransformer
 
 from conteb.names import Job
 from evaluation.config import ModelOptions
+from evaluation.encoded import COUNTERS
 from evaluation.indexed import NotRunnable
 from training.encoder import LateChunkingEncoder
 from training.models import OFFLINE_MINILM, load_model, offline_minilm_path, pick_device
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 KNOWN_PREFIXES: dict[str, tuple[str, str]] = {
     "lightonai/modernbert-embed-large": ("search_query: ", "search_document: "),
@@ -264,6 +268,21 @@ def encode_queries_cached(
     while len(_QUERY_CACHE) > MAX_CACHED_QUERY_SETS:
         _QUERY_CACHE.popitem(last=False)
     return vectors, False
+
+
+def encoder_counts(encoder: LateChunkingEncoder) -> dict[str, int]:
+    """The encoder's counters so far, by the names of :data:`evaluation.encoded.COUNTERS`."""
+    values = (encoder.forwarded_windows, encoder.forwarded_tokens, encoder.anchor_tokens, encoder.truncated_chunks)
+    return dict(zip(COUNTERS, values, strict=True))
+
+
+def measured(encoder: LateChunkingEncoder, work: Callable[[], T]) -> tuple[T, float, dict[str, int]]:
+    """``work()``'s result, the seconds it took and how much each of ``encoder``'s counters grew meanwhile."""
+    before = encoder_counts(encoder)
+    started = time.perf_counter()
+    result = work()
+    seconds = time.perf_counter() - started
+    return result, seconds, {name: value - before[name] for name, value in encoder_counts(encoder).items()}
 
 
 def setup_encoder(options: ModelOptions, models_dir: Path) -> EncoderSetup:

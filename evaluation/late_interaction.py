@@ -30,7 +30,8 @@ import numpy as np
 from evaluation.config import LateInteractionSystem
 from evaluation.corpus import EvalCorpus
 from evaluation.dense import CONTEXT_LABELS, document_rows, document_titles
-from evaluation.embedders import setup_encoder
+from evaluation.embedders import EncoderSetup, measured, setup_encoder
+from evaluation.encoded import ChunkEncoding, given_or_encoded
 from evaluation.indexed import IndexedSystem, Log, no_log
 
 TILE_TOKENS = 1 << 16
@@ -99,36 +100,68 @@ def maxsim_scores(queries: list[np.ndarray], index: TokenIndex) -> np.ndarray:
     return out
 
 
+def encode_late_interaction(
+    system: LateInteractionSystem, corpus: EvalCorpus, setup: EncoderSetup, *, show_progress: bool = False
+) -> ChunkEncoding:
+    """The chunk token vectors of ``system`` over ``corpus`` (one float16 ``[n_c, D]`` array per chunk, corpus
+    order) with the encoder's counters and the seconds spent: what one shard of the evaluation computes."""
+    groups = document_rows(corpus)
+    encoder = setup.encoder
+    documents = [[corpus.chunks[r] for r in rows] for rows in groups]
+    titles = document_titles(corpus, groups) if system.context == "late" else None
+
+    def encode() -> list[np.ndarray]:
+        encoded = encoder.encode_document_tokens(
+            documents, mode=system.context, show_progress=show_progress, titles=titles
+        )
+        per_chunk: list[np.ndarray] = [np.zeros((0, encoder.dimension), np.float16)] * corpus.n_chunks
+        for rows, chunks in zip(groups, encoded, strict=True):
+            for row, tokens in zip(rows, chunks, strict=True):
+                per_chunk[row] = tokens
+        return per_chunk
+
+    per_chunk, seconds, counts = measured(encoder, encode)
+    return ChunkEncoding(
+        list(corpus.chunk_ids), tokens=per_chunk, seconds=seconds, counts=counts, documents=len(groups)
+    )
+
+
 def prepare_late_interaction(
     system: LateInteractionSystem,
     corpus: EvalCorpus,
     models_dir: Path,
     *,
+    encoded: ChunkEncoding | None = None,
     show_progress: bool = False,
     log: Log = no_log,
 ) -> IndexedSystem:
-    """Encode chunk and query tokens; the scorer is MaxSim over all chunks (float32 ``[B, C]``)."""
+    """Encode chunk tokens (or take ``encoded``: the shards' tokens, in any chunk order) and query tokens; the scorer
+    is MaxSim over all chunks (float32 ``[B, C]``).
+
+    Raises :class:`evaluation.encoded.EncodingMismatch` when ``encoded`` does not cover exactly the corpus's chunks.
+    """
     setup = setup_encoder(system, models_dir)
     details = dict(setup.details, context=system.context, multi_vector_note=_note(setup.spec.label))
-    groups = document_rows(corpus)
-    started = time.perf_counter()
-    documents = [[corpus.chunks[r] for r in rows] for rows in groups]
-    titles = document_titles(corpus, groups) if system.context == "late" else None
-    encoded = setup.encoder.encode_document_tokens(
-        documents, mode=system.context, show_progress=show_progress, titles=titles
+    encoded, where = given_or_encoded(
+        encoded,
+        lambda: encode_late_interaction(system, corpus, setup, show_progress=show_progress),
+        corpus.chunk_ids,
+        system.context,
+        str(setup.device),
     )
-    per_chunk: list[np.ndarray] = [np.zeros(0)] * corpus.n_chunks
-    for rows, chunks in zip(groups, encoded, strict=True):
-        for row, tokens in zip(rows, chunks, strict=True):
-            per_chunk[row] = tokens
-    index = TokenIndex.from_chunks(per_chunk, setup.encoder.dimension)
-    del per_chunk, encoded
-    index_seconds = time.perf_counter() - started
-    details.update(truncated_chunks=setup.encoder.truncated_chunks, chunk_tokens=int(index.tokens.shape[0]))
+    assert encoded.tokens is not None, f"{system.name}: a late-interaction system has token vectors"
+    index = TokenIndex.from_chunks(encoded.tokens, setup.encoder.dimension)
+    details.update(
+        truncated_chunks=encoded.counts.get("truncated_chunks", 0),
+        chunk_tokens=int(index.tokens.shape[0]),
+        encode_shards=encoded.shards,
+    )
     log(
         f"{system.name}: encoded {index.tokens.shape[0]:,} tokens of {corpus.n_chunks:,} chunks of "
-        f"{len(groups):,} documents in {index_seconds:.1f} s ({system.context}, {setup.device})"
+        f"{encoded.documents:,} documents in {encoded.seconds:.1f} s {where}"
     )
+    index_seconds = encoded.seconds
+    del encoded
     started = time.perf_counter()
     query_tokens = setup.encoder.encode_query_tokens(list(corpus.queries), show_progress=show_progress)
     query_seconds = time.perf_counter() - started

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from conteb.storage import write_parquet_atomic, write_text_atomic
 from evaluation import trec
 from evaluation.config import EvaluationConfig, SystemConfig
 from evaluation.corpus import EvalCorpus
+from evaluation.encoded import EncodingKey, EncodingOutcome
 from evaluation.indexed import IndexedSystem, Log, NotRunnable
 from evaluation.metrics import metrics_from_gold_rank
 from evaluation.ranking import rank_corpus
@@ -181,7 +182,9 @@ class _Evaluator:
             progress=progress,
         )
 
-    def run_system(self, system: SystemConfig, llm_usage: LLMUsage | None) -> SystemRun:
+    def run_system(
+        self, system: SystemConfig, llm_usage: LLMUsage | None, encoded: EncodingOutcome | None = None
+    ) -> SystemRun:
         corpus = self.corpus
         base = SystemRun(task=corpus.name, system=system.name, kind=system.kind, status="not_run")
         problem = requirement_problem(system, corpus, self.models_dir)
@@ -191,7 +194,9 @@ class _Evaluator:
             return base
         self.log(f"{system.name}: indexing {corpus.n_chunks:,} chunks of {corpus.n_documents:,} documents")
         try:
-            indexed = prepare_system(system, corpus, self.models_dir, show_progress=self.show_progress, log=self.log)
+            indexed = prepare_system(
+                system, corpus, self.models_dir, encoded=encoded, show_progress=self.show_progress, log=self.log
+            )
         except NotRunnable as reason:
             self.log(f"{system.name}: not run: {reason}")
             base.reason = str(reason)
@@ -241,7 +246,12 @@ class _Evaluator:
             return {}
         return {NEEDS_CONTEXT: {name: self._summary(values[self.needs_context]) for name, values in per_query.items()}}
 
-    def chunk_size_points(self, sources: SpanSources, systems: Sequence[SystemConfig]) -> list[ChunkSizePoint]:
+    def chunk_size_points(
+        self,
+        sources: SpanSources,
+        systems: Sequence[SystemConfig],
+        encodings: Mapping[EncodingKey, EncodingOutcome],
+    ) -> list[ChunkSizePoint]:
         points = []
         for size in self.config.chunk_sizes.sizes:
             corpus = rechunk_corpus(
@@ -250,7 +260,10 @@ class _Evaluator:
             self.log(f"chunk size {size}: {corpus.n_chunks:,} chunks, {corpus.n_queries:,} queries")
             for system in systems:
                 try:
-                    indexed = prepare_system(system, corpus, self.models_dir, show_progress=self.show_progress)
+                    encoded = encodings.get(EncodingKey(system.name, size))
+                    indexed = prepare_system(
+                        system, corpus, self.models_dir, encoded=encoded, show_progress=self.show_progress
+                    )
                 except NotRunnable as reason:
                     self.skipped.append(f"chunk size {size}: {system.name} not run: {reason}")
                     self.log(self.skipped[-1])
@@ -326,6 +339,7 @@ def evaluate_task(
     no_sources_reason: str | None = None,
     llm_usage: LLMUsage | None = None,
     chunk_sizes: bool = True,
+    encodings: Mapping[EncodingKey, EncodingOutcome] | None = None,
     log: Log = logger.info,
     show_progress: bool = False,
 ) -> TaskEvaluation:
@@ -334,12 +348,14 @@ def evaluate_task(
     Systems with a missing requirement are recorded as ``not_run`` with the reason; a system that
     raises is recorded as ``failed`` with the error and the others still run (callers decide whether
     a failure fails the run). ``sources`` enable the chunk-size study (span-annotated tasks only);
-    without them ``no_sources_reason`` is recorded as the study's note.
+    without them ``no_sources_reason`` is recorded as the study's note. ``encodings``: chunk sides encoded elsewhere
+    (the evaluation's encode shards, ``evaluation/sharding.py``), used instead of encoding here; a system (or study
+    point) without one encodes its chunks here.
     """
     with summarized_warnings(log):
         return _evaluate_task(
-            corpus, config, models_dir, reports_dir, systems, sources, no_sources_reason, llm_usage, chunk_sizes, log,
-            show_progress,
+            corpus, config, models_dir, reports_dir, systems, sources, no_sources_reason, llm_usage, chunk_sizes,
+            encodings or {}, log, show_progress,
         )  # fmt: skip
 
 
@@ -353,6 +369,7 @@ def _evaluate_task(
     no_sources_reason: str | None,
     llm_usage: LLMUsage | None,
     chunk_sizes: bool,
+    encodings: Mapping[EncodingKey, EncodingOutcome],
     log: Log,
     show_progress: bool,
 ) -> TaskEvaluation:
@@ -388,7 +405,7 @@ def _evaluate_task(
     )
     for system in selected:
         try:
-            run = evaluator.run_system(system, llm_usage)
+            run = evaluator.run_system(system, llm_usage, encodings.get(EncodingKey(system.name)))
         except Exception as error:  # one broken system must not hide the others' results
             logger.exception("system %s failed on %s", system.name, corpus.name)
             log(f"{system.name}: FAILED: {type(error).__name__}: {error}")
@@ -429,7 +446,7 @@ def _evaluate_task(
         evaluation.chunk_size_note = no_sources_reason or "no span-annotated source documents: chunk-size study not run"
     else:
         study_systems = [config.system(name) for name in study.systems if not systems or name in systems]
-        evaluation.chunk_sizes = evaluator.chunk_size_points(sources, study_systems)
+        evaluation.chunk_sizes = evaluator.chunk_size_points(sources, study_systems, encodings)
         evaluation.notes += evaluator.skipped
         if systems and previous is not None:
             kept = [p for p in previous.chunk_sizes if p.system not in {s.name for s in study_systems}]

@@ -14,10 +14,11 @@ from pathlib import Path
 from evaluation.bm25 import bm25_problem, prepare_bm25
 from evaluation.config import BM25System, ContextualSystem, DenseSystem, LateInteractionSystem, SystemConfig
 from evaluation.corpus import EvalCorpus
-from evaluation.dense import contextual_problem, prepare_single_vector
-from evaluation.embedders import model_problem, trained_folder
+from evaluation.dense import contextual_problem, encode_single_vector, prepare_single_vector
+from evaluation.embedders import model_problem, setup_encoder, trained_folder
+from evaluation.encoded import ChunkEncoding, EncodingOutcome, EncodingProblem
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
-from evaluation.late_interaction import prepare_late_interaction
+from evaluation.late_interaction import encode_late_interaction, prepare_late_interaction
 from evaluation.leakage import training_overlap_problem
 from training.models import OFFLINE_MINILM
 
@@ -58,28 +59,68 @@ def _leakage_problem(
     return training_overlap_problem(folder, corpus)
 
 
+class EncodingFailed(RuntimeError):
+    """A shard's encoder raised: the system fails with the shard's error (``str(e)``)."""
+
+
+def encodes_chunks(system: SystemConfig) -> bool:
+    """Whether ``system`` encodes chunks with a model (the work the evaluation's encode shards do)."""
+    return isinstance(system, DenseSystem | ContextualSystem | LateInteractionSystem)
+
+
+def encode_system(
+    system: SystemConfig, corpus: EvalCorpus, models_dir: Path, *, show_progress: bool = False
+) -> ChunkEncoding:
+    """The chunk side of ``system`` over ``corpus`` (a shard's documents, or a whole corpus).
+
+    Requirements are the caller's to check (:func:`requirement_problem` on the whole corpus: a shard alone may hold
+    no chunk context and still belong to a task that has them). Raises :class:`NotRunnable` when the model cannot be
+    loaded, ``TypeError`` for a system that encodes nothing (``bm25``).
+    """
+    match system:
+        case DenseSystem() | ContextualSystem():
+            setup = setup_encoder(system, Path(models_dir))
+            return encode_single_vector(system, corpus, setup, show_progress=show_progress)
+        case LateInteractionSystem():
+            setup = setup_encoder(system, Path(models_dir))
+            return encode_late_interaction(system, corpus, setup, show_progress=show_progress)
+    raise TypeError(f"system {system.name!r} ({system.kind}) encodes no chunks")
+
+
 def prepare_system(
     system: SystemConfig,
     corpus: EvalCorpus,
     models_dir: Path,
     *,
+    encoded: EncodingOutcome | None = None,
     show_progress: bool = False,
     log: Log = no_log,
 ) -> IndexedSystem:
     """Index ``corpus`` and encode its queries for ``system``.
 
+    ``encoded``: the system's chunk side computed elsewhere (the evaluation's encode shards), used instead of
+    encoding the chunks here; an :class:`~evaluation.encoded.EncodingProblem` raises :class:`NotRunnable`
+    (``not_run``) or :class:`EncodingFailed` (``failed``) with its reason.
     Raises :class:`NotRunnable` with the reason of :func:`requirement_problem`, or when a hub model cannot be loaded.
     Logs counts and timings through ``log``.
     """
     problem = requirement_problem(system, corpus, models_dir)
     if problem:
         raise NotRunnable(problem)
+    if isinstance(encoded, EncodingProblem):
+        if encoded.status == "not_run":
+            raise NotRunnable(encoded.reason)
+        raise EncodingFailed(encoded.reason)
     models_dir = Path(models_dir)
     match system:
         case BM25System():
             return prepare_bm25(system, corpus, show_progress=show_progress, log=log)
         case DenseSystem() | ContextualSystem():
-            return prepare_single_vector(system, corpus, models_dir, show_progress=show_progress, log=log)
+            return prepare_single_vector(
+                system, corpus, models_dir, encoded=encoded, show_progress=show_progress, log=log
+            )
         case LateInteractionSystem():
-            return prepare_late_interaction(system, corpus, models_dir, show_progress=show_progress, log=log)
+            return prepare_late_interaction(
+                system, corpus, models_dir, encoded=encoded, show_progress=show_progress, log=log
+            )
     raise TypeError(f"unknown system config {system!r}")  # pragma: no cover

@@ -12,7 +12,7 @@ the source documents of that split.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from conteb.names import Stage, StageTable
 from conteb.storage import dataset_dir, llm_cache_path, models_dir, reports_dir, stage_table_path
 from evaluation.config import EvaluationConfig
 from evaluation.corpus import EvalCorpus
+from evaluation.encoded import EncodingKey, EncodingOutcome
 from evaluation.indexed import NotRunnable
 from evaluation.load import load_config_table, load_corpus, read_contexts
 from evaluation.rechunk import SpanSources, sources_from_dataset
@@ -139,6 +140,57 @@ def find_target(
     return EvalTarget(name=name, path=name_or_path, split=split)
 
 
+@dataclass(frozen=True)
+class LoadedTarget:
+    """A target with its corpus and, when the chunk-size study runs, its span sources (or why there are none)."""
+
+    target: EvalTarget
+    corpus: EvalCorpus
+    sources: SpanSources | None = None
+    no_sources_reason: str | None = None
+
+
+def load_target(target: EvalTarget, evaluation: EvaluationConfig, *, chunk_sizes: bool = True) -> LoadedTarget:
+    """``target``'s corpus, and its span sources when the chunk-size study runs (``chunk_sizes`` and enabled).
+
+    Raises :class:`evaluation.load.CorpusError` when the task's files are unusable.
+    """
+    corpus = target.load()
+    sources, why_not = target.sources() if chunk_sizes and evaluation.chunk_sizes.enabled else (None, None)
+    return LoadedTarget(target, corpus, sources, why_not)
+
+
+def evaluate_loaded(
+    loaded: LoadedTarget,
+    evaluation: EvaluationConfig,
+    data_dir: Path,
+    *,
+    systems: Sequence[str] | None = None,
+    chunk_sizes: bool = True,
+    encodings: Mapping[EncodingKey, EncodingOutcome] | None = None,
+    log: Callable[[str], None] = print,
+    show_progress: bool = False,
+) -> TaskEvaluation:
+    """:func:`evaluation.runner.evaluate_task` on a loaded target, with its LLM cost; ``encodings``: the chunk sides
+    its encode shards computed (``evaluation/sharding.py``)."""
+    from evaluation.runner import evaluate_task  # torch and sentence-transformers: only when evaluating
+
+    return evaluate_task(
+        loaded.corpus,
+        evaluation,
+        models_dir=models_dir(data_dir),
+        reports_dir=reports_dir(data_dir),
+        systems=systems,
+        sources=loaded.sources,
+        no_sources_reason=loaded.no_sources_reason,
+        llm_usage=loaded.target.llm_usage(),
+        chunk_sizes=chunk_sizes,
+        encodings=encodings,
+        log=log,
+        show_progress=show_progress,
+    )
+
+
 def evaluate_target(
     target: EvalTarget,
     evaluation: EvaluationConfig,
@@ -149,25 +201,12 @@ def evaluate_target(
     log: Callable[[str], None] = print,
     show_progress: bool = False,
 ) -> TaskEvaluation:
-    """Load ``target`` and run :func:`evaluation.runner.evaluate_task` on it with its contexts, LLM cost and
-    span sources (read only when the chunk-size study runs). The one entry of the asset and the CLI.
+    """Load ``target`` (:func:`load_target`) and evaluate it in this process (:func:`evaluate_loaded`): the entry of
+    the command line and of the reproduce experiment; ``[task]/evaluation`` encodes in shards between the two.
 
     Raises :class:`evaluation.load.CorpusError` when the task's files are unusable.
     """
-    from evaluation.runner import evaluate_task  # torch and sentence-transformers: only when evaluating
-
-    corpus = target.load()
-    sources, why_not = target.sources() if chunk_sizes and evaluation.chunk_sizes.enabled else (None, None)
-    return evaluate_task(
-        corpus,
-        evaluation,
-        models_dir=models_dir(data_dir),
-        reports_dir=reports_dir(data_dir),
-        systems=systems,
-        sources=sources,
-        no_sources_reason=why_not,
-        llm_usage=target.llm_usage(),
-        chunk_sizes=chunk_sizes,
-        log=log,
-        show_progress=show_progress,
+    loaded = load_target(target, evaluation, chunk_sizes=chunk_sizes)
+    return evaluate_loaded(
+        loaded, evaluation, data_dir, systems=systems, chunk_sizes=chunk_sizes, log=log, show_progress=show_progress
     )

@@ -74,8 +74,9 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
     assets += experiment_defs + build_reproduce_assets(config, experiment)
     checks += experiment_checks
     assets += build_model_assets(config)
-    evaluation_assets = build_evaluation_assets(config, Path(data_dir))
+    evaluation_assets, evaluation_checks = build_evaluation_assets(config, Path(data_dir))
     assets += evaluation_assets
+    checks += evaluation_checks
     sensor = build_review_sensor(config)
     return dg.Definitions(
         assets=assets,

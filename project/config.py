@@ -95,7 +95,7 @@ class CeleryConfig(StrictModel):
 
 
 class ExecutionConfig(StrictModel):
-    """How ``build_conteb`` (and, with ``celery``, ``evaluate_conteb``) runs its steps.
+    """How ``build_conteb`` (and, with ``celery``, ``evaluate_conteb``) runs its steps, and how heavy stages shard.
 
     ``auto`` runs in process (no per-step subprocess start-up, ~2 s a step here) unless the
     registry declares more than ``multiprocess_from_tasks`` tasks, then multiprocess. ``celery`` sends
@@ -109,6 +109,13 @@ class ExecutionConfig(StrictModel):
     # documents per shard of the heavy stages (the LLM stages): one step per shard, so a distributed executor runs
     # shards on different workers and a step's memory is bounded by its shard, not by the corpus
     shard_documents: int = Field(100, ge=1)
+    # documents per encode shard of each task's evaluation (its model-based systems' chunk encoding): one step per
+    # shard; larger than shard_documents because a step loads its models, and a shard's work is model forwards only
+    encode_shard_documents: int = Field(1000, ge=1)
+    # where the encode steps run: a Dagster concurrency pool (e.g. "gpu", limited by `dagster instance concurrency
+    # set gpu <N>`) and op tags (e.g. dagster-k8s/config asking for a GPU; deploy/k8s/jobs.py GPU_OP_TAGS)
+    encode_pool: str | None = None
+    encode_op_tags: dict[str, Any] = Field(default_factory=dict)
     celery: CeleryConfig = CeleryConfig()
 
 

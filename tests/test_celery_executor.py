@@ -7,6 +7,8 @@
 2. The pool process running the LLM stage is killed with SIGKILL mid-step: the task goes back on the queue
    (``task_acks_late`` + ``task_reject_on_worker_lost``), the step runs again, the run succeeds, and no answer
    the cache held at the kill was asked for again (requests counted per prompt on the server).
+3. ``evaluate_conteb`` with the same switch: its encode shards (``execution.encode_shard_documents``) ran on both
+   workers, and its numbers equal an in-process evaluation of the same data.
 
 Assumptions about the LLM stage (the sharding of LLM stages may change its steps): every step of the
 ``chunk_contexts`` stage has ``chunk_contexts`` in its step key, each asks for the contexts of its chunks, and the
@@ -105,9 +107,13 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, llm_server: OpenAICompatib
     registry = (
         f"llm: {{base_url: '{llm_server.url}', max_concurrency: {MAX_CONCURRENCY}, backoff_initial_s: 0.01}}\n"
         f"execution:\n  executor: celery\n  shard_documents: {SHARD_DOCUMENTS}\n"
+        f"  encode_shard_documents: {SHARD_DOCUMENTS}\n"
         f"  celery: {{broker: 'redis://127.0.0.1:{port}/0', backend: 'redis://127.0.0.1:{port}/1'}}\n"
         f"tasks:\n  - name: demo\n    source: {{kind: sample, path: '{SAMPLE_DIR}'}}\n"
         "    chunk_contexts: true\n    answerability: false\n"
+        "evaluation:\n  systems:\n    - {name: independent, kind: dense, model: offline-minilm, context: independent}\n"
+        "  chunk_sizes: {enabled: false, systems: []}\n  significance: {comparisons: []}\n"
+        "  bootstrap: {resamples: 100}\n  scaling: {points: 2, repeats: 1}\n"
     )
     running = CeleryCluster(
         tmp_path_factory.mktemp("celery"), registry, workers=2, extra_env={"OPENAI_API_KEY": API_KEY}
@@ -244,3 +250,34 @@ def test_a_killed_worker_process_mid_llm_step_costs_no_stored_answer_twice(
         "conteb-1",
         "conteb-2",
     }
+
+
+def test_evaluate_sends_its_encode_shards_to_both_workers(
+    cluster: CeleryCluster, celery_build: dg.DagsterRun, isolated_env: Path
+) -> None:
+    instance = cluster.instance()
+    earlier = {run.run_id for run in instance.get_runs()}
+    run = cluster.launch("evaluate_conteb", "evaluate")
+    assert run.wait(timeout=300) == 0, cluster.log_text("evaluate") + cluster.worker_logs()
+    record = latest_run(instance, earlier)
+    assert record.job_name == "evaluate_conteb" and record.status == dg.DagsterRunStatus.SUCCESS
+
+    workers = celery_workers_by_step(run_events(instance, record.run_id))
+    encode_steps = sorted(key for key in workers if "__evaluation__encode[" in key)
+    assert len(encode_steps) == 3, sorted(workers)  # the sample's 12 documents in shards of 4
+    assert {workers[key][0].split("@")[0] for key in encode_steps} == {"conteb-1", "conteb-2"}, workers
+
+    evaluation = json.loads((cluster.data_dir / "reports" / "tasks" / "demo" / "evaluation.json").read_text())
+    (independent,) = evaluation["runs"]
+    assert independent["status"] == "ok" and independent["details"]["encode_shards"] == 3
+
+    # The same data evaluated in this process, in one piece: the same number (vectors agree to float rounding).
+    from evaluation.targets import evaluate_target, evaluation_targets
+    from project.config import load_config
+
+    config = load_config(cluster.registry)
+    shutil.copytree(cluster.data_dir / "conteb", isolated_env / "conteb", dirs_exist_ok=True)
+    shutil.copytree(cluster.data_dir / "stages", isolated_env / "stages", dirs_exist_ok=True)
+    (target,) = evaluation_targets(config.tasks, config.evaluation, isolated_env)
+    local = evaluate_target(target, config.evaluation, isolated_env, log=lambda _: None)
+    assert local.runs[0].metrics["ndcg@10"].value == pytest.approx(independent["metrics"]["ndcg@10"]["value"], abs=1e-3)

@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +53,23 @@ def test_one_asset_per_task_and_stage_grouped_by_task(tmp_path: Path) -> None:
     assert {k.to_user_string() for k in build.asset_layer.selected_asset_keys} == curation
     evaluate = defs.resolve_job_def("evaluate_conteb")
     assert {k.to_user_string() for k in evaluate.asset_layer.selected_asset_keys} == evaluation
+
+
+def test_evaluation_is_split_encode_rank_with_the_encode_steps_pool_and_tags(tmp_path: Path) -> None:
+    path = registry(tmp_path, ["my-task"])
+    path.write_text(
+        path.read_text().replace(
+            "execution: {executor: auto}",
+            "execution: {executor: auto, encode_pool: gpu, encode_op_tags: {dagster-k8s/config: {x: 1}}}",
+        )
+    )
+    evaluation = build_definitions(load_config(path)).resolve_assets_def(dg.AssetKey(["my-task", "evaluation"]))
+    ops = {op.name: op for op in evaluation.node_def.node_defs}
+    assert list(ops) == ["my_task__evaluation__split", "my_task__evaluation__encode", "my_task__evaluation__rank"]
+    encode = ops["my_task__evaluation__encode"]
+    assert encode.pool == "gpu" and json.loads(encode.tags["dagster-k8s/config"]) == {"x": 1}  # Dagster stores JSON
+    assert ops["my_task__evaluation__rank"].pool is None and not ops["my_task__evaluation__rank"].tags
+    assert {key.to_user_string() for key in evaluation.keys_by_input_name.values()} == {"my-task/conteb_dataset"}
 
 
 def test_executor_is_chosen_by_registry_size(tmp_path: Path) -> None:

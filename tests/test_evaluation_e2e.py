@@ -128,6 +128,33 @@ def test_evaluate_conteb_on_the_sample(tmp_path: Path, isolated_env: Path, serve
     assert checks == {"metrics_match_trec_eval": True}
     report_event = instance.get_latest_materialization_event(dg.AssetKey("evaluation_report"))
     assert "ndcg@10/sample/bm25" in report_event.asset_materialization.metadata
+    assert metadata["encode_shards"].value == 1  # 12 documents, 1,000 per encode shard by default
+
+    # Encoding in shards: 12 documents in shards of 5 are three encode steps; the same chunks are ranked, the
+    # vectors differ only by float rounding (tests/evaluation/test_sharding.py), so the numbers agree.
+    before = {r["system"]: r["value"] for r in records if r["metric"] == "ndcg@10" and r["subset"] == "all"}
+    sharded = tmp_path / "sharded.yaml"
+    sharded.write_text(
+        config.read_text().split("evaluation:")[0]
+        + "execution:\n  encode_shard_documents: 5\n"
+        + "evaluation:\n  systems:\n"
+        + "    - {name: independent, kind: dense, model: offline-minilm, context: independent}\n"
+        + "  chunk_sizes: {sizes: [300], systems: [independent]}\n"
+    )
+    result = materialize(sharded, "evaluate_conteb", instance)
+    assert result.success
+    steps = {event.step_key.split(".")[-1] for event in result.all_events if event.step_key}  # graph.op[key]
+    assert {key for key in steps if key.startswith("sample__evaluation__encode")} == {
+        f"sample__evaluation__encode[s000{i}]" for i in range(3)
+    }
+    again = json.loads((reports / "tasks" / "sample" / "evaluation.json").read_text())
+    for run in again["runs"]:
+        assert run["details"]["encode_shards"] == 3
+        assert run["metrics"]["ndcg@10"]["value"] == pytest.approx(before[run["system"]], abs=1e-3), run["system"]
+    point = again["chunk_sizes"][0]
+    assert point["system"] == "independent" and point["chunk_size"] == 300
+    event = instance.get_latest_materialization_event(dg.AssetKey(["sample", "evaluation"]))
+    assert event.asset_materialization.metadata["encode_shards"].value == 3
 
 
 def test_conteb_evaluate_cli_and_an_external_folder(tmp_path: Path, isolated_env: Path) -> None:
