@@ -6,7 +6,7 @@ makes one (``evaluation.rechunk.rechunk_corpus``: the project's recursive splitt
 by answer span). One system: ``dense`` with ``context: late`` (late chunking).
 
 For each size, two ways, each unit in a fresh Python process (as a step of the multiprocess or Celery executor
-runs), its peak resident set size read from ``os.wait4``:
+runs), its peak resident set size read by ``/usr/bin/time -f %M``:
 
 - ``whole``: ``evaluation.systems.encode_system`` over the whole corpus (the ``[task]/evaluation`` of before: one
   step encodes everything);
@@ -92,15 +92,18 @@ def run_unit(corpus_file: Path, out: Path, unit: str, shard: int = 0, shard_docu
     """Run one unit in a fresh process; its wall time (process start to exit), encode seconds and peak RSS."""
     command = [sys.executable, __file__, "--child", "--corpus", str(corpus_file), "--out", str(out), "--unit", unit]
     command += ["--shard", str(shard), "--shard-documents", str(shard_documents)]
+    # Through /usr/bin/time (a small process): Linux starts an exec'd child's peak RSS at its parent's, so a child
+    # forked by this process (which holds the corpus and the earlier units' vectors) would report at least that.
+    peak = out.with_suffix(".rss")
+    command = ["/usr/bin/time", "-f", "%M", "-o", str(peak), *command]
     started = time.perf_counter()
-    process = subprocess.Popen(command, env={**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
-    _, status, usage = os.wait4(process.pid, 0)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    subprocess.run(command, env=env, check=True)
     wall = time.perf_counter() - started
-    if status != 0:
-        raise RuntimeError(f"{unit} {shard} failed with status {status}")
     with open(out, "rb") as handle:
         value, seconds = pickle.load(handle)
-    return {"value": value, "wall_s": wall, "work_s": seconds, "rss_mib": usage.ru_maxrss / 1024}
+    rss_kib = int(peak.read_text().split()[-1])
+    return {"value": value, "wall_s": wall, "work_s": seconds, "rss_mib": rss_kib / 1024}
 
 
 def ndcg(corpus: Any, config: Any, models: Path, reports: Path, encodings: dict) -> Any:
