@@ -50,6 +50,7 @@ LLM_STAGE = "chunk_contexts"  # the LLM stage under test; its steps are found by
 MAX_CONCURRENCY = 2  # llm.max_concurrency of the registry: at most this many requests are in flight in a step
 LLM_STAGE_ASSETS = ("demo/chunk_contexts", "demo/context_quarantine")  # the stage's asset keys (README)
 SHARD_DOCUMENTS = 4  # execution.shard_documents: the sample's 12 documents make several LLM steps (when sharded)
+ENCODE_SHARD_DOCUMENTS = 6  # execution.encode_shard_documents: two encode steps, one per worker
 
 pytestmark = pytest.mark.skipif(
     REDIS_SERVER is None,
@@ -107,7 +108,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, llm_server: OpenAICompatib
     registry = (
         f"llm: {{base_url: '{llm_server.url}', max_concurrency: {MAX_CONCURRENCY}, backoff_initial_s: 0.01}}\n"
         f"execution:\n  executor: celery\n  shard_documents: {SHARD_DOCUMENTS}\n"
-        f"  encode_shard_documents: {SHARD_DOCUMENTS}\n"
+        f"  encode_shard_documents: {ENCODE_SHARD_DOCUMENTS}\n"
         f"  celery: {{broker: 'redis://127.0.0.1:{port}/0', backend: 'redis://127.0.0.1:{port}/1'}}\n"
         f"tasks:\n  - name: demo\n    source: {{kind: sample, path: '{SAMPLE_DIR}'}}\n"
         "    chunk_contexts: true\n    answerability: false\n"
@@ -264,12 +265,12 @@ def test_evaluate_sends_its_encode_shards_to_both_workers(
 
     workers = celery_workers_by_step(run_events(instance, record.run_id))
     encode_steps = sorted(key for key in workers if "__evaluation__encode[" in key)
-    assert len(encode_steps) == 3, sorted(workers)  # the sample's 12 documents in shards of 4
+    assert len(encode_steps) == 2, sorted(workers)  # the sample's 12 documents in shards of 6
     assert {workers[key][0].split("@")[0] for key in encode_steps} == {"conteb-1", "conteb-2"}, workers
 
     evaluation = json.loads((cluster.data_dir / "reports" / "tasks" / "demo" / "evaluation.json").read_text())
     (independent,) = evaluation["runs"]
-    assert independent["status"] == "ok" and independent["details"]["encode_shards"] == 3
+    assert independent["status"] == "ok" and independent["details"]["encode_shards"] == 2
 
     # The same data evaluated in this process, in one piece: the same number (vectors agree to float rounding).
     from evaluation.targets import evaluate_target, evaluation_targets
