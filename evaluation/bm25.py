@@ -15,6 +15,8 @@ a chunk is the sum over its tokens, repeated tokens counted each time, of that t
 ``bm25s.BM25.get_scores``). A block of queries is one sparse product ``counts [B, V] @ scores [V, C]``. Query tokens
 absent from the corpus vocabulary (and stop words) contribute nothing, so a query made only of such tokens scores 0
 for every chunk (counted in ``details["queries_without_known_tokens"]``), never an error.
+Token ids are renumbered in sorted token order (bm25s numbers them in a set's order, which follows Python's string
+hash seed), so the float32 sums, hence the scores and the order of near-ties, are the same in every process.
 """
 
 from __future__ import annotations
@@ -60,9 +62,16 @@ class BM25Scorer:
         raw = retriever.scores
         n_vocab = len(raw["indptr"]) - 1
         by_token = sp.csc_matrix((raw["data"], raw["indices"], raw["indptr"]), shape=(raw["num_docs"], n_vocab)).T
-        vocabulary = {token: i for token, i in retriever.vocab_dict.items() if i < n_vocab}
+        ids = {token: i for token, i in retriever.vocab_dict.items() if i < n_vocab}
+        # bm25s numbers the tokens in the iteration order of a set, which follows Python's string hash seed: renumber
+        # them in sorted order, so that the float32 sums of a query's score run in the same order in every process.
+        tokens = sorted(ids)
+        rows = np.fromiter((ids[token] for token in tokens), dtype=np.int64, count=len(tokens))
         nonoccurrence = getattr(retriever, "nonoccurrence_array", None)
-        return cls(by_token.tocsr().astype(np.float32), vocabulary, nonoccurrence)
+        if nonoccurrence is not None:
+            nonoccurrence = np.asarray(nonoccurrence)[rows]
+        scores = by_token.tocsr().astype(np.float32)[rows]
+        return cls(scores, {token: i for i, token in enumerate(tokens)}, nonoccurrence)
 
     @property
     def n_chunks(self) -> int:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
 import bm25s
@@ -13,6 +16,7 @@ from evaluation.config import BM25System
 from evaluation.corpus import EvalCorpus
 from evaluation.indexed import NotRunnable
 from evaluation.systems import requirement_problem
+from tests.conftest import SAMPLE_DIR
 
 CHUNKS = [
     "The cat sat on the mat near the door.",
@@ -138,3 +142,36 @@ def test_ten_thousand_queries_against_two_thousand_chunks_take_seconds():
         total += float(indexed.score_block(np.arange(start, min(start + 1024, len(queries)))).sum())
     assert total > 0
     assert time.perf_counter() - started < 30
+
+
+SCORES_DIGEST = """
+import hashlib, sys
+from pathlib import Path
+import numpy as np
+from curation.sources.sample import load_sample
+from evaluation.bm25 import prepare_bm25
+from evaluation.config import BM25System
+from evaluation.rechunk import rechunk_corpus
+
+source = load_sample(Path(sys.argv[1]))
+corpus = rechunk_corpus(source.documents_table(), source.queries_table(), 1000, name="sample")
+indexed = prepare_bm25(BM25System(kind="bm25", name="bm25"), corpus)
+print(hashlib.sha256(indexed.score_block(np.arange(corpus.n_queries)).tobytes()).hexdigest())
+"""
+
+
+def test_scores_are_the_same_whatever_the_string_hash_seed():
+    """bm25s numbers tokens in set order (Python's hash seed); the scorer renumbers them, so the float32 sums run in
+    one order: the same scores, to the bit, in every process (they used to differ in the last digits and swap
+    near-ties between two runs of one evaluation)."""
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", SCORES_DIGEST, str(SAMPLE_DIR)],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in ("1", "2", "3")
+    }
+    assert len(digests) == 1, digests
