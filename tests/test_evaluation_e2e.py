@@ -50,9 +50,12 @@ def registry(tmp_path: Path, llm_url: str | None = None) -> Path:
     return path
 
 
-def materialize(config_path: Path, job: str, instance: dg.DagsterInstance) -> dg.ExecuteInProcessResult:
+def materialize(
+    config_path: Path, job: str, instance: dg.DagsterInstance, assets: list[dg.AssetKey] | None = None
+) -> dg.ExecuteInProcessResult:
+    """Run ``job`` in process (only ``assets`` of it, with their checks, when given)."""
     defs = build_definitions(load_config(config_path))
-    return defs.resolve_job_def(job).execute_in_process(instance=instance, raise_on_error=False)
+    return defs.resolve_job_def(job).execute_in_process(instance=instance, raise_on_error=False, asset_selection=assets)
 
 
 def markdown_ndcg(text: str, system: str) -> str:
@@ -141,7 +144,7 @@ def test_evaluate_conteb_on_the_sample(tmp_path: Path, isolated_env: Path, serve
         + "    - {name: independent, kind: dense, model: offline-minilm, context: independent}\n"
         + "  chunk_sizes: {enabled: false, systems: []}\n  significance: {comparisons: []}\n"
     )
-    result = materialize(sharded, "evaluate_conteb", instance)
+    result = materialize(sharded, "evaluate_conteb", instance, [dg.AssetKey(["sample", "evaluation"])])
     assert result.success
     steps = {event.step_key.split(".")[-1] for event in result.all_events if event.step_key}  # graph.op[key]
     assert {key for key in steps if key.startswith("sample__evaluation__encode")} == {
