@@ -134,7 +134,7 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
         description=f"Load {target.name}'s corpus and cut its documents into encode shards of at most {size}.",
     )
     def split_op(context: dg.OpExecutionContext, settings: ConTEBSettings):
-        from evaluation.sharding import encoding_jobs, encoding_shards
+        from evaluation.sharding import encoding_jobs, encoding_shards, study_sources
 
         try:
             loaded = load_target(target, config.evaluation)
@@ -143,8 +143,7 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
         jobs = tuple(
             encoding_jobs(loaded.corpus, config.evaluation, models_dir(settings.data_path), sources=loaded.sources)
         )
-        study = any(job.key.chunk_size is not None for job in jobs)
-        shards = encoding_shards(loaded.corpus, loaded.sources if study else None, size)
+        shards = encoding_shards(loaded.corpus, study_sources(jobs, loaded.sources), size)
         context.log.info(
             f"{target.name}: {loaded.corpus.n_documents:,} documents, {loaded.corpus.n_chunks:,} chunks in "
             f"{len(shards)} encode shard(s) of at most {size} documents; encodings: "

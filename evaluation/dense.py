@@ -152,6 +152,13 @@ def encode_single_vector(
     """The chunk vectors of ``system`` over ``corpus`` (float32 ``[C, D]``, corpus order) with the encoder's counters
     (``evaluation.encoded.COUNTERS``) and the seconds spent: what one shard of the evaluation computes."""
     texts, mode, _, _ = chunk_side(system, corpus, setup)
+    return _encode_texts(setup, corpus, texts, mode, show_progress)
+
+
+def _encode_texts(
+    setup: EncoderSetup, corpus: EvalCorpus, texts: list[str], mode: Context, show_progress: bool
+) -> ChunkEncoding:
+    """:func:`encode_single_vector` once the texts of :func:`chunk_side` are known."""
     groups = document_rows(corpus)
     titles = document_titles(corpus, groups) if mode == "late" else None
     vectors, seconds, counts = measured(
@@ -179,11 +186,11 @@ def prepare_single_vector(
         if problem:
             raise NotRunnable(problem)
     setup = setup_encoder(system, models_dir)
-    _, mode, side_details, what = chunk_side(system, corpus, setup)
+    texts, mode, side_details, what = chunk_side(system, corpus, setup)
     details = {**setup.details, **side_details}
     encoded, where = given_or_encoded(
         encoded,
-        lambda: encode_single_vector(system, corpus, setup, show_progress=show_progress),
+        lambda: _encode_texts(setup, corpus, texts, mode, show_progress),
         corpus.chunk_ids,
         mode,
         str(setup.device),

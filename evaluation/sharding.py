@@ -89,6 +89,11 @@ def encoding_jobs(
     return jobs
 
 
+def study_sources(jobs: Sequence[EncodingJob], sources: SpanSources | None) -> SpanSources | None:
+    """``sources`` when a job of the chunk-size study needs them (the shards then carry their slices), else None."""
+    return sources if any(job.key.chunk_size is not None for job in jobs) else None
+
+
 def encoding_shards(corpus: EvalCorpus, sources: SpanSources | None, size: int) -> list[EncodingShard]:
     """The shards of ``corpus`` (and of ``sources``' documents it lacks) of at most ``size`` documents (module doc).
 
@@ -158,9 +163,8 @@ def encode_in_shards(
     log: Log = no_log,
 ) -> dict[EncodingKey, EncodingOutcome]:
     """Every shard encoded one after the other in this process, then joined: what the Dagster graph does step by
-    step (for the command line, the tests and the benchmark)."""
-    study = any(job.key.chunk_size is not None for job in jobs)
-    shards = encoding_shards(corpus, sources if study else None, size)
+    step (for the tests; ``conteb evaluate`` encodes in one piece)."""
+    shards = encoding_shards(corpus, study_sources(jobs, sources), size)
     results: list[Mapping[EncodingKey, EncodingOutcome]] = [
         encode_shard(shard, jobs, models_dir, label=f"{corpus.name} shard {shard_key(shard.index)}: ", log=log)
         for shard in shards
