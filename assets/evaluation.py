@@ -1,6 +1,6 @@
 """Evaluation assets: ``[task]/evaluation`` per evaluated task, ``evaluation_report`` over all of them.
 
-Thin: the work is :mod:`evaluation.sharding` (the encode shards), :func:`evaluation.targets.evaluate_loaded`
+Thin: the work is :mod:`evaluation.sharding` (the encode shards), :func:`evaluation.targets.evaluate_and_report`
 (:func:`evaluation.runner.evaluate_task`, also behind ``conteb evaluate``) and the renderers of
 ``evaluation/report.py``. ``[task]/evaluation`` is a graph (:func:`_task_asset`): split → one encode step per
 document shard → rank. It records nDCG@10 per system as numeric metadata (plotted over time by Dagster;
@@ -18,7 +18,7 @@ from typing import Any
 import dagster as dg
 
 from assets.resources import ConTEBSettings
-from assets.sharded import SHARD_RETRIES
+from assets.retries import retried_op
 from conteb.names import StageTable
 from conteb.storage import models_dir, reports_dir
 from curation.shards import shard_key
@@ -26,7 +26,7 @@ from evaluation.encoded import EncodingJob, EncodingKey, EncodingOutcome, Encodi
 from evaluation.load import CorpusError
 from evaluation.reading import overall_reading, task_reading
 from evaluation.results import HEADLINE, NEEDS_CONTEXT, TaskEvaluation
-from evaluation.targets import EvalTarget, LoadedTarget, evaluate_loaded, evaluation_targets, load_target
+from evaluation.targets import EvalTarget, LoadedTarget, evaluate_and_report, evaluation_targets, load_target
 from project.config import ProjectConfig
 
 GROUP = "evaluation"
@@ -154,9 +154,8 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
             payload = ShardInput(shard, jobs)
             yield dg.DynamicOutput(payload, mapping_key=payload.key, output_name="shards")
 
-    @dg.op(
+    @retried_op(
         name=f"{prefix}__encode",
-        retry_policy=dg.RetryPolicy(max_retries=SHARD_RETRIES),
         pool=config.execution.encode_pool,
         tags=config.execution.encode_op_tags or None,
         description=f"Encode one shard of {target.name}'s documents for every model-based system.",
@@ -190,12 +189,12 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
         encoded: list[ShardResult],
     ) -> None:
         # Imported here: torch and sentence-transformers would otherwise load in every step process.
-        from evaluation.report import dagster_markdown_task, reading_markdown, write_task_report
+        from evaluation.report import dagster_markdown_task, reading_markdown
 
         data = settings.data_path
         encodings = merge_outcomes([result.outcomes for result in sorted(encoded, key=lambda result: result.index)])
-        evaluation = evaluate_loaded(plan.loaded, config.evaluation, data, encodings=encodings, log=context.log.info)
-        paths = write_task_report(evaluation, reports_dir(data))
+        reported = evaluate_and_report(plan.loaded, config.evaluation, data, encodings=encodings, log=context.log.info)
+        evaluation, paths = reported.evaluation, reported.paths
         failed = [run for run in evaluation.runs if run.status == "failed"]
         metadata = {
             **run_metadata(evaluation),

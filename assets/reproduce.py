@@ -124,8 +124,8 @@ def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefin
         from evaluation.experiment import experiment_evaluation as evaluation_config
         from evaluation.experiment import experiment_systems
         from evaluation.load import CorpusError
-        from evaluation.report import dagster_markdown_task, write_task_report
-        from evaluation.targets import EvalTarget, evaluate_target
+        from evaluation.report import dagster_markdown_task
+        from evaluation.targets import EvalTarget, evaluate_and_report, load_target
 
         block, data = config.reproduce, settings.data_path
         profile = block.settings
@@ -149,10 +149,11 @@ def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefin
         )
         evaluation_settings = evaluation_config(config.evaluation, systems, profile.chunk_sizes)
         try:
-            evaluation = evaluate_target(target, evaluation_settings, data, log=context.log.info)
+            loaded = load_target(target, evaluation_settings)
         except CorpusError as error:
             raise dg.Failure(description=f"{task.name}: {error}") from error
-        paths = write_task_report(evaluation, reports_dir(data))
+        reported = evaluate_and_report(loaded, evaluation_settings, data, log=context.log.info)
+        evaluation, paths = reported.evaluation, reported.paths
         metadata: dict[str, object] = {
             "split": target.split,
             **run_metadata(evaluation),

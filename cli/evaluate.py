@@ -45,7 +45,7 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
         sys.exit(2)
     # Imported after the checks above: an unknown name is told before torch and the models load.
     from evaluation.load import CorpusError
-    from evaluation.report import write_reports, write_task_report
+    from evaluation.report import write_reports
     from evaluation.results import HEADLINE
     from evaluation.runner import load_evaluation
     from evaluation.targets import evaluate_target, evaluation_targets, find_target
@@ -76,7 +76,6 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
             click.echo(f"{target.name}: {error}", err=True)
             failed = True
             continue
-        write_task_report(evaluation, reports)
         evaluated += 1
         for run in evaluation.runs:
             if run.status == "ok":

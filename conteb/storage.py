@@ -178,6 +178,13 @@ def write_parquet_atomic(table: pa.Table, target: Path, compression: str = "snap
     return target
 
 
+def write_bytes_atomic(data: bytes, target: Path) -> Path:
+    """Write ``data`` to ``target`` atomically; returns ``target``."""
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(data)
+    return target
+
+
 def write_text_atomic(text: str, target: Path) -> Path:
     """Write UTF-8 ``text`` to ``target`` atomically; returns ``target``."""
     with atomic_path(target) as tmp:

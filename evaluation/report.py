@@ -18,7 +18,8 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from conteb.storage import atomic_path, write_text_atomic
+from conteb.staging import staged_tree
+from conteb.storage import write_bytes_atomic, write_text_atomic
 from evaluation import plots
 from evaluation.render_html import render_html
 from evaluation.render_markdown import markdown_escape, render_markdown
@@ -76,26 +77,27 @@ def task_folder_name(task: str) -> str:
     return "_" + name if name in ("", ".", "..") else name
 
 
-def _write_bytes(data: bytes, target: Path) -> Path:
-    with atomic_path(target) as tmp:
-        tmp.write_bytes(data)
-    return target
+def task_report_folder(task: str) -> str:
+    """The folder of ``task``'s report, relative to ``reports/``: ``tasks/<task folder name>``."""
+    return f"tasks/{task_folder_name(task)}"
 
 
 def write_task_report(evaluation: TaskEvaluation, reports_dir: Path) -> dict[str, Path]:
     """``tasks/<task>/report.md``, ``report.html``, ``positions.png``, ``scaling.png`` and, when the task has
     chunk-size points, ``chunk_sizes.png``; returns relative name -> path."""
-    base = f"tasks/{task_folder_name(evaluation.task)}"
+    base = task_report_folder(evaluation.task)
     reports_dir = Path(reports_dir)
     written: dict[str, Path] = {}
     images = {"positions": "positions.png", "scaling": "scaling.png"}
-    written[f"{base}/positions.png"] = _write_bytes(
+    written[f"{base}/positions.png"] = write_bytes_atomic(
         plots.plot_positions(evaluation), reports_dir / base / "positions.png"
     )
-    written[f"{base}/scaling.png"] = _write_bytes(plots.plot_scaling(evaluation), reports_dir / base / "scaling.png")
+    written[f"{base}/scaling.png"] = write_bytes_atomic(
+        plots.plot_scaling(evaluation), reports_dir / base / "scaling.png"
+    )
     chunk_sizes = plots.plot_chunk_sizes([evaluation]) if evaluation.chunk_sizes else None
     if chunk_sizes is not None:
-        written[f"{base}/chunk_sizes.png"] = _write_bytes(chunk_sizes, reports_dir / base / "chunk_sizes.png")
+        written[f"{base}/chunk_sizes.png"] = write_bytes_atomic(chunk_sizes, reports_dir / base / "chunk_sizes.png")
         images["chunk_sizes"] = "chunk_sizes.png"
     document = task_document(evaluation, images)
     written[f"{base}/report.md"] = write_text_atomic(render_markdown(document), reports_dir / base / "report.md")
@@ -104,7 +106,8 @@ def write_task_report(evaluation: TaskEvaluation, reports_dir: Path) -> dict[str
 
 
 def write_reports(evaluations: list[TaskEvaluation], reports_dir: Path) -> dict[str, Path]:
-    """Write every report under ``reports_dir`` (atomically, file by file); returns relative name -> path.
+    """Write every report under ``reports_dir``, all files together or none (:func:`conteb.staging.staged_tree`);
+    returns relative name -> path.
 
     ``results.json`` (:func:`~evaluation.results.results_records`), ``report.json`` (every :class:`TaskEvaluation`),
     ``report.md``, ``report.html``, ``overview.png``, ``chunk_sizes.png`` (when a task has chunk-size
@@ -113,7 +116,12 @@ def write_reports(evaluations: list[TaskEvaluation], reports_dir: Path) -> dict[
     folders = [task_folder_name(e.task) for e in evaluations]
     if len(set(folders)) != len(folders):
         raise ValueError(f"two tasks share a report folder: {[e.task for e in evaluations]}")
-    reports_dir = Path(reports_dir)
+    with staged_tree(Path(reports_dir)) as staged:
+        written = _write_reports(evaluations, staged.stage)
+    return {name: staged.final(path) for name, path in written.items()}
+
+
+def _write_reports(evaluations: list[TaskEvaluation], reports_dir: Path) -> dict[str, Path]:
     written: dict[str, Path] = {}
 
     def put(name: str, write: Callable[[Path], Path]) -> None:
@@ -122,17 +130,17 @@ def write_reports(evaluations: list[TaskEvaluation], reports_dir: Path) -> dict[
     put("results.json", lambda p: write_text_atomic(json.dumps(results_records(evaluations), indent=2) + "\n", p))
     full = [json.loads(to_json(e)) for e in evaluations]
     put("report.json", lambda p: write_text_atomic(json.dumps(full, indent=2, allow_nan=False) + "\n", p))
-    put("overview.png", lambda p: _write_bytes(plots.plot_overview(evaluations), p))
+    put("overview.png", lambda p: write_bytes_atomic(plots.plot_overview(evaluations), p))
     overall_images = {"overview": "overview.png"}
     chunk_sizes = plots.plot_chunk_sizes(evaluations)
     if chunk_sizes is not None:
-        put("chunk_sizes.png", lambda p: _write_bytes(chunk_sizes, p))
+        put("chunk_sizes.png", lambda p: write_bytes_atomic(chunk_sizes, p))
         overall_images["chunk_sizes"] = "chunk_sizes.png"
 
     for evaluation in evaluations:
         written.update(write_task_report(evaluation, reports_dir))
 
-    tasks = {e.task: f"tasks/{folder}" for e, folder in zip(evaluations, folders, strict=True)}
+    tasks = {e.task: task_report_folder(e.task) for e in evaluations}
     for task, base in tasks.items():
         overall_images[f"positions/{task}"] = f"{base}/positions.png"
         overall_images[f"scaling/{task}"] = f"{base}/scaling.png"

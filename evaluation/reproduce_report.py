@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from conteb.storage import write_text_atomic
+from conteb.staging import staged_tree
+from conteb.storage import write_bytes_atomic, write_text_atomic
 from evaluation import plots
 from evaluation.paper import PAPER_EFFECTS, EffectResult, PaperComparison, compare_with_paper
 from evaluation.render_html import render_html
@@ -186,21 +187,22 @@ def build_comparison(reports_dir: Path, task: str, queries_file: Path) -> tuple[
 def write_reproduce_report(
     comparison: PaperComparison, evaluation: TaskEvaluation, reports_dir: Path, setup: Sequence[str]
 ) -> dict[str, Path]:
-    """Write ``comparison.json``, ``effects.png``, ``chunk_sizes.png`` (when studied), ``report.md`` and ``.html``."""
-    folder = reports_dir / REPORT_FOLDER
-    folder.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, Path] = {}
-    images: dict[str, str] = {}
-    (folder / "effects.png").write_bytes(plot_effects(comparison))
-    paths["effects.png"], images["effects"] = folder / "effects.png", "effects.png"
-    chunk_sizes = plots.plot_chunk_sizes([evaluation])
-    if chunk_sizes is not None:
-        (folder / "chunk_sizes.png").write_bytes(chunk_sizes)
-        paths["chunk_sizes.png"], images["chunk_sizes"] = folder / "chunk_sizes.png", "chunk_sizes.png"
-    document = reproduce_document(comparison, evaluation, setup, images)
-    record = {"paper_effects": [dataclasses.asdict(e) for e in PAPER_EFFECTS], **dataclasses.asdict(comparison)}
-    record["setup"] = list(setup)
-    paths["comparison.json"] = write_text_atomic(json.dumps(record, indent=2), folder / "comparison.json")
-    paths["report.md"] = write_text_atomic(render_markdown(document), folder / "report.md")
-    paths["report.html"] = write_text_atomic(render_html(document), folder / "report.html")
-    return paths
+    """Write ``comparison.json``, ``effects.png``, ``chunk_sizes.png`` (when studied), ``report.md`` and ``.html``,
+    all together or none (:func:`conteb.staging.staged_tree`)."""
+    with staged_tree(Path(reports_dir)) as staged:
+        folder = staged.stage / REPORT_FOLDER
+        paths: dict[str, Path] = {}
+        images: dict[str, str] = {}
+        paths["effects.png"] = write_bytes_atomic(plot_effects(comparison), folder / "effects.png")
+        images["effects"] = "effects.png"
+        chunk_sizes = plots.plot_chunk_sizes([evaluation])
+        if chunk_sizes is not None:
+            paths["chunk_sizes.png"] = write_bytes_atomic(chunk_sizes, folder / "chunk_sizes.png")
+            images["chunk_sizes"] = "chunk_sizes.png"
+        document = reproduce_document(comparison, evaluation, setup, images)
+        record = {"paper_effects": [dataclasses.asdict(e) for e in PAPER_EFFECTS], **dataclasses.asdict(comparison)}
+        record["setup"] = list(setup)
+        paths["comparison.json"] = write_text_atomic(json.dumps(record, indent=2), folder / "comparison.json")
+        paths["report.md"] = write_text_atomic(render_markdown(document), folder / "report.md")
+        paths["report.html"] = write_text_atomic(render_html(document), folder / "report.html")
+    return {name: staged.final(path) for name, path in paths.items()}

@@ -105,6 +105,11 @@ def evaluation_path(reports_dir: Path, task: str) -> Path:
     return reports_dir / "tasks" / task / "evaluation.json"
 
 
+def task_paths(task: str) -> list[str]:
+    """The folders (relative to ``reports_dir``) that evaluating ``task`` writes: its run files and its evaluation."""
+    return [str(runs_dir(Path(), task)), str(evaluation_path(Path(), task).parent)]
+
+
 def per_query_path(reports_dir: Path, task: str, system: str) -> Path:
     return runs_dir(reports_dir, task) / f"{system}.metrics.parquet"
 

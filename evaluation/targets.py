@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from conteb.config import TaskConfig
 from conteb.names import Stage, StageTable
+from conteb.staging import staged_tree
 from conteb.storage import dataset_dir, llm_cache_path, models_dir, reports_dir, stage_table_path
 from evaluation.config import EvaluationConfig
 from evaluation.corpus import EvalCorpus
@@ -160,7 +161,15 @@ def load_target(target: EvalTarget, evaluation: EvaluationConfig, *, chunk_sizes
     return LoadedTarget(target, corpus, sources, why_not)
 
 
-def evaluate_loaded(
+@dataclass(frozen=True)
+class ReportedEvaluation:
+    """A task's evaluation and where its report files landed (relative name -> path under ``reports/``)."""
+
+    evaluation: TaskEvaluation
+    paths: dict[str, Path]
+
+
+def evaluate_and_report(
     loaded: LoadedTarget,
     evaluation: EvaluationConfig,
     data_dir: Path,
@@ -170,25 +179,39 @@ def evaluate_loaded(
     encodings: Mapping[EncodingKey, EncodingOutcome] | None = None,
     log: Callable[[str], None] = print,
     show_progress: bool = False,
-) -> TaskEvaluation:
-    """:func:`evaluation.runner.evaluate_task` on a loaded target, with its LLM cost; ``encodings``: the chunk sides
-    its encode shards computed (``evaluation/sharding.py``)."""
-    from evaluation.runner import evaluate_task  # torch and sentence-transformers: only when evaluating
+) -> ReportedEvaluation:
+    """:func:`evaluation.runner.evaluate_task` on a loaded target, with its LLM cost, and the task's report
+    (:func:`evaluation.report.write_task_report`), as one unit; ``encodings``: the chunk sides its encode shards
+    computed (``evaluation/sharding.py``).
 
-    return evaluate_task(
-        loaded.corpus,
-        evaluation,
-        models_dir=models_dir(data_dir),
-        reports_dir=reports_dir(data_dir),
-        systems=systems,
-        sources=loaded.sources,
-        no_sources_reason=loaded.no_sources_reason,
-        llm_usage=loaded.target.llm_usage(),
-        chunk_sizes=chunk_sizes,
-        encodings=encodings,
-        log=log,
-        show_progress=show_progress,
-    )
+    Every file of the task (``runs/<task>/``, ``tasks/<task>/``: run files, per-query metrics, ``evaluation.json``,
+    report, plots) is written to a stage and lands under ``reports/`` only when both succeed
+    (:func:`conteb.staging.staged_tree`): an evaluation stopped half-way (Ctrl-C, SIGTERM, an error) leaves the
+    complete reports of the previous one as they were. The earlier files of the task are seeded into the stage, so
+    the results of systems not re-run are merged as before.
+    """
+    from evaluation.report import task_report_folder, write_task_report
+    from evaluation.runner import evaluate_task, task_paths  # torch and sentence-transformers: only when evaluating
+
+    name = loaded.target.name
+    seed = dict.fromkeys([*task_paths(name), task_report_folder(name)])
+    with staged_tree(reports_dir(data_dir), seed=seed) as staged:
+        result = evaluate_task(
+            loaded.corpus,
+            evaluation,
+            models_dir=models_dir(data_dir),
+            reports_dir=staged.stage,
+            systems=systems,
+            sources=loaded.sources,
+            no_sources_reason=loaded.no_sources_reason,
+            llm_usage=loaded.target.llm_usage(),
+            chunk_sizes=chunk_sizes,
+            encodings=encodings,
+            log=log,
+            show_progress=show_progress,
+        )
+        written = write_task_report(result, staged.stage)
+    return ReportedEvaluation(result, {relative: staged.final(path) for relative, path in written.items()})
 
 
 def evaluate_target(
@@ -201,12 +224,14 @@ def evaluate_target(
     log: Callable[[str], None] = print,
     show_progress: bool = False,
 ) -> TaskEvaluation:
-    """Load ``target`` (:func:`load_target`) and evaluate it in this process (:func:`evaluate_loaded`): the entry of
-    the command line and of the reproduce experiment; ``[task]/evaluation`` encodes in shards between the two.
+    """Load ``target`` (:func:`load_target`), then evaluate and report it in this process
+    (:func:`evaluate_and_report`): the entry of the command line; ``[task]/evaluation`` encodes in shards between
+    the two.
 
     Raises :class:`evaluation.load.CorpusError` when the task's files are unusable.
     """
     loaded = load_target(target, evaluation, chunk_sizes=chunk_sizes)
-    return evaluate_loaded(
+    reported = evaluate_and_report(
         loaded, evaluation, data_dir, systems=systems, chunk_sizes=chunk_sizes, log=log, show_progress=show_progress
     )
+    return reported.evaluation
