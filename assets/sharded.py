@@ -57,6 +57,7 @@ import pyarrow as pa
 
 from assets.llm_stage import not_run_metadata, open_client
 from assets.metadata import count_metadata
+from assets.retries import retried_op
 from conteb.config import TaskConfig
 from conteb.names import Stage
 from conteb.schemas import QUARANTINE
@@ -67,7 +68,6 @@ from llm.client import LLMClient
 
 R = TypeVar("R")
 Context = dg.OpExecutionContext
-SHARD_RETRIES = 2
 RATIO_DIGITS = 4  # a ledger ratio (llm/cached_share) is rounded as run_requests rounds it
 DRIVING = "driving"
 """The key of :attr:`Plan.order` that orders the driving table's rows (by their key column)."""
@@ -247,10 +247,9 @@ def sharded_multi_asset(stage: ShardedStage[Any], shard_documents: int) -> dg.As
             shard = Shard(index, doc_ids, slices, available)
             yield dg.DynamicOutput(shard, mapping_key=shard.key, output_name="shards")
 
-    @dg.op(
+    @retried_op(
         name=f"{stage.name}__shard",
         required_resource_keys={"llm"},
-        retry_policy=dg.RetryPolicy(max_retries=SHARD_RETRIES),
         description=f"{stage.label} on one shard of documents: its LLM requests (cached as they arrive).",
     )
     def shard_op(context: dg.OpExecutionContext, shard: Shard) -> ShardOutcome:

@@ -1,0 +1,77 @@
+"""Runs launched as a user launches them, then stopped as a user stops them: a signal to the whole process group.
+
+Test code. :func:`run_then_signal` starts a command in a new session (its own process group, as a terminal's
+foreground job is), waits until ``ready()`` says the run is where the test wants it, sends ``sig`` to the group
+(Ctrl-C sends SIGINT to the foreground group; ``kill``, systemd and Kubernetes send SIGTERM), and measures how long
+the command takes to exit. It fails the test when the command is still running ``stop_within`` seconds later (and
+then kills the group), or when any process of the group is left once the command has exited.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.celery_cluster import _members_of_group
+
+
+@dataclass(frozen=True)
+class SignalledRun:
+    """How the signalled command ended: its exit status, seconds from the signal to its exit, its output."""
+
+    returncode: int
+    seconds_to_stop: float
+    output: str
+
+
+def run_then_signal(
+    command: Sequence[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    log: Path,
+    ready: Callable[[], bool],
+    sig: signal.Signals,
+    ready_timeout: float = 240,
+    stop_within: float = 30,
+) -> SignalledRun:
+    """Start ``command``, wait for ``ready()``, signal its process group, wait for its exit (module docstring)."""
+    with log.open("wb") as out:
+        child = subprocess.Popen(
+            list(command), cwd=cwd, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+    group = child.pid
+    try:
+        deadline = time.monotonic() + ready_timeout
+        while not ready():
+            if child.poll() is not None:
+                raise AssertionError(f"the run ended before it was signalled:\n{log.read_text(errors='replace')}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"not ready after {ready_timeout} s:\n{log.read_text(errors='replace')[-5000:]}")
+            time.sleep(0.1)
+        os.killpg(group, sig)
+        signalled = time.monotonic()
+        try:
+            returncode = child.wait(timeout=stop_within)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"still running {stop_within} s after {sig.name}:\n{log.read_text(errors='replace')[-5000:]}"
+            ) from None
+        seconds = time.monotonic() - signalled
+        left_deadline = time.monotonic() + 5
+        while (left := _members_of_group(group)) and time.monotonic() < left_deadline:
+            time.sleep(0.1)
+        assert not left, f"processes of the run left after it exited: {left}"
+        return SignalledRun(returncode, seconds, log.read_text(errors="replace"))
+    finally:
+        if child.poll() is None or _members_of_group(group):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, signal.SIGKILL)
+            child.wait(timeout=10)
