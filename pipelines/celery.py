@@ -29,7 +29,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
+from dagster_celery.executor import CeleryExecutor
 
+from pipelines.celery_loop import LoopSettings, celery_execution_loop
+from pipelines.celery_steps import create_step_task
 from project.config import CeleryConfig
 
 if TYPE_CHECKING:
@@ -55,7 +58,7 @@ def celery_settings(celery: CeleryConfig) -> dict[str, Any]:
 
 
 def celery_executor_config(celery: CeleryConfig) -> dict[str, Any]:
-    """The ``celery_executor``'s config (``broker``, ``backend``, ``include``, ``config_source``)."""
+    """The Celery app's arguments (``broker``, ``backend``, ``include``, ``config_source``) of both sides."""
     return {
         "broker": celery.broker,
         "backend": celery.backend,
@@ -64,44 +67,59 @@ def celery_executor_config(celery: CeleryConfig) -> dict[str, Any]:
     }
 
 
-def celery_executor_def(celery: CeleryConfig) -> dg.ExecutorDefinition:
-    """dagster-celery's executor, configured from the registry (no run config needed).
-
-    dagster-celery 0.29 registers its ``execute_plan`` task again for every step it submits, which Celery 5.6+
-    reports as a ``DuplicateTaskNameWarning`` per step (the task is the same one); that warning alone is silenced.
-    """
-    import warnings
-
-    from celery import exceptions
-    from dagster_celery import celery_executor
-
-    duplicate = getattr(exceptions, "DuplicateTaskNameWarning", None)  # Celery >= 5.6
-    if duplicate is not None:
-        warnings.filterwarnings("ignore", message="Task name 'execute_plan'", category=duplicate)
-    return celery_executor.configured(celery_executor_config(celery), name="celery")
+def loop_settings(celery: CeleryConfig, registry: str) -> LoopSettings:
+    """The run-side loop's settings (``pipelines/celery_loop.py``) from the ``execution.celery`` block."""
+    return LoopSettings(
+        registry=registry,
+        broker=celery.broker,
+        queue=QUEUE,
+        no_worker_timeout_s=celery.no_worker_timeout_s,
+        stop_timeout_s=celery.stop_timeout_s,
+    )
 
 
-def worker_app(celery: CeleryConfig) -> Celery:
-    """The Celery app the workers run: dagster-celery's app and tasks with :func:`celery_executor_config`."""
-    from dagster_celery.executor import CeleryExecutor
+class ConTEBCeleryExecutor(CeleryExecutor):
+    """dagster-celery's executor (its app arguments, retries) with this project's loop: ``celery_loop.py``."""
+
+    def __init__(self, loop: LoopSettings, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.loop = loop
+
+    def execute(self, plan_context: Any, execution_plan: Any) -> Any:
+        from dagster_celery.make_app import make_app
+
+        return celery_execution_loop(plan_context, execution_plan, make_app(self.app_args()), self.loop)
+
+
+def celery_executor_def(celery: CeleryConfig, registry: str) -> dg.ExecutorDefinition:
+    """The executor ``celery``: steps to the workers of ``celery`` (the registry block), each step carrying
+    ``registry`` (:func:`project.config.registry_fingerprint` of the registry the run's process loaded)."""
+    from dagster._core.execution.retries import RetryMode, get_retries_config
+
+    arguments = celery_executor_config(celery)
+
+    @dg.executor(
+        name="celery",
+        config_schema={"retries": get_retries_config()},
+        requirements=dg.multiple_process_executor_requirements(),
+    )
+    def conteb_celery_executor(init_context: dg.InitExecutorContext) -> ConTEBCeleryExecutor:
+        """Every step on a Celery worker of ``execution.celery`` (``make workers``); stops on Ctrl-C and SIGTERM,
+        fails fast without a broker or a worker, and refuses workers whose registry differs."""
+        retries = RetryMode.from_config(init_context.executor_config["retries"])
+        return ConTEBCeleryExecutor(loop=loop_settings(celery, registry), retries=retries, **arguments)
+
+    return conteb_celery_executor
+
+
+def worker_app(celery: CeleryConfig, registry: str) -> Celery:
+    """The Celery app the workers run (``pipelines/worker.py``): the run's app arguments and the step task
+    (``celery_steps.py``), which refuses steps of runs on a registry other than ``registry`` (the worker's own)."""
     from dagster_celery.make_app import make_app
-    from dagster_celery.tasks import create_task
 
-    config = celery_executor_config(celery)
-    app = make_app(CeleryExecutor.for_cli(**config).app_args())
-    create_task(app)  # the execute_plan task the executor submits
+    app = make_app(CeleryExecutor.for_cli(**celery_executor_config(celery)).app_args())
+    create_step_task(app, registry)
     return app
-
-
-def __getattr__(name: str) -> Any:
-    """``pipelines.celery:app``: the workers' app, built on first use from the registry (``$CONTEB_CONFIG``)."""
-    if name == "app":
-        from project.config import load_config
-
-        app = worker_app(load_config().execution.celery)
-        globals()["app"] = app
-        return app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def shell_settings(celery: CeleryConfig) -> str:

@@ -9,6 +9,8 @@ when Dagster loads the code location rather than halfway through a run.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -28,6 +30,7 @@ from conteb.config import (
     display_path,
 )
 from conteb.reproduce import ReproduceConfig, reproduce_task_fields
+from conteb.storage import resolve_data_dir
 from evaluation.config import EvaluationConfig
 from llm.settings import LLMSettings
 
@@ -63,6 +66,8 @@ class CeleryConfig(StrictModel):
     ``broker`` and ``backend`` are Redis URLs (the task queue and where step results come back); a loopback
     broker is started by ``scripts/workers.sh start`` (Debian's ``redis-server``). ``workers``: how many worker
     processes the script starts, each running ``concurrency`` steps at once (Celery prefork pool size).
+    ``no_worker_timeout_s``: a run with no worker on the queue that long fails, saying so (``make workers``);
+    ``stop_timeout_s``: how long a run stopped by Ctrl-C or SIGTERM waits for the steps it revoked.
     ``visibility_timeout_s``: Redis transport only: a task taken by a worker whose *main* process then died is
     handed to another worker after this many seconds (a killed pool process is re-queued at once instead); it
     must exceed the longest step, or a step still running is started a second time elsewhere.
@@ -73,6 +78,10 @@ class CeleryConfig(StrictModel):
     workers: int = Field(2, ge=1, le=64)
     concurrency: int = Field(1, ge=1, le=64)
     visibility_timeout_s: int = Field(6 * 3600, ge=60)
+    # a run fails when no worker consumes the queue for this long (before its first step, or while steps wait)
+    no_worker_timeout_s: float = Field(60.0, gt=0, le=24 * 3600)
+    # after Ctrl-C / SIGTERM: how long the run waits for the steps it revoked before it ends anyway
+    stop_timeout_s: float = Field(20.0, gt=0, le=3600)
 
     @field_validator("broker")
     @classmethod
@@ -184,6 +193,22 @@ class ProjectConfig(StrictModel):
             if task.name == name:
                 return task
         raise KeyError(f"no task named {name!r} in {self.config_path}")
+
+
+def registry_fingerprint(config: ProjectConfig) -> str:
+    """16 hex digits of the SHA-256 of the resolved registry and of the data folder it resolves to.
+
+    The canonical JSON (sorted keys) of every validated setting, defaults and resolved source paths included
+    (``config_path`` left out: the same registry read from another path is the same registry), and the data folder
+    (``$CONTEB_DATA_DIR`` or ``data/`` beside the registry): two processes with the same fingerprint build the same
+    steps on the same files. A Celery worker refuses steps whose fingerprint differs from its own.
+    """
+    payload = {
+        "registry": config.model_dump(mode="json", exclude={"config_path"}),
+        "data_dir": str(resolve_data_dir(config.config_dir)),
+    }
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 def find_config_path(start: Path | None = None) -> Path:

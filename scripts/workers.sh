@@ -7,7 +7,7 @@
 #
 # Settings come from the registry ($CONTEB_CONFIG or conteb.yaml), block execution.celery: broker/backend URLs
 # (redis://127.0.0.1:PORT/DB; the port is where redis listens), workers (N), concurrency (steps per worker).
-# Workers run `celery -A pipelines.celery:app worker` in the environment this script was started in, which must be
+# Workers run `celery -A pipelines.worker:app worker` in the environment this script was started in, which must be
 # the run's: the same $CONTEB_CONFIG, $CONTEB_DATA_DIR and $DAGSTER_HOME (default, as in the Makefile:
 # .dagster of the repository).
 #
@@ -101,7 +101,7 @@ start_workers() {
         log="$STATE/worker-$i.log"
         : >"$log"
         # setsid: the worker leads its own process group (its pool processes join it), so stop can end them all.
-        (cd "$ROOT" && exec setsid "$BIN/celery" -A pipelines.celery:app worker -Q "$QUEUE" --pool prefork \
+        (cd "$ROOT" && exec setsid "$BIN/celery" -A pipelines.worker:app worker -Q "$QUEUE" --pool prefork \
             --concurrency "$CONCURRENCY" --prefetch-multiplier 1 -n "conteb-$i@%h" --loglevel INFO \
             --without-gossip --without-mingle </dev/null >>"$log" 2>&1) &
         echo "$!" >"$STATE/worker-$i.pid"
