@@ -13,9 +13,10 @@ Roles:
   ``ready``, waits for a line on stdin, writes ``second`` through the second object, prints ``committed second``
   and sleeps until it is killed (the issue's smallest reproduction).
 * ``answers-writer PATH SECONDS MAX``: two ``AnswerCache`` objects on PATH, writing answers and ledger rows in
-  turn through both until SECONDS have passed or MAX answers are written; then ``done <answers>``.
+  turn through both until SECONDS have passed or MAX answers are written (:func:`keep_writing`); then
+  ``done <answers>``.
 * ``review-writer PATH SECONDS MAX``: two ``ReviewStore`` objects on PATH, pushing one item per transaction in turn
-  through both (at most MAX); then ``done <items>``.
+  through both, as long; then ``done <items>``.
 * ``reader PATH SECONDS``: opens and closes an ``AnswerCache`` on PATH and a ``ReviewStore`` on PATH's ``.review``
   sibling in a loop, reading a count each time; then ``done <opens>``.
 * ``llm-writer PATH URL COUNT``: two ``LLMClient`` objects, each with its own ``AnswerCache`` on PATH, asking the
@@ -111,6 +112,20 @@ def stop_all(loops: Sequence[CommandLoop]) -> list[str]:
 # --- the children ------------------------------------------------------------------------------------------------
 
 
+AT_LEAST = 10
+"""A soak writer goes on past its SECONDS until it has committed this many rows (the lock is not fair, and the
+machine may be loaded), for at most :data:`GRACE_S` more."""
+GRACE_S = 20.0
+
+
+def keep_writing(started: float, seconds: float, written: int, most: int) -> bool:
+    """Whether a soak writer started at ``started`` (``time.monotonic()``) writes another row."""
+    elapsed = time.monotonic() - started
+    if written >= most or elapsed >= seconds + GRACE_S:
+        return False
+    return elapsed < seconds or written < AT_LEAST
+
+
 def answer_value(key: str) -> dict[str, str]:
     """The JSON answer a worker stores under ``key`` (the test checks it back)."""
     return {"answer": f"the answer for {key}", "pad": "x" * 200}
@@ -132,9 +147,9 @@ def two_caches(path: Path) -> None:
 
 def answers_writer(path: Path, seconds: float, most: int) -> None:
     caches = (AnswerCache(path), AnswerCache(path))
-    deadline = time.monotonic() + seconds
+    started = time.monotonic()
     answers = 0
-    while time.monotonic() < deadline and answers < most:
+    while keep_writing(started, seconds, answers, most):
         cache = caches[answers % 2]
         key = f"{os.getpid()}-{answers}"
         put(cache, key)
@@ -151,9 +166,9 @@ def review_writer(path: Path, seconds: float, most: int) -> None:
     from review.store import ReviewStore
 
     stores = (ReviewStore(path), ReviewStore(path))
-    deadline = time.monotonic() + seconds
+    started = time.monotonic()
     items = 0
-    while time.monotonic() < deadline and items < most:
+    while keep_writing(started, seconds, items, most):
         object_id = f"w{os.getpid()}-{items}"
         row = review_item("soak", "reformulation", object_id, "doc", f"Proposal {items}.", "llm", original="Original.")
         stores[items % 2].push(review_items_table([row]))
