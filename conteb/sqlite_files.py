@@ -35,7 +35,9 @@ it in the first milliseconds may see 0 bytes and refuse it as empty, which loses
   store object inherited by a forked child (a Celery prefork pool process, a fork-started multiprocessing child)
   notices the new pid on its next use, sets the inherited connection aside without using or closing it (a close
   in the child would run SQLite's close-time locking and checkpoint from a copied state) and opens its own, with
-  every check below.
+  every check below. None is inherited today: Celery workers fork their pool after importing
+  ``pipelines.definitions`` (``pipelines/celery.py``), whose resources hold paths and open stores only inside a
+  step, and Dagster's multiprocess executor starts step processes with ``spawn``; the guard keeps it so.
 
 **Identity.** ``PRAGMA application_id`` marks each kind of store with its own value (:data:`APPLICATION_IDS`, set
 when the file is made), so a review store given as the answer store, or another application's SQLite file, is
