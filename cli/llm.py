@@ -2,6 +2,8 @@
 
 ``conteb llm retry-failed --task T [--stage S]`` forgets the remembered failures (answers refused by
 validation) of a task or one of its stages, so that the next run asks for them again.
+``conteb llm check [--quick]`` reads every page of the answer store (``PRAGMA integrity_check``, or
+``quick_check``): the full check that opening the store leaves out (see :mod:`conteb.sqlite_files`).
 """
 
 from __future__ import annotations
@@ -12,14 +14,19 @@ from typing import NoReturn
 import click
 
 from cli.registry import load_registry
+from cli.stores import StoreGroup, add_check_command
 from conteb.names import LLM_STAGES
 from conteb.sqlite_files import StoreFileError
 from conteb.storage import llm_cache_path, resolve_data_dir
+from llm.cache import ANSWER_STORE
 
 
-@click.group("llm")
+@click.group("llm", cls=StoreGroup)
 def llm() -> None:
-    """The LLM answer store: remembered failures."""
+    """The LLM answer store: remembered failures, the full check."""
+
+
+add_check_command(llm, ANSWER_STORE, llm_cache_path)
 
 
 @llm.command("retry-failed")

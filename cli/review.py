@@ -4,6 +4,7 @@ It reads the same ``conteb.yaml`` / ``$CONTEB_CONFIG`` and ``$CONTEB_DATA_DIR`` 
 so it works on the store the Dagster assets push to. Every refusal (a damaged store file, a
 ``--task``/``--kind`` the store has no queue for, a bad reviewer name, an unsafe ``serve``) is one
 message and a non-zero exit, never a traceback. ``--reviewer`` defaults to the OS user.
+``conteb review check [--quick]`` reads every page of the store (see :mod:`conteb.sqlite_files`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from pathlib import Path
 import click
 
 from cli.registry import load_registry
+from cli.stores import StoreGroup, add_check_command
 from conteb.sqlite_files import StoreFileError
 from conteb.storage import resolve_data_dir, review_store_path
 from review.exchange import EXPORT_FORMATS
 from review.model import STATUSES, InvalidDecisionError, UnknownItemError, reviewer_label
+from review.schema import REVIEW_STORE
 from review.store import ReviewStore
 
 
@@ -66,9 +69,12 @@ def os_user() -> str | None:
         return None
 
 
-@click.group("review")
+@click.group("review", cls=StoreGroup)
 def review() -> None:
-    """Verify LLM output: list, show, decide, export/import, serve the web UI."""
+    """Verify LLM output: list, show, decide, export/import, serve the web UI, check the store."""
+
+
+add_check_command(review, REVIEW_STORE, review_store_path)
 
 
 @review.command("list")

@@ -13,46 +13,54 @@
   the prompt, model or settings, and ``conteb llm retry-failed`` forgets a task's or stage's failures.
   A valid answer for the key replaces its failure.
 
-The file is opened with :func:`conteb.sqlite_files.connect_store`: an existing 0-byte, foreign or damaged
-file is refused (``StoreFileError``), never silently started fresh. A file made before a column existed is
+The file is the project's LLM answer store (:data:`ANSWER_STORE`), opened and used under the one connection policy
+of :mod:`conteb.sqlite_files` (WAL, ``synchronous=FULL``, one connection per cache object, reopened in a forked
+child): an existing 0-byte, foreign, damaged or review-store file is refused (``StoreFileError``), never silently
+started fresh, and damage met later raises ``StoreFileError`` naming the file and what to do. Every method is one
+transaction; :meth:`AnswerCache.writes` makes several writes one commit. A file made before a column existed is
 migrated when opened, additively (``ADDED_COLUMNS``: ``ALTER TABLE ... ADD COLUMN`` with a default, so old rows
-read 0; no row is rewritten or dropped), in one transaction that re-reads the columns, so two processes
-opening the same old file at once migrate it once.
+read 0; no row is rewritten or dropped), in the transaction that creates what is missing and re-reads the columns
+under the write lock, so two processes opening the same old file at once migrate it once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import threading
+import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conteb.sqlite_files import connect_store
+from conteb.sqlite_files import SQLiteStore, StoreKind, created_names
 from llm.usage import TokenUsage
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS answers (
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY, custom_id TEXT, model TEXT, prompt_tag TEXT, value TEXT NOT NULL,
     prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL,
-    cached_tokens INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE IF NOT EXISTS usage (
+    cached_tokens INTEGER NOT NULL DEFAULT 0)""",
+    """CREATE TABLE IF NOT EXISTS usage (
     id INTEGER PRIMARY KEY, scope TEXT NOT NULL, custom_id TEXT, model TEXT, prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL, mode TEXT NOT NULL, created_at REAL NOT NULL,
-    cached_tokens INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX IF NOT EXISTS usage_scope ON usage(scope);
-CREATE TABLE IF NOT EXISTS batches (
+    cached_tokens INTEGER NOT NULL DEFAULT 0)""",
+    "CREATE INDEX IF NOT EXISTS usage_scope ON usage(scope)",
+    """CREATE TABLE IF NOT EXISTS batches (
     batch_id TEXT PRIMARY KEY, scope TEXT NOT NULL, keys_digest TEXT NOT NULL, status TEXT NOT NULL,
-    created_at REAL NOT NULL, updated_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS failures (
+    created_at REAL NOT NULL, updated_at REAL NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS failures (
     key TEXT PRIMARY KEY, scope TEXT NOT NULL, custom_id TEXT, model TEXT, prompt_tag TEXT, error TEXT NOT NULL,
-    answer TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL);
-CREATE INDEX IF NOT EXISTS failures_scope ON failures(scope);
-"""
-STORE_CONTENTS = "the paid LLM answers and the cost ledger"
+    answer TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS failures_scope ON failures(scope)",
+)
+_SCHEMA_NAMES = created_names(_SCHEMA)
+ANSWER_STORE = StoreKind(
+    "LLM answer store", "the paid LLM answers and the cost ledger", created_names(_SCHEMA, "TABLE"), "conteb llm check"
+)
+"""The kind of store the file is (:mod:`conteb.sqlite_files`): its mark, its tables (those of ``_SCHEMA``)."""
 ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "answers": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"),),
     "usage": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"),),
@@ -120,35 +128,37 @@ class AnswerCache:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._lock = threading.Lock()
-        self._db = connect_store(self.path, STORE_CONTENTS, check_same_thread=False, isolation_level=None, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
-        self._db.executescript(_SCHEMA)
-        self._add_missing_columns()
+        self._store = SQLiteStore(self.path, ANSWER_STORE)
+        try:
+            self._create_and_migrate()
+        except BaseException:
+            self._store.close()
+            raise
 
-    def _add_missing_columns(self) -> None:
-        """The additive migration of a file made before ``ADDED_COLUMNS`` (see the module docstring)."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")  # the columns are read again under the write lock
-            try:
-                for table, columns in ADDED_COLUMNS.items():
-                    present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
-                    for name, declaration in columns:
-                        if name not in present:
-                            self._db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+    def _create_and_migrate(self) -> None:
+        """The missing tables, and the additive migration of a file made before ``ADDED_COLUMNS`` (module doc).
+
+        A file that lacks nothing is only read, so opening it never waits for another process's write lock."""
+        with self._store.read() as db:
+            if not _missing(db):
+                return
+        with self._store.write() as db:  # the schema is read again under the write lock
+            for statement in _SCHEMA:
+                db.execute(statement)
+            for table, name, declaration in _missing(db):  # only columns now: every table exists
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {declaration}")
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._store.close()
+
+    def writes(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """Several writes as one transaction: ``with cache.writes(): cache.put(...); ...`` commits once at the end
+        (nothing of it when the block raises)."""
+        return self._store.write()
 
     def get(self, key: str) -> CachedAnswer | None:
-        with self._lock:
-            row = self._db.execute(
+        with self._store.read() as db:
+            row = db.execute(
                 "SELECT value, prompt_tokens, completion_tokens, model, cached_tokens FROM answers WHERE key = ?",
                 (key,),
             ).fetchone()
@@ -158,10 +168,10 @@ class AnswerCache:
         """Rows of ``select`` (``SELECT key, ... FROM table``) whose key is among ``keys``, 500 keys a query."""
         keys = list(dict.fromkeys(keys))
         rows: list[tuple[Any, ...]] = []
-        with self._lock:
+        with self._store.read() as db:
             for start in range(0, len(keys), 500):
                 chunk = keys[start : start + 500]
-                rows += self._db.execute(f"{select} WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
+                rows += db.execute(f"{select} WHERE key IN ({','.join('?' * len(chunk))})", chunk).fetchall()
         return rows
 
     def get_many(self, keys: Iterable[str]) -> dict[str, CachedAnswer]:
@@ -176,15 +186,14 @@ class AnswerCache:
     ) -> None:
         """Store a validated answer with the tokens paid for it (committed at once); it replaces a remembered
         failure of ``key``."""
-        with self._lock, self._db:
-            self._db.execute("BEGIN")
-            self._db.execute(
+        with self._store.write() as db:
+            db.execute(
                 "INSERT OR REPLACE INTO answers (key, custom_id, model, prompt_tag, value, prompt_tokens, "
                 "completion_tokens, created_at, cached_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, custom_id, model, prompt_tag, json.dumps(value, ensure_ascii=False), usage.prompt_tokens,
                  usage.completion_tokens, time.time(), usage.cached_tokens),
             )  # fmt: skip
-            self._db.execute("DELETE FROM failures WHERE key = ?", (key,))
+            db.execute("DELETE FROM failures WHERE key = ?", (key,))
 
     # --- remembered failures -------------------------------------------------------------------
 
@@ -200,8 +209,8 @@ class AnswerCache:
         usage: tuple[int, int],
     ) -> None:
         """Remember that ``key``'s answer (``answer``, the last one received) failed validation with ``error``."""
-        with self._lock:
-            self._db.execute(
+        with self._store.write() as db:
+            db.execute(
                 "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, scope, custom_id, model, prompt_tag, error, answer, *usage, time.time()),
             )
@@ -215,8 +224,8 @@ class AnswerCache:
 
     def failure_counts(self, task: str) -> dict[str, int]:
         """How many failures are remembered per scope (``<task>/<stage>``) of ``task``, sorted by scope."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._store.read() as db:
+            rows = db.execute(
                 "SELECT scope, COUNT(*) FROM failures WHERE scope LIKE ? ESCAPE '\\' GROUP BY scope ORDER BY scope",
                 [_like_prefix(f"{task}/")],
             ).fetchall()
@@ -229,15 +238,15 @@ class AnswerCache:
             where, params = "scope LIKE ? ESCAPE '\\'", [_like_prefix(f"{task}/")]
         else:
             where, params = "scope = ?", [f"{task}/{stage}"]
-        with self._lock:
-            return self._db.execute(f"DELETE FROM failures WHERE {where}", params).rowcount
+        with self._store.write() as db:
+            return db.execute(f"DELETE FROM failures WHERE {where}", params).rowcount
 
     def record_usage(
         self, scope: str, custom_id: str, model: str, usage: TokenUsage, cost_usd: float, mode: str
     ) -> None:
         """Append one paid call to the ledger."""
-        with self._lock:
-            self._db.execute(
+        with self._store.write() as db:
+            db.execute(
                 "INSERT INTO usage (scope, custom_id, model, prompt_tokens, completion_tokens, cost_usd, mode, "
                 "created_at, cached_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (scope, custom_id, model, usage.prompt_tokens, usage.completion_tokens, cost_usd, mode, time.time(),
@@ -254,14 +263,14 @@ class AnswerCache:
         if since is not None:
             query += " AND created_at >= ?"
             params.append(since)
-        with self._lock:
-            calls, prompt, completion, cost, cached = self._db.execute(query, params).fetchone()
+        with self._store.read() as db:
+            calls, prompt, completion, cost, cached = db.execute(query, params).fetchone()
         return UsageSummary(calls, prompt, completion, round(cost, 6), cached)
 
     def usage_by_scope(self) -> dict[str, UsageSummary]:
         """Ledger totals per scope (``<task>/<stage>``), sorted by scope."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._store.read() as db:
+            rows = db.execute(
                 "SELECT scope, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_usd), "
                 "SUM(cached_tokens) FROM usage GROUP BY scope ORDER BY scope"
             ).fetchall()
@@ -274,8 +283,8 @@ class AnswerCache:
 
     def open_batch(self, scope: str, keys_digest: str) -> str | None:
         """Id of an unfinished batch submitted for the same scope and request set, if any."""
-        with self._lock:
-            row = self._db.execute(
+        with self._store.read() as db:
+            row = db.execute(
                 "SELECT batch_id FROM batches WHERE scope = ? AND keys_digest = ? AND status = 'submitted' "
                 "ORDER BY created_at DESC LIMIT 1",
                 (scope, keys_digest),
@@ -284,12 +293,25 @@ class AnswerCache:
 
     def mark_batch(self, batch_id: str, scope: str, keys_digest: str, status: str) -> None:
         now = time.time()
-        with self._lock:
-            self._db.execute(
+        with self._store.write() as db:
+            db.execute(
                 "INSERT INTO batches VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(batch_id) DO UPDATE SET "
                 "status = excluded.status, updated_at = excluded.updated_at",
                 (batch_id, scope, keys_digest, status, now, now),
             )
+
+
+def _missing(db: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    """What the file lacks: ``(name, "", "")`` for a table or index of ``_SCHEMA``, ``(table, column, declaration)``
+    for a column of ``ADDED_COLUMNS`` its table lacks."""
+    names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'index')")}
+    missing: list[tuple[str, str, str]] = [(name, "", "") for name in sorted(_SCHEMA_NAMES - names)]
+    tables = names & ANSWER_STORE.tables
+    for table, columns in ADDED_COLUMNS.items():
+        if table in tables:
+            present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+            missing += [(table, name, declaration) for name, declaration in columns if name not in present]
+    return missing
 
 
 def _like_prefix(prefix: str) -> str:

@@ -26,8 +26,8 @@ class QueueQueries(StoreConnection):
 
     def get(self, item_id: str) -> ReviewItem:
         """The item ``item_id`` (UnknownItemError when absent)."""
-        with self._lock:
-            return item_from_row(self._item_row(self._conn, item_id))
+        with self._read() as conn:
+            return item_from_row(self._item_row(conn, item_id))
 
     def items(
         self,
@@ -48,8 +48,8 @@ class QueueQueries(StoreConnection):
         where, params = where_clause(task, kind, status, flagged)
         order = "task, kind, flagged DESC, item_id" if flagged_first else "task, kind, item_id"
         sql = f"SELECT * FROM items{where} ORDER BY {order} LIMIT ? OFFSET ?"
-        with self._lock:
-            rows = self._conn.execute(sql, (*params, -1 if limit is None else limit, offset)).fetchall()
+        with self._read() as conn:
+            rows = conn.execute(sql, (*params, -1 if limit is None else limit, offset)).fetchall()
         return [item_from_row(row) for row in rows]
 
     def count(
@@ -57,8 +57,8 @@ class QueueQueries(StoreConnection):
     ) -> int:
         """How many items match every given filter."""
         where, params = where_clause(task, kind, status, flagged)
-        with self._lock:
-            return self._conn.execute(f"SELECT COUNT(*) FROM items{where}", params).fetchone()[0]
+        with self._read() as conn:
+            return conn.execute(f"SELECT COUNT(*) FROM items{where}", params).fetchone()[0]
 
     def neighbours(self, item_id: str, status: str | None = None) -> tuple[str | None, str | None]:
         """``(previous, next)`` item ids of ``item_id``'s queue in item_id order (only ``status`` items if given).
@@ -128,8 +128,8 @@ class QueueQueries(StoreConnection):
             f"FROM queues q LEFT JOIN items i ON i.task = q.task AND i.kind = q.kind{where} "
             "GROUP BY q.task, q.kind ORDER BY q.task, q.kind"
         )
-        with self._lock:
-            rows = self._conn.execute(sql, params).fetchall()
+        with self._read() as conn:
+            rows = conn.execute(sql, params).fetchall()
         return [
             QueueStats(
                 task=row["task"],
@@ -153,8 +153,8 @@ class QueueQueries(StoreConnection):
         where, params = where_clause(task, kind)
         where = f"{where} AND status != 'pending'" if where else " WHERE status != 'pending'"
         sql = f"SELECT task, kind, reviewer, COUNT(*) AS n FROM items{where} GROUP BY task, kind, reviewer"
-        with self._lock:
-            rows = self._conn.execute(sql, params).fetchall()
+        with self._read() as conn:
+            rows = conn.execute(sql, params).fetchall()
         found: dict[tuple[str, str], dict[str | None, int]] = defaultdict(dict)
         for row in sorted(rows, key=lambda r: (r["task"], r["kind"], -r["n"], r["reviewer"] or "")):
             found[(row["task"], row["kind"])][row["reviewer"]] = row["n"]
@@ -162,8 +162,8 @@ class QueueQueries(StoreConnection):
 
     def revision(self, task: str, kind: str) -> int:
         """The queue's revision counter (0 for a queue never pushed)."""
-        with self._lock:
-            row = self._conn.execute("SELECT revision FROM queues WHERE task = ? AND kind = ?", (task, kind)).fetchone()
+        with self._read() as conn:
+            row = conn.execute("SELECT revision FROM queues WHERE task = ? AND kind = ?", (task, kind)).fetchone()
         return row[0] if row else 0
 
     def audit(self, item_id: str | None = None, limit: int | None = None) -> list[AuditEntry]:

@@ -1,14 +1,15 @@
-"""The review store's SQLite layout: its tables, connection settings and schema version, and how rows map
+"""The review store's SQLite layout: its tables, kind of store and schema version, and how rows map
 to and from the types of :mod:`review.model`.
 
 Contracts:
 
 * Tables ``items`` (one row per review item and its current decision), ``audit`` (append-only:
   triggers refuse UPDATE and DELETE) and ``queues`` (one revision counter per ``(task, kind)``).
-* :func:`configure` sets a busy timeout of :data:`BUSY_TIMEOUT_S`, WAL mode (or raises
-  RuntimeError), ``synchronous=NORMAL`` and foreign keys on; :func:`migrate` (inside the caller's
-  write transaction) creates what is missing and records :data:`SCHEMA_VERSION` in
-  ``PRAGMA user_version``, refusing (RuntimeError) a file written by a newer schema.
+* The file is the project's review store (:data:`REVIEW_STORE`, opened under the connection policy of
+  :mod:`conteb.sqlite_files`). :func:`is_current` tells whether a file already has everything, so
+  opening a current file writes nothing; :func:`migrate` (inside the caller's write transaction)
+  creates what is missing and records :data:`SCHEMA_VERSION` in ``PRAGMA user_version``. Both refuse
+  (RuntimeError) a file written by a newer schema.
 * A pushed ``REVIEW_ITEMS`` row is validated and normalised by :func:`pushed_row` (ValueError for
   a malformed one): ``context`` becomes a JSON object text (null -> ``{}``, keys sorted, UTF-8
   kept), ``flags`` a JSON list, ``flagged`` 0/1 (from ``flags`` when absent), and
@@ -24,15 +25,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from conteb.sqlite_files import StoreKind, created_names
 from review.model import AUDIT_ACTIONS, STATUSES, AuditEntry, ReviewItem, proposal_sha256
-
-BUSY_TIMEOUT_S = 30.0
-"""How long a connection waits for another writer's lock before giving up (``sqlite3.OperationalError``)."""
 
 SCHEMA_VERSION = 1
 
-STORE_CONTENTS = "the review queue (items, their decisions and the audit log)"
-"""What the store file holds, for :func:`conteb.sqlite_files.connect_store`'s messages."""
 
 ITEM_COLUMNS = tuple(field.name for field in dataclasses.fields(ReviewItem))
 """The columns of the ``items`` table, in :class:`review.model.ReviewItem` field order."""
@@ -92,25 +89,27 @@ SCHEMA = (
     )""",
 )
 """The DDL, idempotent (``IF NOT EXISTS``)."""
+_SCHEMA_NAMES = created_names(SCHEMA)
+REVIEW_STORE = StoreKind("review store", "the review queue (items, their decisions and the audit log)",
+                         created_names(SCHEMA, "TABLE"), "conteb review check")  # fmt: skip
+"""The kind of store the file is (:mod:`conteb.sqlite_files`): its mark, its tables (those of :data:`SCHEMA`)."""
 
 
-def configure(conn: sqlite3.Connection, path: Path) -> None:
-    """Row access by name, the busy timeout, WAL mode (RuntimeError when refused), NORMAL sync, foreign keys."""
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-    if str(mode).lower() != "wal":
-        raise RuntimeError(f"{path}: could not switch the review store to WAL mode (got {mode!r})")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = ON")
-
-
-def migrate(conn: sqlite3.Connection, path: Path) -> None:
-    """Create the missing tables, indexes and triggers and record :data:`SCHEMA_VERSION` (in the caller's
-    transaction); RuntimeError for a store written by a newer schema."""
+def is_current(conn: sqlite3.Connection, path: Path) -> bool:
+    """Whether the file already has :data:`SCHEMA_VERSION` and everything :data:`SCHEMA` makes (then opening it
+    writes nothing); RuntimeError for a store written by a newer schema."""
     found = conn.execute("PRAGMA user_version").fetchone()[0]
     if found > SCHEMA_VERSION:
         raise RuntimeError(f"{path}: review store schema version {found} is newer than this code ({SCHEMA_VERSION})")
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    return found == SCHEMA_VERSION and names >= _SCHEMA_NAMES
+
+
+def migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Create the missing tables, indexes and triggers and record :data:`SCHEMA_VERSION` (in the caller's write
+    transaction); RuntimeError for a store written by a newer schema."""
+    if is_current(conn, path):
+        return
     for statement in SCHEMA:
         conn.execute(statement)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")

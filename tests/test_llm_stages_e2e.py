@@ -175,8 +175,10 @@ def test_a_killed_stage_resumes_without_paying_twice(tmp_path: Path, isolated_en
     assert n_chunks == 50  # data/sample at 1000 characters: one synthetic-query request per chunk
 
     def saved() -> set[str]:
+        # read-only: a plain connect would create a 0-byte answers.sqlite before the build makes the store
+        uri = (isolated_env / "llm" / "answers.sqlite").absolute().as_uri() + "?mode=ro"
         try:
-            with sqlite3.connect(isolated_env / "llm" / "answers.sqlite", timeout=5) as db:
+            with sqlite3.connect(uri, uri=True, timeout=5) as db:
                 return {row[0] for row in db.execute("SELECT custom_id FROM answers")}
         except sqlite3.OperationalError:  # not created yet
             return set()

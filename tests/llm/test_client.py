@@ -154,6 +154,7 @@ def test_the_api_key_never_leaks(server, make_client, logs, tmp_path: Path) -> N
     assert server.chat_requests()[0].headers.get("authorization") == f"Bearer {API_KEY}"  # it is used...
     text = "\n".join(logs) + repr(client) + "".join(str(r) for r in results)
     assert API_KEY not in text  # ...but never shown
+    client.cache.close()  # the last connection: the WAL is checkpointed into the file, and no lock is held
     assert API_KEY.encode() not in (tmp_path / "llm.sqlite").read_bytes()
     assert client.scrub(f"echo {API_KEY}") == "echo ***"
 
