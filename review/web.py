@@ -479,7 +479,8 @@ def create_app(store_path: Path, token: str | None = None, review_base_url: str 
 def serve(store_path: Path, host: str = "127.0.0.1", port: int = 8765, token: str | None = None) -> None:
     """Serve the review app with uvicorn (logs through :func:`log_config`, so no token shows in them).
 
-    A non-loopback ``host`` needs a ``token`` (:class:`UnsafeBindError`, a ValueError). With a token, the
+    A non-loopback ``host`` needs a ``token`` (:class:`UnsafeBindError`, a ValueError), and a token must pass
+    :func:`review.web_security.check_token` (:class:`UnsafeTokenError`, a ValueError). With a token, the
     link to open (token included, once) is printed on stderr.
     """
     check_bind(host, token)
@@ -487,4 +488,4 @@ def serve(store_path: Path, host: str = "127.0.0.1", port: int = 8765, token: st
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         print(f"review queue: open http://{shown}:{port}/?token={quote(token, safe='')}", file=sys.stderr)
     app = create_app(Path(store_path), token=token)
-    uvicorn.run(app, host=host, port=port, log_level="info", log_config=log_config())
+    uvicorn.run(app, host=host, port=port, log_level="info", log_config=log_config(token))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import re
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,31 @@ def test_serve_on_a_public_host_without_token_is_one_clear_line(registry: Path) 
     output = _refused(result)
     lines = [line for line in output.splitlines() if line.strip()]
     assert len(lines) == 1 and "without a token" in lines[0], output
+
+
+@pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        (" ", "the review token is blank"),
+        ("", "the review token is blank"),
+        ("\u3000\t", "the review token is blank"),
+        ("short-token", "the review token has 11 characters"),
+        ("a-long-enough-token with-a-space", "space, control or format character (U+0020)"),
+        ("a-long-enough-token\u2028-value", "space, control or format character (U+2028)"),
+    ],
+)
+def test_serve_refuses_a_blank_or_weak_token_in_one_line(
+    registry: Path, monkeypatch: pytest.MonkeyPatch, token: str, expected: str
+) -> None:
+    import review.web
+
+    monkeypatch.setattr(review.web, "serve", lambda *args, **kwargs: pytest.fail("served with a bad token"))
+    for host in ("127.0.0.1", "0.0.0.0"):
+        output = _refused(invoke(registry, "serve", "--host", host, "--port", "1", "--token", token))
+        lines = [line for line in output.splitlines() if line.strip()]
+        assert len(lines) == 1 and expected in lines[0], output
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        review.web.check_bind("127.0.0.1", token)
 
 
 @pytest.mark.parametrize(
