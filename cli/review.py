@@ -20,7 +20,7 @@ from cli.registry import load_registry
 from conteb.sqlite_files import StoreFileError
 from conteb.storage import resolve_data_dir, review_store_path
 from review.exchange import EXPORT_FORMATS
-from review.model import STATUSES, InvalidDecisionError, UnknownItemError, reviewer_label
+from review.model import STATUSES, InvalidDecisionError, UnknownItemError, clean_person_reviewer, reviewer_label
 from review.store import ReviewStore
 
 
@@ -128,6 +128,7 @@ def _bulk(ctx: click.Context, action: str, task: str, kind: str | None, unflagge
     if name is None:
         raise click.UsageError("cannot tell who you are from the system: pass --reviewer NAME")
     try:
+        name = clean_person_reviewer(name)
         count = store.bulk_decide(action, name, task, kind, unflagged_only=unflagged, ids=list(ids) or None)
     except (InvalidDecisionError, UnknownItemError) as error:
         raise click.ClickException(str(error)) from None

@@ -41,7 +41,7 @@ from review.model import (
     QueueStats,
     ReviewItem,
     UnknownItemError,
-    clean_reviewer,
+    clean_person_reviewer,
     reviewer_or_none,
 )
 from review.store import ReviewStore
@@ -152,7 +152,8 @@ class _ReviewApp:
 
     @staticmethod
     def reviewer(request: Request) -> str | None:
-        """The reviewer's name from the cookie (None when not set or not acceptable)."""
+        """The reviewer's name from the cookie (None when not set or not a person's name: a cookie naming the
+        automatic reviewer names nobody, :func:`review.model.clean_person_reviewer`)."""
         return reviewer_or_none(cookie_value(request, REVIEWER_COOKIE))
 
     def signed_number(self, request: Request, form: dict[str, str], field: str, then: str) -> tuple[str, int] | str:
@@ -422,7 +423,7 @@ class _ReviewApp:
         form = await read_form(request)
         target = safe_next(form.get("next"))
         try:
-            name = clean_reviewer(form.get("name"))
+            name = clean_person_reviewer(form.get("name"))
         except InvalidDecisionError as error:
             message = f"Reviewer name refused: {error}."
             return self.render_error(request, 400, "Reviewer name refused", message)

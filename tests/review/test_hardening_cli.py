@@ -134,6 +134,21 @@ def test_reviewer_with_control_characters_is_a_clear_error(registry: Path, isola
     assert set(_statuses(isolated_env).values()) == {"pending"}
 
 
+@pytest.mark.parametrize(("name", "expected"), [("Auto", "reserved"), ("auto:mask", "reserved"),
+                                              ("ana\u2028bob", "line separators")])  # fmt: skip
+def test_reviewer_cannot_be_the_automatic_one_or_hold_line_separators(
+    registry: Path, isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, expected: str
+) -> None:
+    output = _refused(invoke(registry, "accept", "--task", "demo", "--reviewer", name))
+    assert expected in output and len([line for line in output.splitlines() if line.strip()]) == 1
+    monkeypatch.setattr(getpass, "getuser", lambda: name)  # nor can the OS user's name
+    assert expected in _refused(invoke(registry, "reject", "--task", "demo", "--kind", "reformulation"))
+    monkeypatch.chdir(tmp_path)
+    assert invoke(registry, "export", "--task", "demo", "--kind", "reformulation", "-o", "q.jsonl").exit_code == 0
+    assert expected in _refused(invoke(registry, "import", "q.jsonl", "--reviewer", name))
+    assert set(_statuses(isolated_env).values()) == {"pending"}
+
+
 def test_stats_and_show_label_automatic_and_unknown_reviewers(registry: Path, isolated_env: Path) -> None:
     with ReviewStore(review_store_path(isolated_env)) as store:
         store.bulk_decide("accept", "auto", "demo", "reformulation", ids=["demo:reformulation:doc_1"])

@@ -82,13 +82,38 @@ def test_huge_offset_is_not_a_server_error(web: TestClient) -> None:
         assert "offset" in response.text
 
 
-@pytest.mark.parametrize("name", ["eve\x1b[31m", "eve\nmallory", "eve\u202e"])
-def test_reviewer_name_with_control_characters_is_400(web: TestClient, name: str) -> None:
+def _name_refused(web: TestClient, name: str) -> str:
+    """The 400 page answering ``name`` in the reviewer form (no cookie set)."""
     csrf = _csrf(web.get("/").text)
     response = web.post("/reviewer", data={"name": name, "next": "/", "csrf_token": csrf})
     assert response.status_code == 400
-    assert "control characters" in response.text
     assert web.cookies.get("conteb_review_reviewer") is None
+    return response.text
+
+
+@pytest.mark.parametrize("name", ["eve\x1b[31m", "eve\nmallory", "eve\u202e"])
+def test_reviewer_name_with_control_characters_is_400(web: TestClient, name: str) -> None:
+    assert "control characters" in _name_refused(web, name)
+
+
+@pytest.mark.parametrize("name", ["eve\u2028mallory", "eve\u2029mallory", "eve\u0085x", "e\ufeffve"])
+def test_reviewer_name_with_line_separators_is_400(web: TestClient, name: str) -> None:
+    assert "control characters or line separators" in _name_refused(web, name)
+
+
+@pytest.mark.parametrize(
+    "name", ["auto", "AUTO", " Auto ", "\uff41\uff55\uff54\uff4f", "auto:mask", "auto (automatic)"]
+)
+def test_reviewer_cannot_take_the_automatic_reviewers_name(web: TestClient, store: ReviewStore, name: str) -> None:
+    assert "reserved for the pipeline" in _name_refused(web, name)
+    web.cookies.set("conteb_review_reviewer", "auto")  # a cookie set by hand names nobody
+    refused = _decide(web, _iid(0), "accept")
+    assert refused.status_code == 400 and "Set your reviewer name" in refused.text
+    bulk = f"/queue/{TASK}/{KIND}/accept-unflagged"
+    assert web.post(bulk, data=_form_fields(web.get(bulk).text, bulk)).status_code == 400
+    assert store.count(task=TASK, kind=KIND, status="pending") == N_ITEMS
+    _set_reviewer(web, "automaton")  # a name that only starts like it is a person's
+    assert _decide(web, _iid(0), "accept").status_code == 303
 
 
 def test_nul_in_edited_text_is_400_and_not_stored(web: TestClient, store: ReviewStore) -> None:
