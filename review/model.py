@@ -19,7 +19,7 @@ Contracts:
   decides as ``auto``.
 * ``proposed_sha256`` is the SHA-256 hex digest of the proposal's UTF-8 bytes (:func:`proposal_sha256`).
 
-Pure: standard library only (cheap to import from a command line).
+Pure: standard library and :mod:`conteb.text` only (cheap to import from a command line).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from conteb.text import is_blank
 
 STATUSES = ("pending", "accepted", "rejected", "edited")
 """Every status an item can be in."""
@@ -282,5 +284,5 @@ def check_no_nul(field: str, text: str | None) -> None:
 
 
 def has_text(text: Any) -> bool:
-    """True for a string with something other than whitespace in it."""
-    return isinstance(text, str) and bool(text.strip())
+    """True for a string that is not blank (:func:`conteb.text.is_blank`: something a reader can see)."""
+    return isinstance(text, str) and not is_blank(text)
