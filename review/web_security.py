@@ -46,6 +46,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from conteb.text import is_blank
+
 TOKEN_COOKIE = "conteb_review_token"
 CSRF_COOKIE = "conteb_review_csrf"
 REVIEWER_COOKIE = "conteb_review_reviewer"
@@ -311,7 +313,7 @@ def check_token(token: str | None) -> None:
     if token is None:
         return
     how = 'e.g. python -c "import secrets; print(secrets.token_urlsafe(24))"'
-    if not token.strip():
+    if is_blank(token):
         raise UnsafeTokenError(f"the review token is blank; pass a random one of {MIN_TOKEN_CHARS}+ characters ({how})")
     bad = next((c for c in token if c.isspace() or unicodedata.category(c)[0] in "CZ"), None)
     if bad is not None:

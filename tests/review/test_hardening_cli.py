@@ -74,6 +74,7 @@ def test_serve_on_a_public_host_without_token_is_one_clear_line(registry: Path) 
         (" ", "the review token is blank"),
         ("", "the review token is blank"),
         ("\u3000\t", "the review token is blank"),
+        ("\u200b" * 20, "the review token is blank"),
         ("short-token", "the review token has 11 characters"),
         ("a-long-enough-token with-a-space", "space, control or format character (U+0020)"),
         ("a-long-enough-token\u2028-value", "space, control or format character (U+2028)"),
