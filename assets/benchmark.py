@@ -141,8 +141,8 @@ CHECKS = {
     "query_chunk_ids_exist": "Every query's chunk_id and chunk_ids exist among the chunks.",
     "chunks_within_size": "No chunk is longer than the configured chunk_size.",
     "chunks_match_source": "chunk == text[char_start:char_end] of its source document.",
-    "no_empty_chunks": "No chunk is empty or whitespace only.",
-    "no_empty_queries": "No query is empty or whitespace only.",
+    "no_empty_chunks": "No chunk is blank (empty, whitespace or invisible characters only).",
+    "no_empty_queries": "No query is blank (empty, whitespace or invisible characters only).",
     "splits_by_document": "Each document is in one split, with its queries; every declared split has documents.",
 }
 

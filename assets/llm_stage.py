@@ -42,7 +42,8 @@ def run_requests(
     Metadata: request counts (cached, asked, failed, and among the failed the remembered failures
     that were not asked again), tokens and estimated dollars of this materialization (``llm/cached_tokens``:
     prompt tokens the provider served from its prompt cache; ``llm/cached_share``: their share of the prompt
-    tokens), and the task's running total from the ledger.
+    tokens; ``llm/implausible_usage``: calls whose answer reported impossible token counts, recorded as 0), and the
+    task's running total from the ledger.
     """
     scope = f"{task.name}/{stage}"
     started = time.time()
@@ -60,6 +61,11 @@ def run_requests(
         context.log.warning(f"{scope}: {result.custom_id} failed: {result.error}")
     if failed:
         context.log.warning(f"{scope}: {len(failed)} of {len(results)} requests failed (kept out, listed in metadata)")
+    if now.implausible_usage:
+        context.log.warning(
+            f"{scope}: {now.implausible_usage} answers reported implausible token counts (kept, recorded as 0 tokens "
+            "and $0): the dollars of this stage are a lower bound; check the provider's bill"
+        )
     remembered = sum(r.remembered for r in results)
     if remembered:
         context.log.warning(
@@ -81,6 +87,7 @@ def run_requests(
         "llm/cached_share": round(now.cached_share, 4),
         "llm/completion_tokens": now.completion_tokens,
         "llm/cost_usd": now.cost_usd,
+        "llm/implausible_usage": now.implausible_usage,
         "llm/task_cost_usd": total.cost_usd,
     }
     return {r.custom_id: r for r in results}, metadata

@@ -50,7 +50,7 @@ def setup_lines(block: ReproduceConfig, task: TaskConfig) -> list[str]:
     lines = [
         f"Profile `{block.profile}`: base model `{profile.base_model}`; source `{source}` "
         f"({'the first ' + str(profile.max_documents) + ' articles' if profile.max_documents else 'every article'}); "
-        f"document splits {dict(block.splits)} (hash of seed and document id).",
+        f"document splits {block.split_fields} (hash of seed and document id).",
         "Context-dependent variant: the reformulation stage ("
         + ("the configured LLM" if task.chunk_contexts else MASK_NOTE)
         + ").",

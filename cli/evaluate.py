@@ -8,7 +8,6 @@ afterwards from every task evaluated so far.
 
 from __future__ import annotations
 
-import difflib
 import re
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import click
 
 from cli.registry import load_registry
+from conteb.config import closest_name
 from conteb.storage import reports_dir, resolve_data_dir
 from project.config import ProjectConfig
 
@@ -113,14 +113,14 @@ def known_task_names(config: ProjectConfig) -> list[str]:
 
 def unknown_task_problem(name: str, known: list[str]) -> str | None:
     """Why ``--task name`` cannot be evaluated, decided without loading anything (None: a known name, an existing
-    folder, or a hub id ``owner/name``); a close known name is suggested (``difflib``)."""
+    folder, or a hub id ``owner/name``); a close known name is suggested (:func:`conteb.config.closest_name`)."""
     if name in known or Path(name).expanduser().exists():
         return None
     if not name.startswith((".", "/", "~")) and _HUB_ID.fullmatch(name):
         return None
-    close = difflib.get_close_matches(name, known, n=1)
+    close = closest_name(name, known)
     if close:
-        return f"unknown task {name!r} (did you mean {close[0]!r}?)"
+        return f"unknown task {name!r} (did you mean {close!r}?)"
     if "/" in name or name.startswith((".", "~")):
         return f"unknown task {name!r}: no such folder ({Path(name).expanduser().resolve()})"
     return f"unknown task {name!r}: not a task of the registry, a ConTEB folder, or a hub id (owner/name)"

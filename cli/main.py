@@ -236,7 +236,8 @@ def _next_steps(outcome: str, has_review_queues: bool) -> None:
 @click.pass_context
 def costs(ctx: click.Context) -> None:
     """LLM calls, tokens (prompt, of which served from the provider's prompt cache, completion) and estimated
-    dollars per task/stage and per task (from the cost ledger)."""
+    dollars per task/stage and per task (from the cost ledger); then the calls whose answers reported implausible
+    token counts (recorded as 0 tokens and $0), when there are any."""
     from llm.cache import AnswerCache, UsageSummary
 
     config = load_registry(ctx)
@@ -270,6 +271,14 @@ def costs(ctx: click.Context) -> None:
         click.echo(line(f"{task} (all stages)", subtotal))
         total += subtotal
     click.echo(line("total", total))
+    if total.implausible_usage:
+        where = ", ".join(
+            f"{scope} {usage.implausible_usage}" for scope, usage in by_scope.items() if usage.implausible_usage
+        )
+        click.echo(
+            f"implausible usage: {total.implausible_usage} call(s) whose answer reported impossible token counts, "
+            f"counted as 0 tokens and $0 above (the dollars are a lower bound; check the provider's bill): {where}"
+        )
 
 
 def _register_subcommands() -> None:

@@ -2,7 +2,8 @@
 
 It reads the same ``conteb.yaml`` / ``$CONTEB_CONFIG`` and ``$CONTEB_DATA_DIR`` as the pipeline,
 so it works on the store the Dagster assets push to. Every refusal (a damaged store file, a
-``--task``/``--kind`` the store has no queue for, a bad reviewer name, an unsafe ``serve``) is one
+``--task``/``--kind`` the store has no queue for, a bad reviewer name, an unsafe ``serve``: no token on a public
+host, a blank or short token) is one
 message and a non-zero exit, never a traceback. ``--reviewer`` defaults to the OS user.
 ``conteb review check [--quick]`` reads every page of the store (see :mod:`conteb.sqlite_files`).
 """
@@ -21,7 +22,7 @@ from cli.stores import StoreGroup, add_check_command
 from conteb.sqlite_files import StoreFileError
 from conteb.storage import resolve_data_dir, review_store_path
 from review.exchange import EXPORT_FORMATS
-from review.model import STATUSES, InvalidDecisionError, UnknownItemError, reviewer_label
+from review.model import STATUSES, InvalidDecisionError, UnknownItemError, clean_person_reviewer, reviewer_label
 from review.schema import REVIEW_STORE
 from review.store import ReviewStore
 
@@ -133,6 +134,7 @@ def _bulk(ctx: click.Context, action: str, task: str, kind: str | None, unflagge
     if name is None:
         raise click.UsageError("cannot tell who you are from the system: pass --reviewer NAME")
     try:
+        name = clean_person_reviewer(name)
         count = store.bulk_decide(action, name, task, kind, unflagged_only=unflagged, ids=list(ids) or None)
     except (InvalidDecisionError, UnknownItemError) as error:
         raise click.ClickException(str(error)) from None
@@ -230,17 +232,22 @@ def stats(ctx: click.Context, task: str | None) -> None:
 @review.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8765, show_default=True)
-@click.option("--token", default=None, envvar="CONTEB_REVIEW_TOKEN", help="Required from non-loopback clients.")
+@click.option(
+    "--token",
+    default=None,
+    envvar="CONTEB_REVIEW_TOKEN",
+    help="Required from non-loopback clients: 16+ characters, no spaces (e.g. secrets.token_urlsafe(24)).",
+)
 @click.pass_context
 def serve(ctx: click.Context, host: str, port: int, token: str | None) -> None:
     """Start the review web app (http://127.0.0.1:8765 by default)."""
     # The web stack (Starlette, Jinja2, uvicorn) is imported only by the command that serves it.
     from review.web import serve as serve_app
-    from review.web_security import UnsafeBindError, check_bind
+    from review.web_security import UnsafeBindError, UnsafeTokenError, check_bind
 
     try:
         check_bind(host, token)
-    except UnsafeBindError as error:
+    except (UnsafeBindError, UnsafeTokenError) as error:
         raise click.ClickException(str(error)) from None
     store = open_store(ctx)
     click.echo(f"review queue: http://{host}:{port}  (store {store.path})")

@@ -10,16 +10,43 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from conteb.names import ReviewKind
 
 TASK_NAME_PATTERN = r"^[a-z0-9]+(?:-[a-z0-9]+)*$"
-SPLIT_NAME_PATTERN = r"^[A-Za-z0-9_.-]+$"
+SPLIT_NAME_PATTERN = r"^\w+(\.\w+)*$"
+"""The split names the ``datasets`` library loads: its own rule, ``datasets.naming._split_re`` (a test keeps the two
+equal), matched whole: letters, digits and ``_``, in parts joined by ``.`` (``my-test`` or ``..`` would be written,
+then refused by ``load_dataset``)."""
+RESERVED_SPLIT_NAMES = ("all",)
+"""Split names ``datasets`` gives a meaning of its own (``split="all"`` loads every split together)."""
 SPLIT_SUM_TOLERANCE = 1e-6
+
+
+def split_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot be the name of a published split (:data:`SPLIT_NAME_PATTERN`,
+    :data:`RESERVED_SPLIT_NAMES`), or None when it can: the one rule for split names."""
+    if not isinstance(name, str) or not re.fullmatch(SPLIT_NAME_PATTERN, name):
+        return (
+            f"split name {name!r} must match {SPLIT_NAME_PATTERN} (letters, digits and _, parts joined by '.'), "
+            "the names the datasets library can load"
+        )
+    if name in RESERVED_SPLIT_NAMES:
+        return f"split name {name!r} is reserved by the datasets library (split={name!r} loads every split)"
+    return None
+
+
+def valid_split_name(name: str) -> str:
+    """``name`` when :func:`split_name_problem` finds nothing, else ValueError with the problem (for validators)."""
+    problem = split_name_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return name
 
 
 class ConfigError(ValueError):
@@ -27,9 +54,11 @@ class ConfigError(ValueError):
 
 
 class StrictModel(BaseModel):
-    """Base of every registry block: unknown keys are errors (with a suggestion), values are frozen."""
+    """Base of every registry block: unknown keys are errors (with a suggestion), values are frozen, and every
+    number is finite: ``.inf``, ``-.inf`` and ``.nan`` are refused for every float field ("Input should be a
+    finite number"), since no timeout, wait, price, share or weight of the registry means anything infinite."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ChunkingConfig(StrictModel):
@@ -115,7 +144,7 @@ class ReviewConfig(StrictModel):
 class SplitsConfig(StrictModel):
     """Document-level splits: ``splits: {train: 0.5, test: 0.5, seed: 0}`` in ``conteb.yaml``.
 
-    Every key but ``seed`` is a split name (``SPLIT_NAME_PATTERN``) with its share of the
+    Every key but ``seed`` is a split name (:func:`split_name_problem`) with its share of the
     documents, each in (0, 1], summing to 1 (within ``SPLIT_SUM_TOLERANCE``); declaration order is
     kept. Which split a document lands in depends only on ``(seed, doc_id)``
     (:func:`curation.splits.assign_splits`), so adding documents never moves an existing one.
@@ -138,8 +167,7 @@ class SplitsConfig(StrictModel):
         if not self.fractions:
             raise ValueError("declare at least one split with its fraction, e.g. {train: 0.5, test: 0.5, seed: 0}")
         for name, fraction in self.fractions.items():
-            if not re.fullmatch(SPLIT_NAME_PATTERN, name):
-                raise ValueError(f"split name {name!r} must match {SPLIT_NAME_PATTERN}")
+            valid_split_name(name)
             if not 0.0 < fraction <= 1.0:
                 raise ValueError(f"fraction of split {name!r} must be in (0, 1], got {fraction}")
         total = sum(self.fractions.values())
@@ -162,7 +190,7 @@ class TaskConfig(StrictModel):
 
     name: str = Field(pattern=TASK_NAME_PATTERN)
     source: SourceConfig
-    split: str = Field("test", pattern=SPLIT_NAME_PATTERN)
+    split: Annotated[str, AfterValidator(valid_split_name)] = "test"
     splits: SplitsConfig | None = None
     max_documents: int | None = Field(None, ge=1)  # keep the first N source documents (the rest counted)
     chunking: ChunkingConfig = ChunkingConfig()
@@ -268,11 +296,18 @@ def describe_validation_error(
     return "\n".join(lines)
 
 
+def closest_name(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to ``name`` (``difflib``), or None when none is close: what every "did you mean"
+    of the registry's and the command line's messages suggests."""
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return close[0] if close else None
+
+
 def unknown_key_message(key: str, allowed: list[str]) -> str:
     """``unknown key 'chunkng' (did you mean 'chunking'?)``; the allowed keys listed when none is close."""
-    close = difflib.get_close_matches(key, allowed, n=1)
+    close = closest_name(key, allowed)
     if close:
-        return f"unknown key '{key}' (did you mean '{close[0]}'?)"
+        return f"unknown key '{key}' (did you mean '{close}'?)"
     return f"unknown key '{key}' (allowed: {', '.join(allowed)})" if allowed else f"unknown key '{key}'"
 
 

@@ -14,7 +14,13 @@ The experiment (job ``reproduce_conteb``, asset group ``reproduce``):
 
 ``profile`` is the one switch between the scaled-down CPU run (the offline MiniLM, ``max_documents`` articles) and
 the paper-sized GPU run (ModernBERT-embed-large, every article); the profiles' values are defaults a user may
-override under ``profiles:``.
+override under ``profiles:``: an entry named ``cpu`` or ``gpu`` is merged over that built-in profile key by key (its
+``training`` mapping key by key too), so ``profiles: {cpu: {max_documents: 4}}`` changes that one value; another
+name is a profile of its own (``base_model`` required).
+
+``splits`` are document-level splits as a task declares them (:class:`conteb.config.SplitsConfig`: loadable names,
+fractions in (0, 1] summing to 1) and must name the splits the experiment uses (:data:`REQUIRED_SPLITS`: it trains
+on ``train`` and evaluates on ``test``); a missing one is named, with the closest declared name.
 """
 
 from __future__ import annotations
@@ -22,9 +28,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
-from conteb.config import StrictModel
+from conteb.config import SplitsConfig, StrictModel, closest_name
 
 REPRODUCE_TASK = "reproduce"
 """Name (key prefix and group) of the experiment's task and assets."""
@@ -32,6 +38,8 @@ REPRODUCE_TASK = "reproduce"
 DEFAULT_SOURCE = Path("../shared/data/squad-v1.1-dev.json.gz")
 """SQuAD v1.1 dev where the shared corpora sit beside the checkout (relative to ``conteb.yaml``)."""
 FALLBACK_SOURCE = Path("data/sample")
+REQUIRED_SPLITS = ("train", "test")
+"""The splits the experiment reads: its models train on ``train``, every system is evaluated on ``test``."""
 
 
 class ReproduceProfile(StrictModel):
@@ -97,14 +105,51 @@ GPU_PROFILE = ReproduceProfile(
 """The paper's setting: ModernBERT-embed-large (8k tokens), 4 documents per batch, every SQuAD dev article."""
 
 
+BUILT_IN_PROFILES = {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE}
+"""The profiles a ``profiles:`` entry of the same name is merged over."""
+
+
+def merged_profile(name: str, given: Any) -> Any:
+    """``given`` (a ``profiles:`` entry as written) merged over the built-in profile ``name``, key by key and its
+    ``training`` mapping key by key; ``given`` itself for another name or a value that is not a mapping."""
+    built_in = BUILT_IN_PROFILES.get(name)
+    if built_in is None or not isinstance(given, dict):
+        return given
+    merged = {**built_in.model_dump(), **given}
+    if isinstance(given.get("training"), dict):
+        merged["training"] = {**built_in.training, **given["training"]}
+    return merged
+
+
 class ReproduceConfig(StrictModel):
     """The ``reproduce:`` block (every key optional)."""
 
     source: Path | None = None  # SQuAD-format JSON file or sample-format folder; default: DEFAULT_SOURCE or the sample
-    splits: dict[str, float | int] = Field(default_factory=lambda: {"train": 0.5, "test": 0.5, "seed": 0})
+    splits: SplitsConfig = SplitsConfig(fractions={"train": 0.5, "test": 0.5}, seed=0)
     profile: Literal["cpu", "gpu"] = "cpu"
-    profiles: dict[str, ReproduceProfile] = Field(default_factory=lambda: {"cpu": CPU_PROFILE, "gpu": GPU_PROFILE})
+    profiles: dict[str, ReproduceProfile] = Field(default_factory=lambda: dict(BUILT_IN_PROFILES))
     window_share: float = Field(0.4, gt=0.0, lt=1.0)  # anchored windows: the head's cap, as a share of the window
+
+    @field_validator("profiles", mode="before")
+    @classmethod
+    def _over_the_built_in_profiles(cls, value: Any) -> Any:
+        """The built-in profiles, each ``profiles:`` entry merged over the one of its name (:func:`merged_profile`)."""
+        if not isinstance(value, dict):
+            return value
+        return {**BUILT_IN_PROFILES, **{name: merged_profile(name, given) for name, given in value.items()}}
+
+    @model_validator(mode="after")
+    def _required_splits(self) -> ReproduceConfig:
+        declared = self.splits.names
+        for name in REQUIRED_SPLITS:
+            if name not in declared:
+                close = closest_name(name, [split for split in declared if split not in REQUIRED_SPLITS])
+                hint = f"; did you mean {name!r} instead of {close!r}?" if close else ""
+                raise ValueError(
+                    f"splits: the experiment trains on 'train' and evaluates on 'test': no {name!r} split among "
+                    f"{', '.join(map(repr, declared))}{hint}"
+                )
+        return self
 
     @property
     def settings(self) -> ReproduceProfile:
@@ -113,6 +158,11 @@ class ReproduceConfig(StrictModel):
             return self.profiles[self.profile]
         except KeyError:
             raise ValueError(f"reproduce.profile {self.profile!r} has no entry under reproduce.profiles") from None
+
+    @property
+    def split_fields(self) -> dict[str, float | int]:
+        """``splits`` as a task's ``splits:`` mapping (the split names with their fractions, and ``seed``)."""
+        return {**self.splits.fractions, "seed": self.splits.seed}
 
 
 def reproduce_source(block: ReproduceConfig, config_dir: Path) -> dict[str, Any]:
@@ -137,7 +187,7 @@ def reproduce_task_fields(block: ReproduceConfig, config_dir: Path, llm_availabl
     return {
         "name": REPRODUCE_TASK,
         "source": source,
-        "splits": dict(block.splits),
+        "splits": block.split_fields,
         "max_documents": block.settings.max_documents,
         "pairing": "span",
         "reformulation": True,

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from conteb.names import Stage
 from conteb.schemas import ANSWERABILITY, table_from_rows
+from conteb.text import is_blank
 from curation.llm_results import llm_failure, result_problem
 from curation.quarantine import QuarantineRecord
 from llm.prompts import load_prompt
@@ -50,7 +51,7 @@ def validate_answerable(value: Mapping[str, Any]) -> str | None:
     if not isinstance(value.get("answerable"), bool):
         return '"answerable" must be true or false'
     reason = value.get("reason")
-    if not isinstance(reason, str) or not reason.strip():
+    if not isinstance(reason, str) or is_blank(reason):
         return '"reason" must be a non-empty sentence saying why'
     if len(reason.strip()) > MAX_REASON_CHARS:
         return f'"reason" has {len(reason.strip())} characters: one sentence of at most {MAX_REASON_CHARS}'

@@ -18,6 +18,7 @@ from conteb.config import ChunkingConfig
 from conteb.ids import chunk_id
 from conteb.names import Stage
 from conteb.schemas import CHUNKS
+from conteb.text import is_blank
 from curation.quarantine import QuarantineReason, QuarantineRecord
 
 STAGE = Stage.CHUNKING
@@ -62,14 +63,14 @@ def locate_chunks(text: str, pieces: list[str], chunk_overlap: int) -> list[Chun
 
 
 def chunk_text(text: str, splitter: RecursiveCharacterTextSplitter, chunk_overlap: int) -> list[ChunkSpan]:
-    """Split ``text`` and locate each chunk; empty pieces are never produced."""
-    return locate_chunks(text, [piece for piece in splitter.split_text(text) if piece], chunk_overlap)
+    """Split ``text`` and locate each chunk; blank pieces (:func:`conteb.text.is_blank`) are left out."""
+    return locate_chunks(text, [piece for piece in splitter.split_text(text) if not is_blank(piece)], chunk_overlap)
 
 
 def chunk_documents(documents: pa.Table, config: ChunkingConfig) -> ChunkingResult:
     """Chunk every document of a ``SOURCE_DOCUMENTS`` table.
 
-    Empty or whitespace-only documents are quarantined (``empty_document``), not chunked.
+    Blank documents (:func:`conteb.text.is_blank`) are quarantined (``empty_document``), not chunked.
     """
     splitter = make_splitter(config)
     columns: dict[str, list] = {name: [] for name in CHUNKS.names}
@@ -79,7 +80,7 @@ def chunk_documents(documents: pa.Table, config: ChunkingConfig) -> ChunkingResu
         *(documents.column(name).to_pylist() for name in ("doc_id", "title", "text", "source")), strict=True
     ):
         stats["documents"] += 1
-        if not text.strip():
+        if is_blank(text):
             quarantine.append(
                 QuarantineRecord(
                     STAGE,
@@ -89,7 +90,7 @@ def chunk_documents(documents: pa.Table, config: ChunkingConfig) -> ChunkingResu
                     doc_id,
                     source,
                     doc_id,
-                    f"document text is empty or whitespace only ({len(text)} characters)",
+                    f"document text is blank ({len(text)} characters, none visible)",
                 )
             )
             continue

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from conteb.schemas import CHUNK_CONTEXTS, table_from_rows
+from conteb.text import is_blank
 from curation.llm_results import chunk_results
 from curation.lookups import by_document
 from curation.windows import document_lookup, document_window, window_group
@@ -39,7 +40,7 @@ CONTEXT_SCHEMA: dict[str, Any] = {
 def validate_context(value: dict[str, Any]) -> str | None:
     """``None`` when ``value["context"]`` is a non-empty string of at most 600 characters, else why not."""
     context = value.get("context")
-    if not isinstance(context, str) or not context.strip():
+    if not isinstance(context, str) or is_blank(context):
         return '"context" must be a non-empty string: one or two sentences situating the passage'
     length = len(context.strip())
     if length > MAX_CONTEXT_CHARS:

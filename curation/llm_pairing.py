@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from conteb.names import Stage
 from conteb.perf import gc_paused
 from conteb.schemas import PAIRED_QUERIES
+from conteb.text import is_blank
 from curation.lookups import by_document, chunk_texts, document_titles
 from curation.pairing import DocumentChunks, PairingResult, check_answer, index_chunks
 from curation.quarantine import QuarantineReason, QuarantineRecord
@@ -125,7 +126,7 @@ def build_pairing_requests(queries: pa.Table, documents: pa.Table, chunks: pa.Ta
 def _first_answer_text(query: dict) -> str | None:
     """The query's first answer text, or ``None`` when it has no answer or an empty one."""
     answers = query["answers"]
-    if not answers or not (answers[0]["text"] or "").strip():
+    if not answers or is_blank(answers[0]["text"]):
         return None
     return answers[0]["text"]
 

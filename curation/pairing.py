@@ -23,6 +23,7 @@ import pyarrow as pa
 from conteb.names import Stage
 from conteb.perf import gc_paused
 from conteb.schemas import PAIRED_QUERIES
+from conteb.text import is_blank
 from curation.quarantine import QuarantineReason, QuarantineRecord
 
 STAGE = Stage.PAIRING
@@ -99,8 +100,8 @@ PAIRING_METHODS: dict[str, PairingMethod] = {"span": pair_by_span}
 
 def check_answer(text: str, answer: str, start: int) -> tuple[QuarantineReason, str] | None:
     """Why the span ``(answer, start)`` is invalid in ``text``, or ``None`` when it matches."""
-    if not answer.strip():
-        return QuarantineReason.EMPTY_ANSWER, "answer text is empty or whitespace only"
+    if is_blank(answer):
+        return QuarantineReason.EMPTY_ANSWER, "answer text is blank (empty, whitespace or invisible characters only)"
     end = start + len(answer)
     if start < 0 or end > len(text):
         return QuarantineReason.SPAN_OUT_OF_BOUNDS, f"span [{start}, {end}) outside the document (length {len(text)})"

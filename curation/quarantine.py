@@ -23,12 +23,12 @@ class QuarantineReason(StrEnum):
     BINARY_FILE = "binary_file"  # a text-folder file holding NUL bytes
     DUPLICATE_QUERY_ID = "duplicate_query_id"  # a second query with an id already seen
     NO_ANSWER = "no_answer"  # an answerable query with an empty answer list
-    EMPTY_QUERY = "empty_query"  # the question is empty or whitespace only
+    EMPTY_QUERY = "empty_query"  # the question is blank (conteb.text.is_blank)
     INVALID_FIELD = "invalid_field"  # a field of the row has the wrong JSON type (detail: the field and value)
     UNKNOWN_DOCUMENT = "unknown_document"  # a query naming a document the source lacks
-    EMPTY_DOCUMENT = "empty_document"  # empty or whitespace-only text: nothing to chunk
+    EMPTY_DOCUMENT = "empty_document"  # blank text (conteb.text.is_blank): nothing to chunk
     DOCUMENT_QUARANTINED = "document_quarantined"  # the query's document was quarantined
-    EMPTY_ANSWER = "empty_answer"  # answer text empty or whitespace only
+    EMPTY_ANSWER = "empty_answer"  # answer text blank (conteb.text.is_blank)
     SPAN_OUT_OF_BOUNDS = "span_out_of_bounds"  # the answer span falls outside the document
     SPAN_TEXT_MISMATCH = "span_text_mismatch"  # document text at the span differs from the answer
     ANSWER_OUTSIDE_CHUNKS = "answer_outside_chunks"  # the span touches no chunk (whitespace gap)

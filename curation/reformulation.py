@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from conteb.names import Stage
 from conteb.schemas import REFORMULATED_CHUNKS, table_from_rows
+from conteb.text import is_blank
 from curation.llm_results import llm_failure, result_problem
 from curation.quarantine import QuarantineRecord
 from curation.themes import find_mentions, mask_mentions, theme_variants
@@ -75,7 +76,7 @@ def rewrite_validator(original: str) -> Validator:
 
     def validate(value: dict[str, Any]) -> str | None:
         rewritten = value.get("rewritten")
-        if not isinstance(rewritten, str) or not rewritten.strip():
+        if not isinstance(rewritten, str) or is_blank(rewritten):
             return "the rewrite is empty: return the whole passage with only the mentions of the subject replaced"
         size, limit_low, limit_high = len(rewritten), MIN_LENGTH_RATIO * len(original), MAX_LENGTH_RATIO * len(original)
         if size < limit_low:

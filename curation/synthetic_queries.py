@@ -43,6 +43,7 @@ from typing import Any
 import pyarrow as pa
 
 from conteb.schemas import SYNTHETIC_QUERIES, table_from_rows
+from conteb.text import is_blank
 from curation.llm_results import chunk_results
 from curation.lookups import by_document
 from curation.windows import document_lookup, document_window, window_group
@@ -345,7 +346,7 @@ def synthetic_queries_table(
     texts = dict(zip(documents.column("doc_id").to_pylist(), documents.column("text").to_pylist(), strict=True))
     rows = []
     for candidate in candidates_kept:
-        answer = candidate.answer.strip() or None
+        answer = None if is_blank(candidate.answer) else candidate.answer.strip()
         chunk = chunk_rows.get(candidate.chunk_id)
         offsets = None
         if answer is not None and chunk is not None:

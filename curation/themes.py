@@ -41,6 +41,7 @@ import pyarrow as pa
 
 from conteb.names import Stage
 from conteb.schemas import THEMES, table_from_rows
+from conteb.text import is_blank
 from curation.llm_results import llm_failure, result_problem
 from curation.quarantine import QuarantineRecord
 from llm.prompts import load_prompt
@@ -328,7 +329,7 @@ def theme_custom_id(doc_id: str) -> str:
 def validate_theme(value: Mapping[str, Any]) -> str | None:
     """``None`` when ``value`` names a usable theme, else the message sent back to the model."""
     theme = value.get("theme")
-    if not isinstance(theme, str) or not theme.strip():
+    if not isinstance(theme, str) or is_blank(theme):
         return "the theme is empty: name the main entity or topic of the document"
     if len(theme.strip()) > MAX_THEME_LENGTH:
         return f"the theme has {len(theme.strip())} characters: give the short name of the entity or topic only"

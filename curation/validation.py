@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from conteb.ids import CHUNK_ID_PATTERN
+from conteb.text import is_blank
 
 MAX_EXAMPLES = 5
 
@@ -85,23 +86,23 @@ def chunks_match_source(documents: pa.Table, source_documents: pa.Table) -> Chec
 
 
 def no_empty_chunks(documents: pa.Table) -> CheckOutcome:
-    """Neither ``chunk`` nor ``og_chunk`` is empty or whitespace only."""
+    """Neither ``chunk`` nor ``og_chunk`` is blank (:func:`conteb.text.is_blank`)."""
     bad = [
         f"{cid!r}: empty text"
         for cid, chunk, og in zip(
             *(documents.column(c).to_pylist() for c in ("chunk_id", "chunk", "og_chunk")), strict=True
         )
-        if not chunk.strip() or not og.strip()
+        if is_blank(chunk) or is_blank(og)
     ]
     return _outcome(bad, documents.num_rows)
 
 
 def no_empty_queries(queries: pa.Table) -> CheckOutcome:
-    """No ``query`` is empty or whitespace only."""
+    """No ``query`` is blank (:func:`conteb.text.is_blank`: empty, whitespace or invisible characters only)."""
     bad = [
         f"query {qid!r}: empty text"
         for qid, text in zip(queries.column("query_id").to_pylist(), queries.column("query").to_pylist(), strict=True)
-        if not (text or "").strip()
+        if is_blank(text)
     ]
     return _outcome(bad, queries.num_rows)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from conteb.text import is_blank
 from evaluation.config import ContextualSystem, DenseSystem, template_fields
 from evaluation.corpus import EvalCorpus
 from evaluation.embedders import EncoderSetup, encode_queries_cached, measured, setup_encoder
@@ -100,7 +101,7 @@ def contextual_texts(system: ContextualSystem, corpus: EvalCorpus) -> tuple[list
     texts, missing = [], 0
     for cid, chunk, title in zip(corpus.chunk_ids, corpus.chunks, corpus.titles, strict=True):
         context = contexts.get(cid)
-        if context is None or not context.strip():
+        if is_blank(context):
             missing += 1
             texts.append(chunk)
         else:
@@ -112,7 +113,7 @@ def title_texts(system: DenseSystem, corpus: EvalCorpus) -> tuple[list[str], int
     """The text embedded per chunk by ``context: title``, and how many chunks had no title (embedded alone)."""
     texts, missing = [], 0
     for chunk, title in zip(corpus.chunks, corpus.titles, strict=True):
-        if title is None or not title.strip():
+        if title is None or is_blank(title):
             missing += 1
             texts.append(chunk)
         else:

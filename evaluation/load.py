@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from conteb.ids import split_chunk_id
 from conteb.storage import config_shards, read_shards
+from conteb.text import is_blank
 from evaluation.corpus import EvalCorpus
 
 
@@ -125,8 +126,8 @@ def corpus_from_tables(
         if qid in seen_q:
             raise CorpusError(f"{queries_label}: row {row}: duplicate query_id {qid!r} (first at row {seen_q[qid]})")
         seen_q[qid] = row
-        if not text or not text.strip():
-            raise CorpusError(f"{queries_label}: row {row}: query {qid!r} is empty")
+        if is_blank(text):
+            raise CorpusError(f"{queries_label}: row {row}: query {qid!r} is empty (blank)")
         if chunk_id not in position:
             raise _bad(queries_label, row, f"query {qid!r}: gold chunk_id {chunk_id!r} is not in documents")
         gold[row] = position[chunk_id]

@@ -25,7 +25,7 @@ from llm.cache import AnswerCache
 from llm.retries import transient_status
 from llm.settings import LLMSettings
 from llm.types import LLMRequest, LLMResult, Progress
-from llm.usage import parse_usage
+from llm.usage import checked_usage, read_usage
 
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
 MAX_POLL_S = 300.0
@@ -132,7 +132,8 @@ def _line_outcome(
     body = response.get("body") or {}
     if response.get("status_code") != 200 or not body.get("choices"):
         return LLMResult(request.custom_id, error=client.scrub(f"batch line failed: {line.get('error') or body}"))
-    tokens = parse_usage(body.get("usage"))
+    where = f"{scope or 'llm'}: {request.custom_id}"
+    tokens = checked_usage(read_usage(body.get("usage")), client.body(request), client.log, where)
     settings = client.settings
     cost = settings.cost_usd(tokens.prompt_tokens, tokens.completion_tokens, batch=True,
                              cached_tokens=tokens.cached_tokens)  # fmt: skip

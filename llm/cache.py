@@ -6,7 +6,8 @@
   killed mid-stage loses nothing it paid for and a rerun asks only for what is missing.
 * ``usage``: one row per paid call (scope, prompt / cached / completion tokens, estimated dollars): the cost
   ledger. ``cached_tokens`` (the prompt tokens the provider served from its prompt cache, part of
-  ``prompt_tokens``) is also kept with each answer.
+  ``prompt_tokens``) is also kept with each answer. ``implausible_usage`` is 1 for a call whose answer reported
+  impossible counts (:mod:`llm.usage`): recorded as 0 tokens and $0, so no count can overflow SQLite's INTEGER.
 * ``batches``: Batch API jobs in flight, so a restarted stage resumes polling instead of paying twice.
 * ``failures``: key -> the last answer that failed validation (after the re-ask) and why, with the scope
   (``<task>/<stage>``) that asked. A rerun does not pay for the same refusal again: the key changes with
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from conteb.sqlite_files import SQLiteStore, StoreKind, created_names
-from llm.usage import TokenUsage
+from llm.usage import TokenUsage, storable_usage
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS answers (
@@ -63,7 +64,7 @@ ANSWER_STORE = StoreKind(
 """The kind of store the file is (:mod:`conteb.sqlite_files`): its mark, its tables (those of ``_SCHEMA``)."""
 ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "answers": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"),),
-    "usage": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"),),
+    "usage": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"), ("implausible_usage", "INTEGER NOT NULL DEFAULT 0")),
 }
 """Columns added to the tables after their first release: ``table -> ((column, declaration), ...)``."""
 
@@ -97,13 +98,15 @@ class RememberedFailure:
 
 @dataclass(frozen=True)
 class UsageSummary:
-    """Ledger totals: calls, tokens (``cached_tokens`` is part of ``prompt_tokens``) and estimated dollars."""
+    """Ledger totals: calls, tokens (``cached_tokens`` is part of ``prompt_tokens``) and estimated dollars;
+    ``implausible_usage``: the calls among them whose answer reported impossible token counts (recorded as 0)."""
 
     calls: int
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float
     cached_tokens: int = 0
+    implausible_usage: int = 0
 
     @property
     def cached_share(self) -> float:
@@ -117,6 +120,7 @@ class UsageSummary:
             self.completion_tokens + other.completion_tokens,
             round(self.cost_usd + other.cost_usd, 6),
             self.cached_tokens + other.cached_tokens,
+            self.implausible_usage + other.implausible_usage,
         )
 
 
@@ -185,7 +189,8 @@ class AnswerCache:
         self, key: str, custom_id: str, model: str, prompt_tag: str, value: dict[str, Any], usage: TokenUsage
     ) -> None:
         """Store a validated answer with the tokens paid for it (committed at once); it replaces a remembered
-        failure of ``key``."""
+        failure of ``key``. Implausible counts are stored as 0 (:func:`llm.usage.storable_usage`)."""
+        usage = storable_usage(usage)
         with self._store.write() as db:
             db.execute(
                 "INSERT OR REPLACE INTO answers (key, custom_id, model, prompt_tag, value, prompt_tokens, "
@@ -244,39 +249,43 @@ class AnswerCache:
     def record_usage(
         self, scope: str, custom_id: str, model: str, usage: TokenUsage, cost_usd: float, mode: str
     ) -> None:
-        """Append one paid call to the ledger."""
+        """Append one paid call to the ledger; an implausible ``usage`` (:func:`llm.usage.storable_usage`) as 0
+        tokens and $0, flagged."""
+        usage = storable_usage(usage)
+        cost_usd = 0.0 if usage.implausible else cost_usd
         with self._store.write() as db:
             db.execute(
                 "INSERT INTO usage (scope, custom_id, model, prompt_tokens, completion_tokens, cost_usd, mode, "
-                "created_at, cached_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "created_at, cached_tokens, implausible_usage) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (scope, custom_id, model, usage.prompt_tokens, usage.completion_tokens, cost_usd, mode, time.time(),
-                 usage.cached_tokens),
+                 usage.cached_tokens, int(usage.implausible)),
             )  # fmt: skip
 
     def usage(self, scope_prefix: str = "", since: float | None = None) -> UsageSummary:
         """Ledger totals for scopes starting with ``scope_prefix`` (e.g. ``"squad/"`` for a task)."""
         query = (
             "SELECT COUNT(*), COALESCE(SUM(prompt_tokens), 0), COALESCE(SUM(completion_tokens), 0), "
-            "COALESCE(SUM(cost_usd), 0), COALESCE(SUM(cached_tokens), 0) FROM usage WHERE scope LIKE ? ESCAPE '\\'"
+            "COALESCE(SUM(cost_usd), 0), COALESCE(SUM(cached_tokens), 0), COALESCE(SUM(implausible_usage), 0) "
+            "FROM usage WHERE scope LIKE ? ESCAPE '\\'"
         )
         params: list[Any] = [_like_prefix(scope_prefix)]
         if since is not None:
             query += " AND created_at >= ?"
             params.append(since)
         with self._store.read() as db:
-            calls, prompt, completion, cost, cached = db.execute(query, params).fetchone()
-        return UsageSummary(calls, prompt, completion, round(cost, 6), cached)
+            calls, prompt, completion, cost, cached, implausible = db.execute(query, params).fetchone()
+        return UsageSummary(calls, prompt, completion, round(cost, 6), cached, implausible)
 
     def usage_by_scope(self) -> dict[str, UsageSummary]:
         """Ledger totals per scope (``<task>/<stage>``), sorted by scope."""
         with self._store.read() as db:
             rows = db.execute(
                 "SELECT scope, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost_usd), "
-                "SUM(cached_tokens) FROM usage GROUP BY scope ORDER BY scope"
+                "SUM(cached_tokens), SUM(implausible_usage) FROM usage GROUP BY scope ORDER BY scope"
             ).fetchall()
         return {
-            scope: UsageSummary(calls, prompt, completion, round(cost, 6), cached)
-            for scope, calls, prompt, completion, cost, cached in rows
+            scope: UsageSummary(calls, prompt, completion, round(cost, 6), cached, implausible)
+            for scope, calls, prompt, completion, cost, cached, implausible in rows
         }
 
     # --- Batch API bookkeeping -----------------------------------------------------------------

@@ -52,7 +52,7 @@ from llm.retries import parse_retry_after, retry_after_header, transient_status
 from llm.scheduling import OrderedSlots, PrefixGate, group_order, groups_of
 from llm.settings import LLMSettings
 from llm.types import LLMRequest, LLMResult, Progress
-from llm.usage import TokenUsage, parse_usage
+from llm.usage import TokenUsage, checked_usage, read_usage
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 _PREVIEW_CHARS = 80
@@ -301,7 +301,7 @@ class LLMClient:
             try:
                 async with flight.slots.hold(rank):
                     await flight.limiter.acquire(estimate)
-                    content, usage = await self._post(flight.client, body)
+                    content, reported = await self._post(flight.client, body)
             except (openai.APIConnectionError, openai.APIStatusError, ServerFault) as error:
                 status = getattr(error, "status_code", None)
                 retryable = status is None or transient_status(status)
@@ -316,6 +316,7 @@ class LLMClient:
                 await asyncio.sleep(delay)
                 continue
             flight.gate.release(request.prefix_group)
+            usage = checked_usage(reported, body, self.log, f"{scope or 'llm'}: {request.custom_id}")
             result.prompt_tokens += usage.prompt_tokens
             result.completion_tokens += usage.completion_tokens
             result.cached_tokens += usage.cached_tokens
@@ -432,7 +433,8 @@ async def _read_capped(response: AsyncAPIResponse[Any], limit: int) -> bytes:
 
 
 def parse_completion(content_type: str, data: bytes) -> tuple[str | None, TokenUsage]:
-    """``(message content, tokens)`` of a chat-completions answer body (tokens: :func:`llm.usage.parse_usage`).
+    """``(message content, tokens)`` of a chat-completions answer body (tokens as reported,
+    :func:`llm.usage.read_usage`; the caller checks them, :func:`llm.usage.checked_usage`).
 
     Raises :class:`ServerFault` saying what came back (content type, size, first characters) when
     ``data`` is not a JSON object whose ``choices[0].message`` holds a string (or null) ``content``.
@@ -449,7 +451,7 @@ def parse_completion(content_type: str, data: bytes) -> tuple[str | None, TokenU
         raise ServerFault(
             f"the answer is not a chat completion ({what}, JSON without choices[0].message.content): {_preview(data)}"
         )
-    return message.get("content"), parse_usage(value.get("usage"))
+    return message.get("content"), read_usage(value.get("usage"))
 
 
 def _preview(data: bytes) -> str:

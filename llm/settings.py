@@ -10,17 +10,19 @@ import os
 from typing import Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from conteb.config import StrictModel
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
-class Price(BaseModel):
+class Price(StrictModel):
     """US dollars per million tokens: ``prompt`` (input), ``completion`` (output) and ``cached_prompt``, the
     input tokens a provider served from its prompt cache. ``cached_prompt`` unset: cached tokens cost as
-    much as the others (no discount is assumed for a model whose cached price was not given)."""
+    much as the others (no discount is assumed for a model whose cached price was not given). Finite
+    (:class:`conteb.config.StrictModel`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     prompt: float = Field(ge=0)
     completion: float = Field(ge=0)
     cached_prompt: float | None = Field(None, ge=0)
@@ -41,10 +43,9 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 
 
-class LLMSettings(BaseModel):
-    """How the client talks to an OpenAI-compatible endpoint."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class LLMSettings(StrictModel):
+    """How the client talks to an OpenAI-compatible endpoint (unknown keys refused, every number finite:
+    :class:`conteb.config.StrictModel`)."""
 
     model: str = "gpt-4o"
     base_url: str | None = None  # None: $OPENAI_BASE_URL, else the OpenAI API

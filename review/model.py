@@ -6,12 +6,20 @@ Contracts:
   ``items.status`` and ``audit.action`` columns; values are only ever added.
 * An automatic decision is recorded under :func:`auto_reviewer`: ``auto``, or ``auto:<method>``
   for a decision taken because of the proposal's method; :func:`reviewer_label` marks both.
-* A reviewer name is 1 to :data:`MAX_REVIEWER_CHARS` characters, stripped, with no control or
-  format character (:func:`clean_reviewer`); decision texts and notes hold no NUL character
+* A reviewer name is 1 to :data:`MAX_REVIEWER_CHARS` characters, stripped (Unicode whitespace, line and
+  paragraph separators included), with no control, format, line or paragraph separator character inside
+  (categories C*, Zl, Zp: :func:`clean_reviewer`); decision texts and notes hold no NUL character
   (:func:`check_no_nul`). Both raise :class:`InvalidDecisionError`.
+* The automatic reviewer's names are reserved: a person cannot name themselves ``auto``, ``Auto``,
+  ``ａｕｔｏ``, ``auto:x`` or ``auto (automatic)`` (:func:`is_reserved_reviewer`: after NFKC and case
+  folding, ``auto`` alone or followed by a character that is not a letter or digit). Every entry point
+  where a person gives their name (the web form and its cookie, ``conteb review`` ``--reviewer`` or the OS
+  user, an import's ``--reviewer`` and each imported row it applies) goes through
+  :func:`clean_person_reviewer`; the store itself records any clean name, so the pipeline's review gate
+  decides as ``auto``.
 * ``proposed_sha256`` is the SHA-256 hex digest of the proposal's UTF-8 bytes (:func:`proposal_sha256`).
 
-Pure: standard library only (cheap to import from a command line).
+Pure: standard library and :mod:`conteb.text` only (cheap to import from a command line).
 """
 
 from __future__ import annotations
@@ -21,6 +29,8 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+from conteb.text import is_blank
 
 STATUSES = ("pending", "accepted", "rejected", "edited")
 """Every status an item can be in."""
@@ -206,24 +216,54 @@ class ImportReport:
     rejected: list[tuple[int, str]]
 
 
+NAME_REFUSED_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+"""Unicode categories a reviewer name may not contain: control, format, surrogate, private-use and unassigned
+characters, line and paragraph separators (they break one-line logs, listings and CSV cells, or hide text)."""
+
+
 def clean_reviewer(reviewer: object) -> str:
     """``reviewer`` without surrounding whitespace; InvalidDecisionError (saying why) unless it is 1 to
-    :data:`MAX_REVIEWER_CHARS` characters with no control or format character (Unicode category C)."""
+    :data:`MAX_REVIEWER_CHARS` characters with none of :data:`NAME_REFUSED_CATEGORIES`."""
     if not isinstance(reviewer, str) or not reviewer.strip():
         raise InvalidDecisionError("a reviewer name is required")
     name = reviewer.strip()
     if len(name) > MAX_REVIEWER_CHARS:
         raise InvalidDecisionError(f"a reviewer name has at most {MAX_REVIEWER_CHARS} characters (got {len(name)})")
-    bad = next((char for char in name if unicodedata.category(char).startswith("C")), None)
+    bad = next((char for char in name if unicodedata.category(char) in NAME_REFUSED_CATEGORIES), None)
     if bad is not None:
-        raise InvalidDecisionError(f"a reviewer name cannot contain control characters (found U+{ord(bad):04X})")
+        raise InvalidDecisionError(
+            f"a reviewer name cannot contain control characters or line separators (found U+{ord(bad):04X})"
+        )
+    return name
+
+
+def is_reserved_reviewer(name: str) -> bool:
+    """True for a name a person may not take because it reads as the automatic reviewer: after NFKC
+    normalisation and case folding, ``auto`` alone or followed by a character that is not a letter or digit
+    (``auto:mask``, ``auto (automatic)``)."""
+    folded = unicodedata.normalize("NFKC", name).casefold().strip()
+    if not folded.startswith(AUTO_REVIEWER):
+        return False
+    rest = folded[len(AUTO_REVIEWER) :]
+    return not rest or not rest[0].isalnum()
+
+
+def clean_person_reviewer(reviewer: object) -> str:
+    """:func:`clean_reviewer`'s name of a person: InvalidDecisionError also when it is reserved for the
+    automatic reviewer (:func:`is_reserved_reviewer`)."""
+    name = clean_reviewer(reviewer)
+    if is_reserved_reviewer(name):
+        raise InvalidDecisionError(
+            f"the reviewer name {name!r} is reserved for the pipeline's automatic decisions "
+            f"({AUTO_REVIEWER}, {AUTO_REVIEWER}:<method>); use your own name"
+        )
     return name
 
 
 def reviewer_or_none(reviewer: object) -> str | None:
-    """:func:`clean_reviewer`'s name, or None where it would refuse ``reviewer``."""
+    """:func:`clean_person_reviewer`'s name, or None where it would refuse ``reviewer``."""
     try:
-        return clean_reviewer(reviewer)
+        return clean_person_reviewer(reviewer)
     except InvalidDecisionError:
         return None
 
@@ -244,5 +284,5 @@ def check_no_nul(field: str, text: str | None) -> None:
 
 
 def has_text(text: Any) -> bool:
-    """True for a string with something other than whitespace in it."""
-    return isinstance(text, str) and bool(text.strip())
+    """True for a string that is not blank (:func:`conteb.text.is_blank`: something a reader can see)."""
+    return isinstance(text, str) and not is_blank(text)

@@ -47,6 +47,7 @@ from review.model import (
     ReviewItem,
     UnknownItemError,
     check_no_nul,
+    clean_person_reviewer,
     clean_reviewer,
     has_text,
     reviewer_label,
@@ -353,13 +354,16 @@ class ReviewStore(QueueQueries):
         Each row needs item_id, version, proposed_sha256 and status as exported; a row is rejected
         (with its line number and the reason) when the item is unknown, its version is not the
         current one, its proposal changed, its status is unknown, it is edited without text, it
-        asks for pending, or it has no reviewer (the ``reviewer`` argument overrides the row's).
+        asks for pending, or it has no reviewer or one reserved for the automatic reviewer (the ``reviewer``
+        argument overrides the row's; the reserved names are refused only in rows that would change the item, so
+        an export re-imported as it is stays unchanged).
         A row matching the current status (and text, for edited) is unchanged. Others are applied
         as a decision: audit action ``import``, version+1, queue revision bumped. Reading the file and
         the checks a row allows on its own are :mod:`review.exchange`'s (line numbers, CSV escapes,
-        reviewer names). ValueError for another suffix; InvalidDecisionError for a blank ``reviewer`` override.
+        reviewer names). ValueError for another suffix; InvalidDecisionError for a ``reviewer`` override that
+        :func:`clean_person_reviewer` refuses (blank, reserved).
         """
-        override = None if reviewer is None else clean_reviewer(reviewer)
+        override = None if reviewer is None else clean_person_reviewer(reviewer)
         applied = unchanged = 0
         rejected: list[tuple[int, str]] = []
         for line, row in read_import_rows(Path(source)):
@@ -398,6 +402,10 @@ class ReviewStore(QueueQueries):
                 raise ImportRejected("pending is not a decision")
             if name is None:
                 raise ImportRejected("missing reviewer")
+            try:
+                clean_person_reviewer(name)
+            except InvalidDecisionError as exc:
+                raise ImportRejected(f"{exc} (put your name in the reviewer column or pass --reviewer)") from None
             self._set_state(
                 conn,
                 current,

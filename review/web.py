@@ -41,7 +41,7 @@ from review.model import (
     QueueStats,
     ReviewItem,
     UnknownItemError,
-    clean_reviewer,
+    clean_person_reviewer,
     reviewer_or_none,
 )
 from review.store import ReviewStore
@@ -152,7 +152,8 @@ class _ReviewApp:
 
     @staticmethod
     def reviewer(request: Request) -> str | None:
-        """The reviewer's name from the cookie (None when not set or not acceptable)."""
+        """The reviewer's name from the cookie (None when not set or not a person's name: a cookie naming the
+        automatic reviewer names nobody, :func:`review.model.clean_person_reviewer`)."""
         return reviewer_or_none(cookie_value(request, REVIEWER_COOKIE))
 
     def signed_number(self, request: Request, form: dict[str, str], field: str, then: str) -> tuple[str, int] | str:
@@ -422,7 +423,7 @@ class _ReviewApp:
         form = await read_form(request)
         target = safe_next(form.get("next"))
         try:
-            name = clean_reviewer(form.get("name"))
+            name = clean_person_reviewer(form.get("name"))
         except InvalidDecisionError as error:
             message = f"Reviewer name refused: {error}."
             return self.render_error(request, 400, "Reviewer name refused", message)
@@ -479,7 +480,8 @@ def create_app(store_path: Path, token: str | None = None, review_base_url: str 
 def serve(store_path: Path, host: str = "127.0.0.1", port: int = 8765, token: str | None = None) -> None:
     """Serve the review app with uvicorn (logs through :func:`log_config`, so no token shows in them).
 
-    A non-loopback ``host`` needs a ``token`` (:class:`UnsafeBindError`, a ValueError). With a token, the
+    A non-loopback ``host`` needs a ``token`` (:class:`UnsafeBindError`, a ValueError), and a token must pass
+    :func:`review.web_security.check_token` (:class:`UnsafeTokenError`, a ValueError). With a token, the
     link to open (token included, once) is printed on stderr.
     """
     check_bind(host, token)
@@ -487,4 +489,4 @@ def serve(store_path: Path, host: str = "127.0.0.1", port: int = 8765, token: st
         shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
         print(f"review queue: open http://{shown}:{port}/?token={quote(token, safe='')}", file=sys.stderr)
     app = create_app(Path(store_path), token=token)
-    uvicorn.run(app, host=host, port=port, log_level="info", log_config=log_config())
+    uvicorn.run(app, host=host, port=port, log_level="info", log_config=log_config(token))

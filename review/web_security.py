@@ -15,8 +15,16 @@ Contracts (the pages show untrusted documents and change the store):
 * responses carry a nonce-based ``Content-Security-Policy``, ``X-Content-Type-Options``,
   ``Referrer-Policy``, ``X-Frame-Options`` and ``Cache-Control: no-store`` (pages only);
 * cookies are ``Path=/; SameSite=Strict``, HttpOnly, and Secure over HTTPS;
+* a token is at least :data:`MIN_TOKEN_CHARS` characters with no whitespace, control or format character
+  (:func:`check_token`, :class:`UnsafeTokenError`): a blank or short one would be guessed, and one with spaces
+  cannot be pasted into a link or a header intact;
+* the query parameter that carries the token is the one whose *decoded* name is ``token`` in any case
+  (:func:`is_token_parameter`): ``?tok%65n=`` and ``?TOKEN=`` are read like ``?token=``, and its value is
+  compared decoded (``%2D``, ``+`` as a space);
 * :func:`check_bind` refuses a non-loopback bind without a token (:class:`UnsafeBindError`) and
-  :func:`log_config` redacts ``?token=`` from uvicorn's logs (:class:`RedactTokenFilter`).
+  :func:`log_config` redacts uvicorn's log lines (:class:`RedactTokenFilter`): the value of every token query
+  parameter (decoded names, as above), and the server's token itself wherever it appears (a path, a header
+  value), literally or percent-encoded.
 """
 
 from __future__ import annotations
@@ -27,9 +35,10 @@ import ipaddress
 import logging
 import re
 import secrets
+import unicodedata
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import quote, unquote, unquote_plus, urlsplit
 
 import uvicorn
 from starlette.datastructures import MutableHeaders
@@ -37,10 +46,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from conteb.text import is_blank
+
 TOKEN_COOKIE = "conteb_review_token"
 CSRF_COOKIE = "conteb_review_csrf"
 REVIEWER_COOKIE = "conteb_review_reviewer"
-TOKEN_IN_QUERY = re.compile(r"([?&]token=)[^&#\s\"]*")
+TOKEN_PARAMETER = "token"
+MIN_TOKEN_CHARS = 16
+QUERY_PARAMETER = re.compile(r"(?P<lead>[?&;])(?P<name>[^=&#;\s\"?]*)=(?P<value>[^&#;\s\"]*)")
+"""One ``name=value`` pair of a query string as it appears in a log line (raw, percent-encoded)."""
+REDACTED = "REDACTED"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 UNAUTHENTICATED_PATHS = frozenset({"/healthz"})
 
@@ -104,27 +119,63 @@ def cookie_value(request: Request, name: str) -> str | None:
     return None if raw is None else unquote(raw)
 
 
-def _redact_token(text: str) -> str:
-    """``text`` with the value of every ``token`` query parameter replaced by ``REDACTED``."""
-    return TOKEN_IN_QUERY.sub(r"\1REDACTED", text)
+def is_token_parameter(name: str) -> bool:
+    """True when the query parameter named ``name`` (as decoded: ``tok%65n`` is ``token``) carries the token."""
+    return name.lower() == TOKEN_PARAMETER
+
+
+def _percent_encodable(char: str) -> str:
+    """A regex matching ``char`` in a URL or log line: itself, or its UTF-8 bytes as ``%XX`` (hex in either
+    case); a space also as ``+``."""
+    encoded = "".join(f"%(?i:{byte:02x})" for byte in char.encode("utf-8"))
+    plus = r"|\+" if char == " " else ""
+    return f"(?:{re.escape(char)}|{encoded}{plus})"
+
+
+def token_pattern(token: str) -> re.Pattern[str]:
+    """A regex matching ``token`` written in any mix of plain and percent-encoded characters."""
+    return re.compile("".join(_percent_encodable(char) for char in token))
+
+
+def _redact_token(text: str, secret: re.Pattern[str] | None = None) -> str:
+    """``text`` with the value of every token query parameter (:func:`is_token_parameter` on its decoded name)
+    replaced by ``REDACTED``, and with every occurrence of ``secret`` (a :func:`token_pattern`) too."""
+
+    def parameter(match: re.Match[str]) -> str:
+        if not is_token_parameter(unquote_plus(match["name"])):
+            return match[0]
+        return f"{match['lead']}{match['name']}={REDACTED}"
+
+    text = QUERY_PARAMETER.sub(parameter, text)
+    return secret.sub(REDACTED, text) if secret is not None else text
 
 
 class RedactTokenFilter(logging.Filter):
-    """Hides ``?token=`` values in log records (uvicorn's access log prints each request's path and query)."""
+    """Hides the token in log records (uvicorn's access log prints each request's path and query):
+    token query parameters, and ``token`` (the server's own) wherever it appears."""
+
+    def __init__(self, name: str = "", token: str | None = None) -> None:
+        super().__init__(name)
+        self.secret = token_pattern(token) if token else None
+
+    def _redact(self, value: Any) -> Any:
+        return _redact_token(value, self.secret) if isinstance(value, str) else value
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Rewrite the record's message and string arguments in place; never drops a record."""
-        if isinstance(record.msg, str):
-            record.msg = _redact_token(record.msg)
+        record.msg = self._redact(record.msg)
         if isinstance(record.args, tuple):
-            record.args = tuple(_redact_token(arg) if isinstance(arg, str) else arg for arg in record.args)
+            record.args = tuple(self._redact(arg) for arg in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {key: self._redact(arg) for key, arg in record.args.items()}
         return True
 
 
-def log_config() -> dict[str, Any]:
-    """uvicorn's default logging configuration with :class:`RedactTokenFilter` on each of its loggers."""
+def log_config(token: str | None = None) -> dict[str, Any]:
+    """uvicorn's default logging configuration with :class:`RedactTokenFilter` (hiding ``token`` too) on each of
+    its loggers."""
     config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    config.setdefault("filters", {})["redact_token"] = {"()": RedactTokenFilter}
+    config.setdefault("filters", {})["redact_token"] = {"()": RedactTokenFilter, "token": token}
     for logger in config["loggers"].values():
         logger["filters"] = [*logger.get("filters", []), "redact_token"]
     return config
@@ -148,11 +199,8 @@ class SecurityMiddleware:
 
     def _presented_tokens(self, request: Request) -> tuple[list[str], bool]:
         """Tokens the request carries, and whether one came in the query string."""
-        found: list[str] = []
-        from_query = False
-        if (query := request.query_params.get("token")) is not None:
-            found.append(query)
-            from_query = True
+        found = [value for name, value in request.query_params.multi_items() if is_token_parameter(name)]
+        from_query = bool(found)
         authorization = request.headers.get("authorization", "")
         if authorization[:7].lower() == "bearer ":
             found.append(authorization[7:].strip())
@@ -254,12 +302,40 @@ class SecurityMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
+class UnsafeTokenError(ValueError):
+    """A token that would not protect the queue (blank, short) or could not be sent intact (spaces, control
+    characters)."""
+
+
+def check_token(token: str | None) -> None:
+    """Raise :class:`UnsafeTokenError` (one line: what and how to fix) unless ``token`` is None or at least
+    :data:`MIN_TOKEN_CHARS` characters with no whitespace, control or format character."""
+    if token is None:
+        return
+    how = 'e.g. python -c "import secrets; print(secrets.token_urlsafe(24))"'
+    if is_blank(token):
+        raise UnsafeTokenError(f"the review token is blank; pass a random one of {MIN_TOKEN_CHARS}+ characters ({how})")
+    bad = next((c for c in token if c.isspace() or unicodedata.category(c)[0] in "CZ"), None)
+    if bad is not None:
+        raise UnsafeTokenError(
+            f"the review token contains a space, control or format character (U+{ord(bad):04X}); "
+            f"pass one without ({how})"
+        )
+    if len(token) < MIN_TOKEN_CHARS:
+        raise UnsafeTokenError(
+            f"the review token has {len(token)} characters; pass a random one of at least {MIN_TOKEN_CHARS} ({how})"
+        )
+
+
 class UnsafeBindError(ValueError):
     """A non-loopback bind without a token: anyone who can reach the port could change decisions."""
 
 
 def check_bind(host: str, token: str | None) -> None:
-    """Raise :class:`UnsafeBindError` (one line: what and how to fix) for a non-loopback ``host`` without token."""
+    """Raise :class:`UnsafeTokenError` for a token :func:`check_token` refuses (an empty one included: it is
+    not "no token"), and :class:`UnsafeBindError` (one line: what and how to fix) for a non-loopback ``host``
+    without token."""
+    check_token(token)
     if not is_loopback_name(host) and not token:
         raise UnsafeBindError(
             f"refusing to serve the review queue on {host!r} without a token: anyone who can reach it could "

@@ -15,6 +15,7 @@ from urllib.parse import quote, urlencode
 from starlette.requests import Request
 
 from review.model import STATUSES
+from review.web_security import is_token_parameter
 
 STATUS_FILTERS = (*STATUSES, "all")
 """The status filters of the pages: every item status, or ``all``."""
@@ -74,8 +75,13 @@ def safe_next(target: str | None) -> str:
 
 
 def this_page(request: Request) -> str:
-    """This page's path and query as the browser sent them (percent-encoded), without ``notice`` or ``token``."""
+    """This page's path and query as the browser sent them (percent-encoded), without ``notice`` or the token
+    (:func:`review.web_security.is_token_parameter`)."""
     raw_path = request.scope.get("raw_path")
     path = raw_path.decode("latin-1") if raw_path else quote(request.url.path)
-    query = [(key, value) for key, value in request.query_params.multi_items() if key not in ("notice", "token")]
+    query = [
+        (key, value)
+        for key, value in request.query_params.multi_items()
+        if key != "notice" and not is_token_parameter(key)
+    ]
     return f"{path}?{urlencode(query)}" if query else path

@@ -96,3 +96,25 @@ def test_source_path_of_wrong_type(tmp_path: Path) -> None:
 def test_missing_registry_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no such file"):
         load_config(tmp_path / "nope.yaml")
+
+
+@pytest.mark.parametrize(
+    ("block", "field"),
+    [
+        ("llm: {max_retry_after_s: .inf}", "llm.max_retry_after_s"),
+        ("llm: {timeout_s: .inf}", "llm.timeout_s"),
+        ("llm: {backoff_max_s: .nan}", "llm.backoff_max_s"),
+        ("llm: {batch_timeout_s: .inf}", "llm.batch_timeout_s"),
+        ("llm: {temperature: .nan}", "llm.temperature"),
+        ("llm: {prices: {gpt-4o: {prompt: .inf, completion: 10}}}", "llm.prices.gpt-4o.prompt"),
+        ("llm: {prices: {gpt-4o: {prompt: 1, completion: 1, cached_prompt: .nan}}}", "llm.prices.gpt-4o.cached_prompt"),
+        ("evaluation: {systems: [{kind: bm25, name: b, k1: .inf}]}", "evaluation.systems[0].k1"),
+        ("evaluation: {systems: [{kind: bm25, name: b, b: -.inf}]}", "evaluation.systems[0].b"),
+        ("reproduce: {window_share: .nan}", "reproduce.window_share"),
+        ("reproduce: {splits: {train: .nan, test: 0.5}}", "reproduce.splits.fractions.train"),
+    ],
+)
+def test_non_finite_numbers_are_refused_everywhere(tmp_path: Path, block: str, field: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(write_config(tmp_path, f"tasks: []\n{block}\n"))
+    assert str(refused.value) == f"{tmp_path / 'conteb.yaml'}: {field}: Input should be a finite number"

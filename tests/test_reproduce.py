@@ -10,7 +10,10 @@ from pathlib import Path
 
 import dagster as dg
 import pyarrow.parquet as pq
+import pytest
 
+from conteb.config import ConfigError
+from conteb.reproduce import CPU_PROFILE, GPU_PROFILE
 from pipelines.definitions import build_definitions
 from project.config import load_config
 from tests.conftest import SAMPLE_DIR
@@ -88,3 +91,55 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     shown = instance.get_latest_materialization_event(dg.AssetKey(["reproduce", "paper_comparison"]))
     shown_metadata = shown.asset_materialization.metadata
     assert "verdict/late_chunking/all" in shown_metadata and "What reproduces here" in shown_metadata["report"].value
+
+
+# --------------------------------------------------------------------------------------------- the reproduce: block
+
+
+def _reproduce_block(tmp_path: Path, block: str) -> Path:
+    config = tmp_path / "conteb.yaml"
+    config.write_text(f"tasks: []\nreproduce:\n  source: {SAMPLE_DIR}\n{block}")
+    return config
+
+
+@pytest.mark.parametrize(
+    ("splits", "expected"),
+    [
+        ("{train: 0.7, test: 0.7}", "reproduce.splits: fractions must sum to 1, got 1.4"),
+        ("{train: 0.5, test: 0.4}", "reproduce.splits: fractions must sum to 1, got 0.9"),
+        ("{trian: 0.5, test: 0.5}", "no 'train' split among 'trian', 'test'; did you mean 'train' instead of 'trian'?"),
+        ("{train: 0.5, tset: 0.5, seed: 3}", "no 'test' split among 'train', 'tset'; did you mean 'test' instead of"),
+        ("{train: 0.5, validation: 0.5}", "evaluates on 'test': no 'test' split among 'train', 'validation'"),
+        ("{train: 0.5, my-test: 0.5}", "reproduce.splits: split name 'my-test' must match"),
+    ],
+)
+def test_reproduce_splits_are_validated_with_the_registry(tmp_path: Path, splits: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_config(_reproduce_block(tmp_path, f"  splits: {splits}\n"))
+    assert expected in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_reproduce_splits_with_a_validation_split_build_the_task(tmp_path: Path) -> None:
+    config = load_config(_reproduce_block(tmp_path, "  splits: {train: 0.6, validation: 0.1, test: 0.3, seed: 2}\n"))
+    task = config.reproduce_task(llm_available=False)
+    assert task.splits is not None and task.splits.fractions == {"train": 0.6, "validation": 0.1, "test": 0.3}
+    assert (task.splits.seed, task.train_split, task.evaluation_split) == (2, "train", "test")
+
+
+def test_a_profile_override_merges_over_the_built_in_profile(tmp_path: Path) -> None:
+    block = "  profiles:\n    cpu: {max_documents: 4, training: {epochs: 3}}\n    gpu: {chunk_sizes: [500]}\n"
+    config = load_config(_reproduce_block(tmp_path, block))
+    cpu, gpu = config.reproduce.profiles["cpu"], config.reproduce.profiles["gpu"]
+    assert config.reproduce.settings is cpu and cpu.max_documents == 4
+    assert cpu.base_model == CPU_PROFILE.base_model and cpu.chunk_sizes == CPU_PROFILE.chunk_sizes
+    assert cpu.training == {**CPU_PROFILE.training, "epochs": 3}  # the training mapping key by key too
+    assert (
+        gpu.chunk_sizes == (500,) and gpu.base_model == GPU_PROFILE.base_model and gpu.training == GPU_PROFILE.training
+    )
+    alone = load_config(_reproduce_block(tmp_path, "  profile: gpu\n  profiles: {cpu: {max_documents: 4}}\n"))
+    assert alone.reproduce.settings == GPU_PROFILE  # overriding one profile keeps the other
+    assert config.reproduce_task(llm_available=False).max_documents == 4
+    with pytest.raises(
+        ConfigError, match=r"reproduce\.profiles\.cpu\.max_documents: Input should be greater than or equal"
+    ):
+        load_config(_reproduce_block(tmp_path, "  profiles: {cpu: {max_documents: 1}}\n"))

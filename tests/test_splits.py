@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conteb.config import ChunkingConfig, ConfigError, SampleSource, TaskConfig
+from conteb.config import SPLIT_NAME_PATTERN, ChunkingConfig, ConfigError, SampleSource, TaskConfig, split_name_problem
 from curation import validation
 from curation.chunking import chunk_documents
 from curation.dataset import publish_task
@@ -130,6 +130,38 @@ def test_registry_declares_splits(tmp_path: Path) -> None:
 def test_bad_splits_name_task_and_field(tmp_path: Path, lines: str, expected: str) -> None:
     with pytest.raises(ConfigError, match=expected):
         load_config(_registry(tmp_path, lines))
+
+
+REFUSED_BY_DATASETS = ["my-test", "..", ".x", "a..b", "x.", "a b", "tést-1", ""]
+
+
+def test_split_names_follow_the_datasets_librarys_own_rule() -> None:
+    from datasets import NamedSplit
+    from datasets.naming import _split_re
+
+    assert _split_re == SPLIT_NAME_PATTERN  # the library's rule, as it is in the installed version
+    for name in REFUSED_BY_DATASETS:
+        assert split_name_problem(name) is not None, name
+        with pytest.raises(ValueError, match="Split name should match"):
+            NamedSplit(name)
+    for name in ("train", "test", "dev.v2", "held_out", "Test_1", "tést"):
+        assert split_name_problem(name) is None, name
+        assert str(NamedSplit(name)) == name
+    assert "reserved" in (split_name_problem("all") or "")  # load_dataset(split="all") reads every split
+    assert split_name_problem("train\n") is not None  # matched whole: re.match's $ would accept the newline
+
+
+@pytest.mark.parametrize("name", ["my-test", "..", "all"])
+def test_validate_refuses_split_names_datasets_cannot_load(tmp_path: Path, name: str) -> None:
+    from click.testing import CliRunner
+
+    from cli.main import main
+
+    for lines in (f"    split: '{name}'\n", f"    splits: {{train: 0.5, '{name}': 0.5}}\n"):
+        result = CliRunner().invoke(main, ["--config", str(_registry(tmp_path, lines)), "validate", "--no-sources"])
+        assert result.exit_code == 1
+        [line] = [line for line in result.output.splitlines() if line.strip()]
+        assert "task 'demo' (tasks[0]): split" in line and f"split name {name!r}" in line, line
 
 
 # --------------------------------------------------------------------------------------------- publishing

@@ -10,25 +10,29 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError, field_validator
+
+from conteb.config import StrictModel, valid_split_name
 
 
 class TrainingConfigError(ValueError):
     """An invalid training configuration; the message names the offending field(s)."""
 
 
-class TrainingConfig(BaseModel):
-    """Everything a training run needs (defaults follow the InSeNT paper where it says)."""
+class TrainingConfig(StrictModel):
+    """Everything a training run needs (defaults follow the InSeNT paper where it says). The registry's rules
+    (:class:`conteb.config.StrictModel`: unknown keys refused, every number finite), but not frozen: values are
+    validated again when assigned."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(frozen=False, validate_assignment=True)
 
     data: list[Path] = Field(min_length=1)  # ConTEB task folders
     # the split read from each folder (training.data.resolve_split: a folder without it but with a
     # single split reads that one, with a warning); None: every shard of every split
-    split: str | None = Field("train", pattern=r"^[A-Za-z0-9_.-]+$")
+    split: Annotated[str, AfterValidator(valid_split_name)] | None = "train"
     base_model: str = "offline-minilm"  # "offline-minilm", a local folder, or a hub name
     output: Path
     mode: Literal["single", "tokens"] = "single"  # single vector (cosine) | late interaction (MaxSim)

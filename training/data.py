@@ -40,6 +40,7 @@ import pyarrow as pa
 
 from conteb.ids import split_chunk_id
 from conteb.storage import config_shards, config_splits, read_shards
+from conteb.text import is_blank
 
 
 @dataclass
@@ -183,7 +184,7 @@ def read_task(
             zip(table.column("query").to_pylist(), _gold_chunk_ids(table), strict=True)
         ):
             doc_id = doc_ids[index] if doc_ids is not None else (_doc_of_chunk(chunk_id) if chunk_id else None)
-            if not query or not query.strip():
+            if is_blank(query):
                 stats.count_filtered(f"{config}:empty_query")
             elif doc_id not in samples:
                 stats.count_filtered(f"{config}:unknown_document")

@@ -50,6 +50,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from conteb.text import is_blank
+
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
@@ -287,12 +289,13 @@ class WindowPlanner:
         return windows
 
     def _title_ids(self, titles: Sequence[str | None] | None, n: int) -> list[list[int] | None]:
-        """Token ids of each document's title (None where absent or blank, or under the plain policy)."""
+        """Token ids of each document's title (None where absent or blank, :func:`conteb.text.is_blank`, or under the
+        plain policy)."""
         if titles is None or self.window_policy != "anchored":
             return [None] * n
         if len(titles) != n:
             raise ValueError(f"titles: got {len(titles)} for {n} documents (one title, or None, per document)")
-        given = [(i, t.strip()) for i, t in enumerate(titles) if t is not None and t.strip()]
+        given = [(i, t.strip()) for i, t in enumerate(titles) if t is not None and not is_blank(t)]
         tokenized = self.tokenize([title for _, title in given])
         out: list[list[int] | None] = [None] * n
         for (i, _), ids in zip(given, tokenized, strict=True):

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conteb.ids import disambiguate, doc_id_from
+from conteb.text import is_blank
 from curation.quarantine import QuarantineReason, QuarantineRecord
 from curation.sources.model import STAGE, SourceDocument, SourceError, SourceQuery, SourceResult
 
 PARAGRAPH_SEPARATOR = "\n\n"
-EMPTY_QUESTION = "empty question"  # quarantine detail of a question that is empty or whitespace only
+EMPTY_QUESTION = "empty question"  # quarantine detail of a blank question (conteb.text.is_blank)
 
 
 @dataclass
@@ -134,7 +135,7 @@ def _add_question(
     if question.is_impossible:
         result.count("unanswerable_skipped")
         return
-    if not question.question.strip():
+    if is_blank(question.question):
         refuse(QuarantineReason.EMPTY_QUERY, EMPTY_QUESTION)
         return
     if question.query_id in seen:

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from conteb.ids import is_valid_doc_id
+from conteb.text import is_blank
 from curation.encoding import normalize_newlines
 from curation.quarantine import QuarantineReason, QuarantineRecord
 from curation.sources.articles import EMPTY_QUESTION
@@ -41,7 +42,7 @@ def load_sample(folder: Path) -> SourceResult:
                     QuarantineRecord(STAGE, reason, "query", query_id, doc_id, str(queries_path), row, detail)
                 )
 
-            if not record["question"].strip():
+            if is_blank(record["question"]):
                 refuse(QuarantineReason.EMPTY_QUERY, EMPTY_QUESTION)
                 continue
             if query_id in seen:
@@ -73,7 +74,7 @@ def _read_document(path: Path) -> SourceDocument:
     except UnicodeDecodeError as error:
         raise SourceError(f"{path}: not UTF-8 at byte {error.start}") from None
     title, blank, body = [*content.split("\n", 2), "", ""][:3]
-    if not title.strip() or blank.strip():
+    if is_blank(title) or blank.strip():
         raise SourceError(f"{path}: line 1 must be the title and line 2 empty")
     return SourceDocument(doc_id, title.strip(), body, str(path), SAMPLE_LICENSE, {"file": path.name})
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import re
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,32 @@ def test_serve_on_a_public_host_without_token_is_one_clear_line(registry: Path) 
 
 
 @pytest.mark.parametrize(
+    ("token", "expected"),
+    [
+        (" ", "the review token is blank"),
+        ("", "the review token is blank"),
+        ("\u3000\t", "the review token is blank"),
+        ("\u200b" * 20, "the review token is blank"),
+        ("short-token", "the review token has 11 characters"),
+        ("a-long-enough-token with-a-space", "space, control or format character (U+0020)"),
+        ("a-long-enough-token\u2028-value", "space, control or format character (U+2028)"),
+    ],
+)
+def test_serve_refuses_a_blank_or_weak_token_in_one_line(
+    registry: Path, monkeypatch: pytest.MonkeyPatch, token: str, expected: str
+) -> None:
+    import review.web
+
+    monkeypatch.setattr(review.web, "serve", lambda *args, **kwargs: pytest.fail("served with a bad token"))
+    for host in ("127.0.0.1", "0.0.0.0"):
+        output = _refused(invoke(registry, "serve", "--host", host, "--port", "1", "--token", token))
+        lines = [line for line in output.splitlines() if line.strip()]
+        assert len(lines) == 1 and expected in lines[0], output
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        review.web.check_bind("127.0.0.1", token)
+
+
+@pytest.mark.parametrize(
     ("args", "expected"),
     [
         (("accept", "--task", "dmeo", "--reviewer", "ana"), "demo"),
@@ -105,6 +132,21 @@ def test_reviewer_defaults_to_the_os_user(registry: Path, isolated_env: Path, mo
 def test_reviewer_with_control_characters_is_a_clear_error(registry: Path, isolated_env: Path) -> None:
     output = _refused(invoke(registry, "accept", "--task", "demo", "--reviewer", "ana\x1b[31m"))
     assert "control characters" in output
+    assert set(_statuses(isolated_env).values()) == {"pending"}
+
+
+@pytest.mark.parametrize(("name", "expected"), [("Auto", "reserved"), ("auto:mask", "reserved"),
+                                              ("ana\u2028bob", "line separators")])  # fmt: skip
+def test_reviewer_cannot_be_the_automatic_one_or_hold_line_separators(
+    registry: Path, isolated_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, expected: str
+) -> None:
+    output = _refused(invoke(registry, "accept", "--task", "demo", "--reviewer", name))
+    assert expected in output and len([line for line in output.splitlines() if line.strip()]) == 1
+    monkeypatch.setattr(getpass, "getuser", lambda: name)  # nor can the OS user's name
+    assert expected in _refused(invoke(registry, "reject", "--task", "demo", "--kind", "reformulation"))
+    monkeypatch.chdir(tmp_path)
+    assert invoke(registry, "export", "--task", "demo", "--kind", "reformulation", "-o", "q.jsonl").exit_code == 0
+    assert expected in _refused(invoke(registry, "import", "q.jsonl", "--reviewer", name))
     assert set(_statuses(isolated_env).values()) == {"pending"}
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from conteb.sqlite_files import StoreFileError
 from curation.review_items import review_item, review_items_table
-from review.model import InvalidDecisionError, reviewer_label
+from review.model import InvalidDecisionError, auto_reviewer, reviewer_label
 from review.store import ReviewStore
 
 TASK, KIND = "geo", "reformulation"
@@ -77,6 +77,35 @@ def test_reviewer_names_with_control_characters_are_refused(store: ReviewStore, 
         store.bulk_decide("accept", name, TASK, KIND)
     assert store.get(_id("c0")).status == "pending"
     assert all(entry.action == "push" for entry in store.audit())
+
+
+@pytest.mark.parametrize("name", ["ana\u2028bob", "ana\u2029bob", "ana\u0085bob", "\ufeffana"])
+def test_reviewer_names_with_line_separators_are_refused(store: ReviewStore, name: str) -> None:
+    with pytest.raises(InvalidDecisionError, match="control characters or line separators"):
+        store.decide(_id("c0"), "accept", name, 1)
+    assert store.get(_id("c0")).status == "pending"
+    assert store.decide(_id("c0"), "accept", "\u2028ana\u2029", 1).reviewer == "ana"  # at the ends: stripped
+
+
+def test_import_refuses_the_automatic_reviewers_name_in_rows_that_decide(store: ReviewStore, tmp_path: Path) -> None:
+    store.bulk_decide("accept", auto_reviewer(), TASK, KIND, ids=[_id("c4")])  # what the review gate does
+    target = tmp_path / "queue.jsonl"
+    store.export(target, TASK, KIND)
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    rows[0].update(status="accepted", reviewer="Auto")
+    rows[1].update(status="rejected", reviewer="\uff41\uff55\uff54\uff4f:mask")
+    rows[2].update(status="accepted", reviewer="ana\u2028bob")
+    rows[3].update(status="accepted", reviewer="ana")
+    target.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    report = store.import_file(target)
+    assert (report.applied, report.unchanged) == (1, 1)  # c3 applied; c4, accepted by auto, unchanged
+    reasons = dict(report.rejected)
+    assert "'Auto' is reserved" in reasons[1] and "--reviewer" in reasons[1]
+    assert "reserved" in reasons[2] and "line separators" in reasons[3]
+    assert [store.get(_id(f"c{i}")).status for i in range(3)] == ["pending"] * 3
+    with pytest.raises(InvalidDecisionError, match="reserved"):
+        store.import_file(target, reviewer="AUTO")
+    assert store.import_file(target, reviewer="bob").applied == 3
 
 
 def test_nul_in_edited_text_or_note_is_refused(store: ReviewStore) -> None:

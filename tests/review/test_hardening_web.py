@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 import socket
 import threading
@@ -18,6 +19,7 @@ from starlette.testclient import TestClient
 from curation.review_items import review_item, review_items_table
 from review.store import ReviewStore
 from review.web import serve
+from review.web_security import RedactTokenFilter, _redact_token, token_pattern
 from review.web_urls import page_links
 from tests.review.test_web import _client, _csrf, _decide, _item_page, _set_reviewer
 
@@ -80,13 +82,38 @@ def test_huge_offset_is_not_a_server_error(web: TestClient) -> None:
         assert "offset" in response.text
 
 
-@pytest.mark.parametrize("name", ["eve\x1b[31m", "eve\nmallory", "eve\u202e"])
-def test_reviewer_name_with_control_characters_is_400(web: TestClient, name: str) -> None:
+def _name_refused(web: TestClient, name: str) -> str:
+    """The 400 page answering ``name`` in the reviewer form (no cookie set)."""
     csrf = _csrf(web.get("/").text)
     response = web.post("/reviewer", data={"name": name, "next": "/", "csrf_token": csrf})
     assert response.status_code == 400
-    assert "control characters" in response.text
     assert web.cookies.get("conteb_review_reviewer") is None
+    return response.text
+
+
+@pytest.mark.parametrize("name", ["eve\x1b[31m", "eve\nmallory", "eve\u202e"])
+def test_reviewer_name_with_control_characters_is_400(web: TestClient, name: str) -> None:
+    assert "control characters" in _name_refused(web, name)
+
+
+@pytest.mark.parametrize("name", ["eve\u2028mallory", "eve\u2029mallory", "eve\u0085x", "e\ufeffve"])
+def test_reviewer_name_with_line_separators_is_400(web: TestClient, name: str) -> None:
+    assert "control characters or line separators" in _name_refused(web, name)
+
+
+@pytest.mark.parametrize(
+    "name", ["auto", "AUTO", " Auto ", "\uff41\uff55\uff54\uff4f", "auto:mask", "auto (automatic)"]
+)
+def test_reviewer_cannot_take_the_automatic_reviewers_name(web: TestClient, store: ReviewStore, name: str) -> None:
+    assert "reserved for the pipeline" in _name_refused(web, name)
+    web.cookies.set("conteb_review_reviewer", "auto")  # a cookie set by hand names nobody
+    refused = _decide(web, _iid(0), "accept")
+    assert refused.status_code == 400 and "Set your reviewer name" in refused.text
+    bulk = f"/queue/{TASK}/{KIND}/accept-unflagged"
+    assert web.post(bulk, data=_form_fields(web.get(bulk).text, bulk)).status_code == 400
+    assert store.count(task=TASK, kind=KIND, status="pending") == N_ITEMS
+    _set_reviewer(web, "automaton")  # a name that only starts like it is a person's
+    assert _decide(web, _iid(0), "accept").status_code == 303
 
 
 def test_nul_in_edited_text_is_400_and_not_stored(web: TestClient, store: ReviewStore) -> None:
@@ -107,12 +134,13 @@ def test_undo_of_another_reviewers_decision_is_refused(web: TestClient, store: R
     assert store.get(_iid(0)).status == "accepted"
 
 
-def test_access_log_does_not_show_the_token(
-    store_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-) -> None:
+def _access_log(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], secret: str, *paths: str
+) -> tuple[list[int], list[str]]:
+    """Serve the queue as ``conteb review serve --token secret`` does, GET each of ``paths``: the status codes
+    and uvicorn's access-log lines."""
     captured: dict[str, Any] = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: captured.update(app=app, **kwargs))
-    secret = "s3cret-token-value"
     serve(store_path, host="127.0.0.1", port=1, token=secret)
     options = {k: v for k, v in captured.items() if k not in ("app", "host", "port")}
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -126,8 +154,7 @@ def test_access_log_does_not_show_the_token(
         while not server.started:
             assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
             time.sleep(0.05)
-        response = httpx.get(f"http://127.0.0.1:{port}/?token={secret}&status=all", timeout=10)
-        assert response.status_code == 200
+        codes = [httpx.get(f"http://127.0.0.1:{port}{path}", timeout=10).status_code for path in paths]
         time.sleep(0.2)
     finally:
         server.should_exit = True
@@ -136,8 +163,54 @@ def test_access_log_does_not_show_the_token(
     out, err = capfd.readouterr()
     access = [line for line in (out + err).splitlines() if '"GET /' in line]
     assert access, out + err
+    return codes, access
+
+
+def test_access_log_does_not_show_the_token(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    secret = "s3cret-token-value"
+    codes, access = _access_log(store_path, monkeypatch, capfd, secret, f"/?token={secret}&status=all")
+    assert codes == [200]
     assert all(secret not in line for line in access), access
     assert any("status=all" in line for line in access)
+
+
+def test_percent_encoded_token_is_read_decoded_and_never_logged(
+    store_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    secret = "s3cret-token-value"
+    encoded = "%73%33cret-t%6Fken-value"  # the same secret, some characters percent-encoded
+    paths = [f"/?tok%65n={secret}&status=all", f"/?%74oken={encoded}", f"/?TOKEN={secret}", f"/x/{secret}"]
+    codes, access = _access_log(store_path, monkeypatch, capfd, secret, *paths)
+    assert codes[:3] == [200, 200, 200]  # the decoded query is what authenticates
+    assert len(access) == len(paths)
+    for line in access:
+        assert "cret-t" not in line and "%33cret" not in line.lower(), line
+    assert "tok%65n=REDACTED&status=all" in access[0] and "/x/REDACTED" in access[3]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('"GET /?tok%65n=guess&a=1 HTTP/1.1"', '"GET /?tok%65n=REDACTED&a=1 HTTP/1.1"'),
+        ('"GET /?a=1&%54OKEN=guess HTTP/1.1"', '"GET /?a=1&%54OKEN=REDACTED HTTP/1.1"'),
+        ('"GET /?Token=guess HTTP/1.1"', '"GET /?Token=REDACTED HTTP/1.1"'),
+        ("referer: https://x/?a=b&to%6Ben=guess#top", "referer: https://x/?a=b&to%6Ben=REDACTED#top"),
+        ("GET /p?tokens=kept&xtoken=kept", "GET /p?tokens=kept&xtoken=kept"),
+        ("GET /Open-Sesame-1234567/", "GET /REDACTED/"),
+        ("GET /?q=%4fpen%2d%53esame-1234567", "GET /?q=REDACTED"),
+        ("referer: http://h/open-sesame-1234567", "referer: http://h/open-sesame-1234567"),  # case matters
+    ],
+)
+def test_redaction_reads_decoded_names_and_hides_the_token_anywhere(line: str, expected: str) -> None:
+    record = logging.LogRecord("uvicorn.access", logging.INFO, __file__, 1, "%s", (line,), None)
+    RedactTokenFilter(token="Open-Sesame-1234567").filter(record)
+    assert record.getMessage() == expected
+
+
+def test_redaction_of_a_token_with_a_space_matches_plus() -> None:
+    assert _redact_token("/?q=a+b%2Bc", token_pattern("a b+c")) == "/?q=REDACTED"
 
 
 # --------------------------------------------------------------------------------------------

@@ -6,14 +6,18 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from conteb.config import HFColumns
+from conteb.config import ChunkingConfig, HFColumns
 from conteb.schemas import PAIRED_QUERIES
+from conteb.text import is_blank
 from curation import validation
+from curation.chunking import chunk_documents
+from curation.pairing import check_answer
 from curation.quarantine import QuarantineReason
 from curation.sources.articles import assemble
 from curation.sources.hf_dataset import rows_to_articles
 from curation.sources.sample import load_sample
 from curation.sources.squad import load_squad_json
+from review.model import has_text
 from tests.conftest import squad_article, write_squad
 
 CONTEXT = "Napoleon was a French emperor."
@@ -32,7 +36,11 @@ def hf_row(query_id: str, question: str, answer_start: object) -> dict:
     return {"id": query_id, "title": "T", "context": CONTEXT, "question": question, "answers": answers}
 
 
-@pytest.mark.parametrize("question", ["", "   \n\t"])
+INVISIBLE = ["\u200b\u00a0\u3000", "\ufeff\u2060\u180e", "\u2028\u2029\u200d", "\u3164\u2800"]
+"""Questions a reader sees nothing in, which ``str.strip()`` does not empty."""
+
+
+@pytest.mark.parametrize("question", ["", "   \n\t", *INVISIBLE])
 def test_empty_squad_question_is_quarantined(tmp_path: Path, question: str) -> None:
     answers = [{"text": "French", "answer_start": 15}]
     result = load_squad_json(squad_with(tmp_path, {"id": "e", "question": question, "answers": answers}))
@@ -47,10 +55,13 @@ def test_empty_squad_question_is_quarantined(tmp_path: Path, question: str) -> N
 
 
 def test_empty_hf_question_is_quarantined() -> None:
-    rows = [hf_row("a", "Who?", 15), hf_row("b", " ", 15)]
+    rows = [hf_row("a", "Who?", 15), hf_row("b", " ", 15), hf_row("c", INVISIBLE[0], 15)]
     result = assemble(rows_to_articles(rows, HFColumns(), "ds"), "ds")
     assert [q.query_id for q in result.queries] == ["a"]
-    assert [(r.reason, r.object_id, r.row) for r in result.quarantine] == [(QuarantineReason.EMPTY_QUERY, "b", "row 1")]
+    assert [(r.reason, r.object_id, r.row) for r in result.quarantine] == [
+        (QuarantineReason.EMPTY_QUERY, "b", "row 1"),
+        (QuarantineReason.EMPTY_QUERY, "c", "row 2"),
+    ]
 
 
 def test_empty_sample_question_is_quarantined(tmp_path: Path) -> None:
@@ -59,11 +70,15 @@ def test_empty_sample_question_is_quarantined(tmp_path: Path) -> None:
     lines = [
         {"query_id": "q1", "doc_id": "d", "question": "What?", "answer": "Body", "answer_start": 0},
         {"query_id": "q2", "doc_id": "d", "question": "\u2003", "answer": "Body", "answer_start": 0},
+        {"query_id": "q3", "doc_id": "d", "question": INVISIBLE[1], "answer": "Body", "answer_start": 0},
     ]
     (tmp_path / "queries.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     result = load_sample(tmp_path)
     assert [q.query_id for q in result.queries] == ["q1"]
-    assert [(r.reason, r.row) for r in result.quarantine] == [(QuarantineReason.EMPTY_QUERY, "line 2")]
+    assert [(r.reason, r.row) for r in result.quarantine] == [
+        (QuarantineReason.EMPTY_QUERY, "line 2"),
+        (QuarantineReason.EMPTY_QUERY, "line 3"),
+    ]
 
 
 def test_dataset_check_fails_on_an_empty_query() -> None:
@@ -76,6 +91,40 @@ def test_dataset_check_fails_on_an_empty_query() -> None:
     assert (outcome.passed, outcome.failures, outcome.checked) == (False, 1, 2)
     assert outcome.examples == ["query 'q2': empty text"]
     assert validation.no_empty_queries(table.slice(0, 1)).passed
+
+
+def test_dataset_checks_fail_on_invisible_queries_and_chunks() -> None:
+    rows = [
+        {"query_id": f"q{i}", "query": text, "chunk_id": "d_0", "chunk_ids": ["d_0"]}
+        for i, text in enumerate(INVISIBLE)
+    ]
+    queries = pa.Table.from_pylist(rows, schema=pa.schema([PAIRED_QUERIES.field(n) for n in rows[0]]))
+    assert validation.no_empty_queries(queries).failures == len(INVISIBLE)
+    chunks = pa.table({"chunk_id": ["d_0", "d_1"], "chunk": ["Text.", "Text."], "og_chunk": ["Text.", INVISIBLE[1]]})
+    outcome = validation.no_empty_chunks(chunks)
+    assert (outcome.failures, outcome.examples) == (1, ["'d_1': empty text"])
+
+
+@pytest.mark.parametrize("text", [None, "", " \t\n", "\x00\x1f", *INVISIBLE, "\u034f\u115f\u1160\uffa0"])
+def test_blank_texts(text: str | None) -> None:
+    assert is_blank(text)
+
+
+@pytest.mark.parametrize("text", ["a", "\u200ba\u200b", "\u00a0.", "e\u0301", "\u0301", "\u4e00", "\u2003?"])
+def test_texts_with_something_to_see_are_not_blank(text: str) -> None:
+    assert not is_blank(text)
+
+
+def test_every_emptiness_check_uses_the_one_rule() -> None:
+    invisible = INVISIBLE[0]
+    chunked = chunk_documents(pa.table({"doc_id": ["d0", "d1"], "title": ["T", "T"], "text": ["Text.", invisible],
+                                        "source": ["s", "s"]}), ChunkingConfig())  # fmt: skip
+    assert [(r.object_id, r.reason) for r in chunked.quarantine] == [("d1", QuarantineReason.EMPTY_DOCUMENT)]
+    assert check_answer("Text.", invisible, 0) == (
+        QuarantineReason.EMPTY_ANSWER,
+        "answer text is blank (empty, whitespace or invisible characters only)",
+    )
+    assert not has_text(invisible) and has_text("fixed")
 
 
 @pytest.mark.parametrize(

@@ -125,3 +125,18 @@ def test_window_policy_loss_average_and_split_options(tmp_path: Path) -> None:
         make_config({"data": [folder], "output": tmp_path / "o", "anchor_share": 1.0})
     with pytest.raises(SystemExit):
         from_cli([*base, "--window-policy", "sliding"])
+
+
+@pytest.mark.parametrize("field", ["lr", "scale", "max_grad_norm", "weight_decay", "warmup_ratio"])
+def test_non_finite_numbers_are_refused(tmp_path: Path, field: str) -> None:
+    folder = task_folder(tmp_path)
+    for value in (float("inf"), float("nan")):
+        with pytest.raises(TrainingConfigError, match=f"{field}.*finite number"):
+            make_config({"data": [folder], "output": tmp_path / "o", field: value})
+
+
+def test_the_training_split_follows_the_registrys_split_rule(tmp_path: Path) -> None:
+    folder = task_folder(tmp_path)
+    with pytest.raises(TrainingConfigError, match="split name 'my-test' must match"):
+        make_config({"data": [folder], "output": tmp_path / "o", "split": "my-test"})
+    assert make_config({"data": [folder], "output": tmp_path / "o", "split": None}).split is None
