@@ -94,6 +94,7 @@ def rechunk_corpus(
         queries=[row["query"] for row in rows],
         gold=np.fromiter((row_of[row["chunk_id"]] for row in rows), dtype=np.int64, count=len(rows)),
         notes=notes,
+        char_starts=chunks.column("char_start").to_pylist(),
     )
 
 
