@@ -56,7 +56,8 @@ def _upstream(config: ProjectConfig, target: EvalTarget) -> list[dg.AssetKey]:
 
 
 def run_metadata(evaluation: TaskEvaluation) -> dict[str, object]:
-    """Numeric nDCG@10 per system (Dagster plots it across materializations), counts and reasons."""
+    """Numeric nDCG@10 per system (Dagster plots it across materializations), counts, reasons and each model's
+    provenance (``provenance/<system>``: ``provenance unknown: ...`` for a model without training_data.json)."""
     metadata: dict[str, object] = {
         "documents": evaluation.n_documents,
         "chunks": evaluation.n_chunks,
@@ -72,6 +73,8 @@ def run_metadata(evaluation: TaskEvaluation) -> dict[str, object]:
                 metadata[f"{HEADLINE}/{run.system}/{NEEDS_CONTEXT}"] = dg.MetadataValue.float(round(subset.value, 6))
         else:
             metadata[f"{run.status}/{run.system}"] = dg.MetadataValue.text(run.reason or "")
+        if run.provenance_note is not None:  # what is known of the model's training documents (evaluation/leakage.py)
+            metadata[f"provenance/{run.system}"] = dg.MetadataValue.text(run.provenance_note)
     for comparison in evaluation.comparisons:
         name = f"p_value/{comparison.system_a}_vs_{comparison.system_b}"
         metadata[name] = dg.MetadataValue.float(comparison.p_value)

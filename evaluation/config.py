@@ -222,6 +222,9 @@ class EvaluationConfig(StrictModel):
     significance: SignificanceConfig = SignificanceConfig()
     scaling: ScalingConfig = ScalingConfig()
     chunk_sizes: ChunkSizeConfig = ChunkSizeConfig()
+    # refuse (not run, with the reason) every model whose training_data.json does not record content fingerprints:
+    # hub and packaged models (offline-minilm too), folders copied without it, older ids-only files
+    require_provenance: bool = False
 
     @model_validator(mode="before")
     @classmethod

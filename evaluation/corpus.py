@@ -11,8 +11,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
+
+from conteb.content import DocumentPrints, document_prints
 
 
 @dataclass
@@ -33,6 +36,8 @@ class EvalCorpus:
     contexts: dict[str, str] | None = None  # chunk_id -> LLM-written context (contextual baseline), when available
     needs_context: np.ndarray | None = None  # bool [Q]: the query needs its document's context; None: unlabelled
     notes: list[str] = field(default_factory=list)  # what loading skipped or repaired, and why
+    og_chunks: list[str] | None = None  # per chunk, its original text (``og_chunk``); None: ``chunks`` are
+    char_starts: list[int | None] | None = None  # per chunk, its offset in its document; None: not published
 
     @property
     def n_chunks(self) -> int:
@@ -92,7 +97,28 @@ class EvalCorpus:
             queries=[],
             gold=np.zeros(0, dtype=np.int64),
             contexts=contexts,
+            og_chunks=[self.og_chunks[r] for r in rows] if self.og_chunks is not None else None,
+            char_starts=[self.char_starts[r] for r in rows] if self.char_starts is not None else None,
         )
+
+    @cached_property
+    def content_prints(self) -> dict[str, DocumentPrints]:
+        """doc_id -> the fingerprints of the document's text, chunks and passages
+        (:func:`conteb.content.document_prints` on its chunks in order: originals, embedded texts, offsets), what
+        train/test overlap is checked on (:mod:`evaluation.leakage`). Computed once per corpus."""
+        rows: dict[str, list[int]] = {}
+        for row, doc in enumerate(self.doc_ids):
+            rows.setdefault(doc, []).append(row)
+        originals = self.og_chunks if self.og_chunks is not None else self.chunks
+        return {
+            doc: document_prints(
+                [self.chunk_ids[r] for r in doc_rows],
+                [originals[r] for r in doc_rows],
+                [self.chunks[r] for r in doc_rows],
+                [self.char_starts[r] for r in doc_rows] if self.char_starts is not None else None,
+            )
+            for doc, doc_rows in rows.items()
+        }
 
     def chunk_doc_index(self) -> np.ndarray:
         """int64 [C]: index of each chunk's document in :attr:`document_order`."""

@@ -91,6 +91,8 @@ def corpus_from_tables(
     doc_ids: list[Any] = documents.column("doc_id").to_pylist() if has_doc else []
     indices: list[Any] = documents.column("chunk_index").to_pylist() if has_doc else []
     titles = documents.column("title").to_pylist() if "title" in documents.column_names else [None] * len(chunk_ids)
+    originals = documents.column("og_chunk").to_pylist() if "og_chunk" in documents.column_names else None
+    starts = documents.column("char_start").to_pylist() if "char_start" in documents.column_names else None
     rows = []
     seen: dict[str, int] = {}
     for row, (chunk_id, text) in enumerate(zip(chunk_ids, texts, strict=True)):
@@ -146,6 +148,8 @@ def corpus_from_tables(
         contexts=contexts,
         needs_context=needs_context,
         notes=notes,
+        og_chunks=[originals[r] if originals[r] is not None else texts[r] for r in ordered] if originals else None,
+        char_starts=[starts[r] for r in ordered] if starts else None,
     )
 
 

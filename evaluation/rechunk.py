@@ -8,10 +8,10 @@ embedded as their original text (no reformulation at other sizes). Queries that 
 ``EvalCorpus.notes`` with the pairing stage's reasons, never silently dropped.
 
 :func:`sources_from_dataset` rebuilds those inputs from a published ConTEB folder (an external dataset without stage
-tables): each document's text is its ``og_chunk`` texts placed at their ``char_start``; the characters between
-chunks (whitespace the splitter stripped) are unknown and filled with whitespace: a one-character gap with a space,
-a longer gap with newlines (most boundaries of a recursive split with gaps of two or more characters are paragraph
-breaks, ``\\n\\n``, the splitter's first separator). Newlines inside chunks are kept as they are.
+tables): each document's text is its ``og_chunk`` texts placed at their ``char_start``
+(:func:`conteb.content.rebuild_text`, the one rule for a document's text from its chunks); the characters between
+chunks (whitespace the splitter stripped) are unknown and filled with whitespace. Newlines inside chunks are kept as
+they are.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from conteb.config import ChunkingConfig
+from conteb.content import rebuild_text
 from conteb.schemas import SOURCE_DOCUMENTS, SOURCE_QUERIES, table_from_rows
 from curation.chunking import chunk_documents
 from curation.pairing import pair_by_span
@@ -93,6 +94,7 @@ def rechunk_corpus(
         queries=[row["query"] for row in rows],
         gold=np.fromiter((row_of[row["chunk_id"]] for row in rows), dtype=np.int64, count=len(rows)),
         notes=notes,
+        char_starts=chunks.column("char_start").to_pylist(),
     )
 
 
@@ -106,25 +108,6 @@ def _column(table: pa.Table, name: str) -> list | None:
 
 def _doc_of(chunk_id: str) -> str:
     return chunk_id.rsplit("_", 1)[0]
-
-
-def rebuild_text(pieces: list[tuple[int, str]]) -> str:
-    """A document text from ``(char_start, text)`` pieces: each placed at its start, gaps filled with whitespace.
-
-    Gap rule in the module docstring; where pieces overlap, the earlier piece's characters are kept.
-    """
-    parts: list[str] = []
-    cursor = 0
-    for start, text in sorted(pieces, key=lambda piece: piece[0]):
-        if start >= cursor:
-            gap = start - cursor
-            parts.append(" " if gap == 1 else "\n" * gap)
-            parts.append(text)
-            cursor = start + len(text)
-        elif start + len(text) > cursor:
-            parts.append(text[cursor - start :])
-            cursor = start + len(text)
-    return "".join(parts)
 
 
 def sources_from_dataset(

@@ -4,7 +4,8 @@ Contract: pure functions from results (:mod:`evaluation.results`) to cells, rows
 document model (:mod:`evaluation.report_document`), with numbers formatted by
 :mod:`evaluation.formatting`: what "best" means (the best formatted value; cells that format to it are
 bold), the comparison table (its header and rows, the key comparisons first), which key comparisons
-did not run and why, and how a run's status and reason read.
+did not run and why, how a run's status and reason read, and what is known of each model's training documents
+(its provenance: one line per distinct note, naming the systems it concerns).
 """
 
 from __future__ import annotations
@@ -13,8 +14,15 @@ from collections.abc import Iterable, Sequence
 
 from conteb.names import SystemName
 from evaluation.formatting import format_metric, format_p, format_signed
-from evaluation.report_document import Cell, number, text
-from evaluation.results import SIGNIFICANCE_LEVEL, Comparison, SystemRun, TaskEvaluation, is_missing
+from evaluation.report_document import Block, BulletList, Cell, Heading, Paragraph, Span, number, text
+from evaluation.results import (
+    SIGNIFICANCE_LEVEL,
+    Comparison,
+    SystemRun,
+    TaskEvaluation,
+    is_missing,
+    provenance_label,
+)
 
 KEY_COMPARISONS: tuple[tuple[str, str], ...] = (
     (SystemName.LATE_CHUNKING, SystemName.INDEPENDENT),
@@ -109,3 +117,47 @@ def untested_comparisons(evaluation: TaskEvaluation) -> list[str]:
                 why.append(f"{system} {status_text(run.status)}")
         missing.append(f"{a} vs {b}: not tested" + (f" ({', '.join(why)})" if why else ""))
     return missing
+
+
+PROVENANCE_HEADING = "Model provenance"
+PROVENANCE_INTRO = (
+    "What is known of the documents each model was trained on (its training_data.json). A model of unknown "
+    "provenance could not be checked for overlap with the evaluated corpus; evaluation.require_provenance: true "
+    "refuses such models."
+)
+
+
+def provenance_cell(run: SystemRun) -> str:
+    """A run's provenance in words (``provenance unknown``), or a dash for a system without a model."""
+    return provenance_label(run.provenance) or "–"
+
+
+def provenance_blocks(runs: Iterable[tuple[str, SystemRun]], level: int = 2) -> list[Block]:
+    """The "Model provenance" section (a heading of ``level``, the intro, :func:`provenance_lines` as bullets, the
+    systems in bold); ``[]`` when no run has a provenance note."""
+    lines = provenance_lines(runs)
+    if not lines:
+        return []
+    bullets = tuple((Span(who, bold=True), Span(f": {note}")) for who, note in lines)
+    return [Heading(PROVENANCE_HEADING, level), Paragraph((Span(PROVENANCE_INTRO),)), BulletList(bullets)]
+
+
+def provenance_lines(runs: Iterable[tuple[str, SystemRun]]) -> list[tuple[str, str]]:
+    """``(who, note)`` per distinct provenance note of ``runs`` (``(where, run)`` pairs, ``where`` a task name or
+    ``""``), first appearance first; ``who`` names the systems and, when given, the tasks."""
+    systems: dict[str, list[str]] = {}
+    places: dict[str, list[str]] = {}
+    for where, run in runs:
+        if run.provenance_note is None:
+            continue
+        systems.setdefault(run.provenance_note, [])
+        places.setdefault(run.provenance_note, [])
+        if run.system not in systems[run.provenance_note]:
+            systems[run.provenance_note].append(run.system)
+        if where and where not in places[run.provenance_note]:
+            places[run.provenance_note].append(where)
+    lines = []
+    for note, names in systems.items():
+        on = f" (on {', '.join(places[note])})" if places[note] else ""
+        lines.append((", ".join(names) + on, note))
+    return lines

@@ -2,9 +2,9 @@
 
 Contract: :func:`overall_document` is a pure function of the task evaluations, the image sources the
 caller chose and (optionally) a link per task to its own report. Sections, in order: the reading,
-nDCG@10 per task and system with the mean over tasks, systems not run, the key comparisons, the
-queries that need context (:mod:`evaluation.report_subsets`), the overview plot, the chunk-size
-study, the per-task plots, the tasks.
+nDCG@10 per task and system with the mean over tasks, systems not run, the models' provenance, the
+key comparisons, the queries that need context (:mod:`evaluation.report_subsets`), the overview
+plot, the chunk-size study, the per-task plots, the tasks.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from evaluation.report_blocks import (
     comparison_rows,
     key_first,
     ordered,
+    provenance_blocks,
     reason_text,
     status_text,
     untested_comparisons,
@@ -95,6 +96,8 @@ def overall_document(
                 )
             )
         )
+
+    blocks += provenance_blocks((e.task, r) for e in evaluations for r in e.runs)
 
     blocks.append(Heading("Key comparisons"))
     blocks.append(

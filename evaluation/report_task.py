@@ -3,9 +3,10 @@
 Contract: :func:`task_document` is a pure function of one :class:`~evaluation.results.TaskEvaluation`
 and the image sources the caller chose (relative paths for the files, ``data:`` URIs for the Dagster
 UI). Sections, in order: the reading, the corpus counts, the systems (nDCG@10 and document nDCG@10
-with CIs, costs), systems not run, every metric, the comparisons, the queries that need context
-(:mod:`evaluation.report_subsets`), nDCG@10 by gold-chunk position, vs corpus size, the chunk-size
-study, the notes. Best values are bold (:func:`evaluation.report_blocks.best_formatted`).
+with CIs, costs, provenance), systems not run, the models' provenance, every metric, the
+comparisons, the queries that need context (:mod:`evaluation.report_subsets`), nDCG@10 by
+gold-chunk position, vs corpus size, the chunk-size study, the notes. Best values are bold
+(:func:`evaluation.report_blocks.best_formatted`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from evaluation.report_blocks import (
     comparison_rows,
     key_first,
     ordered,
+    provenance_blocks,
+    provenance_cell,
     reason_text,
     status_text,
     untested_comparisons,
@@ -93,6 +96,7 @@ def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Documen
                 number(format_tokens(r.llm_tokens)),
                 number(format_usd(r.llm_usd)),
                 text(r.description),
+                text(provenance_cell(r)),
             )
         )
     header = (
@@ -107,6 +111,7 @@ def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Documen
         "LLM tokens",
         "LLM cost (USD)",
         "Description",
+        "Provenance",
     )
     blocks.append(Table("systems", header, tuple(rows)))
     not_ok = [r for r in e.runs if r.status != "ok"]
@@ -119,6 +124,8 @@ def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Documen
                 )
             )
         )
+
+    blocks += provenance_blocks((("", r) for r in e.runs), 3)
 
     # Every metric.
     blocks.append(Heading("All metrics"))

@@ -24,6 +24,7 @@ from evaluation import plots
 from evaluation.paper import PAPER_EFFECTS, EffectResult, PaperComparison, compare_with_paper
 from evaluation.render_html import render_html
 from evaluation.render_markdown import render_markdown
+from evaluation.report_blocks import provenance_blocks, provenance_cell
 from evaluation.report_document import Block, BulletList, Document, Heading, Image, Paragraph, Span, Table, number, text
 from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, TaskEvaluation
 from evaluation.runner import load_evaluation, read_per_query
@@ -113,7 +114,8 @@ def plot_effects(comparison: PaperComparison, dpi: int = 110) -> bytes:
 def reproduce_document(
     comparison: PaperComparison, evaluation: TaskEvaluation, setup: Sequence[str], images: dict[str, str]
 ) -> Document:
-    """The report: the reading first, then the effects table, systems, the chunk-size effect, the setup."""
+    """The report: the reading first, then the effects table, systems (with their models' provenance), the chunk-size
+    effect, the setup."""
     blocks: list[Block] = [
         Heading("What reproduces here", 2),
         BulletList(tuple((Span(line),) for line in comparison.summary) or ((Span("nothing was measured"),),)),
@@ -141,12 +143,20 @@ def reproduce_document(
     for run in evaluation.runs:
         summary = run.metrics.get(HEADLINE)
         value = "–" if summary is None else f"{summary.value:.3f} [{summary.ci_low:.3f}, {summary.ci_high:.3f}]"
-        rows.append((text(run.system), number(value), text(run.description or (run.reason or run.status))))
+        rows.append(
+            (
+                text(run.system),
+                number(value),
+                text(run.description or (run.reason or run.status)),
+                text(provenance_cell(run)),
+            )
+        )
     blocks += [
         Heading("Systems", 2),
-        Table("systems", ("system", "nDCG@10 [95% CI], all queries", "what"), tuple(rows)),
-        Heading("Chunk-size curve", 2),
+        Table("systems", ("system", "nDCG@10 [95% CI], all queries", "what", "provenance"), tuple(rows)),
     ]
+    blocks += provenance_blocks((("", run) for run in evaluation.runs), 3)
+    blocks.append(Heading("Chunk-size curve", 2))
     if comparison.retention:
         blocks.append(
             Table(

@@ -34,6 +34,27 @@ ALL = "all"
 NEEDS_CONTEXT = "needs_context"
 """Query subsets a metric is reported on (module docstring)."""
 
+PROVENANCE_RECORDED = "recorded"
+PROVENANCE_IDS_ONLY = "ids only"
+PROVENANCE_UNKNOWN = "unknown"
+"""``SystemRun.provenance``: what is known of the training documents of a system's model
+(:func:`evaluation.leakage.model_provenance`): ``recorded`` (its ``training_data.json`` records content fingerprints:
+overlap with the corpus was checked on content), ``ids only`` (an older ``training_data.json``: checked on task,
+folder and document ids only), ``unknown`` (no ``training_data.json``: a hub or packaged model, or a folder copied
+without it; nothing could be checked). ``None``: the system uses no model (BM25) or its model was not found."""
+
+_PROVENANCE_LABELS = {
+    PROVENANCE_RECORDED: "provenance recorded",
+    PROVENANCE_IDS_ONLY: "provenance incomplete (ids only)",
+    PROVENANCE_UNKNOWN: "provenance unknown",
+}
+
+
+def provenance_label(status: str | None) -> str:
+    """A provenance status in words, as every report shows it (``unknown`` -> ``provenance unknown``); ``""`` for
+    None (no model)."""
+    return "" if status is None else _PROVENANCE_LABELS.get(status, f"provenance {status}")
+
 
 def is_missing(value: float | None) -> bool:
     """True for ``None`` and NaN (a number JSON stored as null, or one never measured)."""
@@ -104,6 +125,8 @@ class SystemRun:
     details: dict[str, Any] = field(default_factory=dict)  # model path, prefixes, truncated chunks, ...
     # subset name ("needs_context") -> metric -> Summary over that subset's queries; {} when unlabelled
     subset_metrics: dict[str, dict[str, Summary]] = field(default_factory=dict)
+    provenance: str | None = None  # PROVENANCE_* (module constants); None: no model
+    provenance_note: str | None = None  # one sentence: what is known of the model's training documents, and where
 
     def summary(self, metric: str = HEADLINE, subset: str = ALL) -> Summary | None:
         """``metric`` over the queries of ``subset`` (``None`` when not measured)."""

@@ -43,6 +43,7 @@ from evaluation.results import (
     ALL,
     HEADLINE,
     NEEDS_CONTEXT,
+    PROVENANCE_RECORDED,
     ChunkSizePoint,
     Comparison,
     LLMUsage,
@@ -52,7 +53,7 @@ from evaluation.results import (
     to_json,
 )
 from evaluation.stats import paired_test, summarize
-from evaluation.systems import prepare_system, requirement_problem
+from evaluation.systems import prepare_system, requirement_problem, system_provenance
 from evaluation.views import by_position, sample_subsets, scaling_curve, scaling_sizes
 
 logger = logging.getLogger(__name__)
@@ -192,15 +193,28 @@ class _Evaluator:
     ) -> SystemRun:
         corpus = self.corpus
         base = SystemRun(task=corpus.name, system=system.name, kind=system.kind, status="not_run")
-        problem = requirement_problem(system, corpus, self.models_dir)
+        provenance = system_provenance(system, self.models_dir)
+        if provenance is not None:
+            base.provenance, base.provenance_note = provenance.status, provenance.note
+        problem = requirement_problem(
+            system, corpus, self.models_dir, require_provenance=self.config.require_provenance
+        )
         if problem:
             self.log(f"{system.name}: not run: {problem}")
             base.reason = problem
             return base
+        if provenance is not None and provenance.status != PROVENANCE_RECORDED:
+            self.log(f"{system.name}: {provenance.note}")
         self.log(f"{system.name}: indexing {corpus.n_chunks:,} chunks of {corpus.n_documents:,} documents")
         try:
             indexed = prepare_system(
-                system, corpus, self.models_dir, encoded=encoded, show_progress=self.show_progress, log=self.log
+                system,
+                corpus,
+                self.models_dir,
+                encoded=encoded,
+                show_progress=self.show_progress,
+                log=self.log,
+                require_provenance=self.config.require_provenance,
             )
         except NotRunnable as reason:
             self.log(f"{system.name}: not run: {reason}")
@@ -237,6 +251,8 @@ class _Evaluator:
             # ``trained``: the training asset of the model (None: an untrained model; read by evaluation/reading.py)
             details={**indexed.details, "trained": system.trained} if hasattr(system, "trained") else indexed.details,
             subset_metrics=self._subset_metrics(per_query),
+            provenance=base.provenance,
+            provenance_note=base.provenance_note,
         )
         self.log(
             f"{system.name}: nDCG@10 {run.metrics[HEADLINE].value:.3f} "
@@ -267,7 +283,12 @@ class _Evaluator:
                 try:
                     encoded = encodings.get(EncodingKey(system.name, size))
                     indexed = prepare_system(
-                        system, corpus, self.models_dir, encoded=encoded, show_progress=self.show_progress
+                        system,
+                        corpus,
+                        self.models_dir,
+                        encoded=encoded,
+                        show_progress=self.show_progress,
+                        require_provenance=self.config.require_provenance,
                     )
                 except NotRunnable as reason:
                     self.skipped.append(f"chunk size {size}: {system.name} not run: {reason}")

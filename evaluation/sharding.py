@@ -73,7 +73,8 @@ def encoding_jobs(
     jobs = [
         EncodingJob(EncodingKey(system.name), system)
         for system in selected
-        if encodes_chunks(system) and requirement_problem(system, corpus, models_dir) is None
+        if encodes_chunks(system)
+        and requirement_problem(system, corpus, models_dir, require_provenance=config.require_provenance) is None
     ]
     study = config.chunk_sizes
     if sources is None or not (study.enabled and chunk_sizes):
@@ -83,7 +84,10 @@ def encoding_jobs(
         system = config.system(name)
         if systems and name not in systems:
             continue
-        if not encodes_chunks(system) or requirement_problem(system, without_contexts, models_dir) is not None:
+        if not encodes_chunks(system) or (
+            requirement_problem(system, without_contexts, models_dir, require_provenance=config.require_provenance)
+            is not None
+        ):
             continue
         jobs += [EncodingJob(EncodingKey(name, size), system) for size in study.sizes]
     return jobs

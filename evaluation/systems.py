@@ -19,18 +19,24 @@ from evaluation.embedders import model_problem, setup_encoder, trained_folder
 from evaluation.encoded import ChunkEncoding, EncodingOutcome, EncodingProblem
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
 from evaluation.late_interaction import encode_late_interaction, prepare_late_interaction
-from evaluation.leakage import training_overlap_problem
-from training.models import OFFLINE_MINILM
+from evaluation.leakage import Provenance, leakage_problem, model_provenance, unreadable_problem
+from training.models import OFFLINE_MINILM, offline_minilm_path
+
+ModelSystem = DenseSystem | ContextualSystem | LateInteractionSystem
 
 
-def requirement_problem(system: SystemConfig, corpus: EvalCorpus, models_dir: Path) -> str | None:
+def requirement_problem(
+    system: SystemConfig, corpus: EvalCorpus, models_dir: Path, *, require_provenance: bool = False
+) -> str | None:
     """Why ``system`` cannot run on ``corpus`` (checked before any model loads), or None.
 
     Reasons: a trained model not there yet (``<models_dir>/<trained>`` missing or holding no saved model), a model
     folder that does not exist, no chunk contexts for ``contextual`` (or a template with unknown fields), an unknown
-    stemmer or stop-word language for ``bm25``, and train/test leakage: a model whose folder records (in
-    ``training_data.json``) documents of this corpus is refused, with a reason starting ``refused:``
-    (:mod:`evaluation.leakage`). A hub id is only found out when loading (:class:`NotRunnable` then).
+    stemmer or stop-word language for ``bm25``, and train/test leakage (:mod:`evaluation.leakage`, a reason starting
+    ``refused:``): a model whose ``training_data.json`` shows it was trained on documents, chunks or passages of this
+    corpus, or, with ``require_provenance`` (``evaluation.require_provenance``), a model whose training documents are
+    not recorded with content fingerprints (hub and packaged models included). A hub id is only found out when
+    loading (:class:`NotRunnable` then).
     """
     match system:
         case BM25System():
@@ -39,24 +45,46 @@ def requirement_problem(system: SystemConfig, corpus: EvalCorpus, models_dir: Pa
             return (
                 contextual_problem(system, corpus)
                 or model_problem(system, Path(models_dir))
-                or _leakage_problem(system, corpus, Path(models_dir))
+                or _leakage_problem(system, corpus, Path(models_dir), require_provenance)
             )
         case DenseSystem() | LateInteractionSystem():
-            return model_problem(system, Path(models_dir)) or _leakage_problem(system, corpus, Path(models_dir))
+            return model_problem(system, Path(models_dir)) or _leakage_problem(
+                system, corpus, Path(models_dir), require_provenance
+            )
     raise TypeError(f"unknown system config {system!r}")  # pragma: no cover
 
 
-def _leakage_problem(
-    system: DenseSystem | ContextualSystem | LateInteractionSystem, corpus: EvalCorpus, models_dir: Path
-) -> str | None:
-    """The train/test overlap refusal for a ``trained:`` model, or a ``model:`` folder that records its data."""
+def _model_location(system: ModelSystem, models_dir: Path) -> tuple[Path | None, str]:
+    """``(folder, label)`` of the model ``system`` embeds with; folder None for a hub id."""
     if system.trained is not None:
-        folder = trained_folder(models_dir, system.trained)
-    elif system.model and system.model != OFFLINE_MINILM and Path(system.model).expanduser().is_dir():
-        folder = Path(system.model).expanduser()
-    else:
+        return trained_folder(models_dir, system.trained), system.trained
+    name = system.model or OFFLINE_MINILM
+    if name == OFFLINE_MINILM:
+        return offline_minilm_path(), f"{OFFLINE_MINILM} (the packaged all-MiniLM-L6-v2)"
+    folder = Path(name).expanduser()
+    return (folder, str(folder)) if folder.is_dir() else (None, name)
+
+
+def system_provenance(system: SystemConfig, models_dir: Path) -> Provenance | None:
+    """What is known of the training documents of ``system``'s model (:func:`evaluation.leakage.model_provenance`);
+    None for a system without a model (``bm25``), a model that is not there (:func:`model_problem`) or a model folder
+    whose ``training_data.json`` cannot be read (:func:`requirement_problem` refuses it)."""
+    if isinstance(system, BM25System) or model_problem(system, Path(models_dir)):
         return None
-    return training_overlap_problem(folder, corpus)
+    try:
+        return model_provenance(*_model_location(system, Path(models_dir)))
+    except ValueError:
+        return None
+
+
+def _leakage_problem(system: ModelSystem, corpus: EvalCorpus, models_dir: Path, require_provenance: bool) -> str | None:
+    """The train/test overlap refusal (and the required-provenance one) for the model of ``system``."""
+    folder, label = _model_location(system, models_dir)
+    try:
+        provenance = model_provenance(folder, label)
+    except ValueError as error:
+        return unreadable_problem(folder or Path(label), error)
+    return leakage_problem(provenance, corpus, require_provenance=require_provenance)
 
 
 class EncodingFailed(RuntimeError):
@@ -95,16 +123,18 @@ def prepare_system(
     encoded: EncodingOutcome | None = None,
     show_progress: bool = False,
     log: Log = no_log,
+    require_provenance: bool = False,
 ) -> IndexedSystem:
     """Index ``corpus`` and encode its queries for ``system``.
 
     ``encoded``: the system's chunk side computed elsewhere (the evaluation's encode shards), used instead of
     encoding the chunks here; an :class:`~evaluation.encoded.EncodingProblem` raises :class:`NotRunnable`
     (``not_run``) or :class:`EncodingFailed` (``failed``) with its reason.
-    Raises :class:`NotRunnable` with the reason of :func:`requirement_problem`, or when a hub model cannot be loaded.
+    Raises :class:`NotRunnable` with the reason of :func:`requirement_problem` (``require_provenance`` passed on), or
+    when a hub model cannot be loaded.
     Logs counts and timings through ``log``.
     """
-    problem = requirement_problem(system, corpus, models_dir)
+    problem = requirement_problem(system, corpus, models_dir, require_provenance=require_provenance)
     if problem:
         raise NotRunnable(problem)
     if isinstance(encoded, EncodingProblem):

@@ -19,6 +19,10 @@ Rules (also stated in the model card):
 * Several task folders: documents keep their ``doc_id``; a ``doc_id`` seen in two folders is
   qualified as ``<folder name>/<doc_id>``, and so are its ``chunk_ids`` (``source_doc_id`` keeps the
   published id), so that ids stay unique across the samples.
+* What a model saw (:func:`documents_seen`, written to ``training_data.json``): per folder and split, the
+  published ids and, per document, the fingerprints of its text (its ``og_chunk`` texts placed at their
+  ``char_start``), of each chunk (``og_chunk``, and ``chunk`` where reformulated) and of its passages
+  (:mod:`conteb.content`).
 * Splits: each folder is read from one split (``TrainingConfig.split``, default ``train``; see
   :func:`resolve_split`): only that split's shards of every config, as
   :func:`conteb.storage.config_shards` finds them. A folder without that split but
@@ -38,6 +42,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from conteb.content import document_prints
 from conteb.ids import split_chunk_id
 from conteb.storage import config_shards, config_splits, read_shards
 from conteb.text import is_blank
@@ -58,6 +63,9 @@ class TrainingSample:
     folder: str = ""  # the task folder it was read from
     split: str | None = None  # the split it was read from (None: every shard)
     chunk_ids: list[str] = field(default_factory=list)  # chunk_ids[i]: the id of chunks[i] (qualified like doc_id)
+    # originals[i]: the og_chunk of chunks[i] (``chunk`` where not published); empty: the chunks are the originals
+    originals: list[str] = field(default_factory=list)
+    char_starts: list[int | None] = field(default_factory=list)  # char_starts[i]: its offset (None: not published)
 
 
 @dataclass
@@ -148,18 +156,23 @@ def read_task(
     documents = _config_table(folder, "documents", split)
     if documents is None:
         raise FileNotFoundError(f"{folder}: no documents/*.parquet")
-    titles = documents.column("title").to_pylist() if "title" in documents.column_names else None
+
+    def optional(name: str) -> list:
+        return documents.column(name).to_pylist() if name in documents.column_names else [None] * documents.num_rows
+
     rows = sorted(
         zip(
             *(documents.column(name).to_pylist() for name in ("doc_id", "chunk_index", "chunk_id", "chunk")),
-            titles or [None] * documents.num_rows,
+            optional("title"),
+            optional("og_chunk"),
+            optional("char_start"),
             strict=True,
         ),
         key=lambda row: (row[0], row[1]),
     )
     samples: dict[str, TrainingSample] = {}
     position: dict[str, tuple[str, int]] = {}  # chunk_id -> (doc_id, position in its document)
-    for doc_id, _, chunk_id, text, title in rows:
+    for doc_id, _, chunk_id, text, title, original, char_start in rows:
         sample = samples.setdefault(
             doc_id,
             TrainingSample(
@@ -171,6 +184,8 @@ def read_task(
         position[chunk_id] = (doc_id, len(sample.chunks))
         sample.chunks.append(text or "")
         sample.chunk_ids.append(chunk_id)
+        sample.originals.append(original if original is not None else text or "")
+        sample.char_starts.append(char_start)
         if sample.title is None and title:
             sample.title = title
     configs = ["queries"] + (["synthetic_queries"] if include_synthetic else [])
@@ -217,22 +232,60 @@ def load_samples(
     for folder in folders:
         for sample in read_task(Path(folder), include_synthetic, stats, split):
             if sample.doc_id in names:
-                sample.doc_id = f"{sample.task}/{sample.doc_id}"
-                sample.chunk_ids = [f"{sample.task}/{chunk}" for chunk in sample.chunk_ids]
+                sample.doc_id = f"{_qualifier(sample)}{sample.doc_id}"
+                sample.chunk_ids = [f"{_qualifier(sample)}{chunk}" for chunk in sample.chunk_ids]
             names.add(sample.doc_id)
             samples.append(sample)
     return samples, stats
 
 
+def _qualifier(sample: TrainingSample) -> str:
+    """The prefix that qualifies a clashing ``doc_id`` and its ``chunk_ids`` (module docstring)."""
+    return f"{sample.task}/"
+
+
+def _published_chunk_ids(sample: TrainingSample) -> list[str]:
+    """The chunk ids as published (without the qualifier :func:`load_samples` may have added)."""
+    if sample.source_doc_id and sample.doc_id != sample.source_doc_id:
+        return [chunk.removeprefix(_qualifier(sample)) for chunk in sample.chunk_ids]
+    return list(sample.chunk_ids)
+
+
+def document_record(sample: TrainingSample) -> dict:
+    """The content record of one document in ``training_data.json`` (:mod:`training.card`): its published id and
+    the fingerprints of its text, chunks and passages (:func:`conteb.content.document_prints`)."""
+    complete = len(sample.originals) == len(sample.chunks) == len(sample.char_starts)
+    prints = document_prints(
+        _published_chunk_ids(sample),
+        sample.originals if complete else sample.chunks,
+        sample.chunks,
+        sample.char_starts if complete else None,
+    )
+    return {
+        "doc_id": sample.source_doc_id or sample.doc_id,
+        "text": prints.text,
+        "chunks": {chunk: list(found) for chunk, found in prints.chunks.items()},
+        "passages": list(prints.passages),
+    }
+
+
 def documents_seen(samples: Sequence[TrainingSample]) -> list[dict]:
     """What a model trained on ``samples`` saw, per task folder and split (folder order kept):
-    ``[{"folder": ..., "task": <folder name>, "split": ..., "doc_ids": [sorted published ids]}]``."""
-    groups: dict[tuple[str, str, str | None], set[str]] = {}
+    ``[{"folder": ..., "task": <folder name>, "split": ..., "doc_ids": [sorted published ids],
+    "documents": [content records (:func:`document_record`) in doc_id order]}]``."""
+    groups: dict[tuple[str, str, str | None], dict[str, TrainingSample]] = {}
     for sample in samples:
-        groups.setdefault((sample.folder, sample.task, sample.split), set()).add(sample.source_doc_id or sample.doc_id)
+        group = groups.setdefault((sample.folder, sample.task, sample.split), {})
+        group[sample.source_doc_id or sample.doc_id] = sample
     return [
-        {"folder": folder, "task": task, "split": split, "doc_ids": sorted(ids)}
-        for (folder, task, split), ids in groups.items()
+        {
+            "folder": folder,
+            "task": task,
+            "split": split,
+            "doc_ids": sorted(group),
+            "documents": [document_record(group[doc_id]) for doc_id in sorted(group)],
+        }
+        for (folder, task, split), group in groups.items()
     ]
 
 

@@ -8,9 +8,16 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from conteb.content import RULE_SETTINGS
 from tests.support.tiny_models import tiny_modernbert
 from tests.training.test_data import build_sample_conteb
-from training.card import TRAINING_DATA_FILE, read_training_data, render_model_card, write_model_card
+from training.card import (
+    TRAINING_DATA_FILE,
+    TRAINING_DATA_FORMAT,
+    read_training_data,
+    render_model_card,
+    write_model_card,
+)
 from training.config import make_config
 from training.data import DataStats
 from training.loop import train
@@ -44,7 +51,7 @@ def test_card_and_training_data_file(tmp_path: Path) -> None:
     assert "| sample | train | 2 |" in text and TRAINING_DATA_FILE in text
     assert "**Warning**: sample: something to know" in text
     data = json.loads((tmp_path / "model" / TRAINING_DATA_FILE).read_text())
-    assert data == {"tasks": seen}
+    assert data == {"format": TRAINING_DATA_FORMAT, "content": RULE_SETTINGS, "tasks": seen}  # versioned
     assert read_training_data(tmp_path / "model") == seen
     assert read_training_data(tmp_path) is None  # no file: nothing recorded
     assert "Not recorded." in render_model_card(config, _result(tmp_path, []))
@@ -82,7 +89,14 @@ def test_a_trained_model_records_the_train_documents_it_saw(tmp_path: Path) -> N
     )
     result = train(config)
     train_docs = sorted(set(pq.read_table(folder / "documents" / "train-00000-of-00001.parquet")["doc_id"].to_pylist()))
-    assert result.training_data == [{"folder": str(folder), "task": "sample", "split": "train", "doc_ids": train_docs}]
+    [entry] = result.training_data
+    assert {key: entry[key] for key in ("folder", "task", "split", "doc_ids")} == {
+        "folder": str(folder),
+        "task": "sample",
+        "split": "train",
+        "doc_ids": train_docs,
+    }
+    assert [document["doc_id"] for document in entry["documents"]] == train_docs  # with their content prints
     assert result.stats.validation_documents > 0  # validation documents are recorded too: they are in train_docs
     recorded = read_training_data(tmp_path / "model")
     assert recorded == result.training_data

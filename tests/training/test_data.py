@@ -240,8 +240,13 @@ def test_training_reads_only_the_train_split(tmp_path: Path) -> None:
     test_samples, _ = load_samples([folder], split="test")
     assert {s.doc_id for s in test_samples} == split_docs["test"]
     assert len(load_samples([folder], split=None)[0]) == N_DOCUMENTS  # every shard
-    seen = documents_seen(samples)
-    assert seen == [{"folder": str(folder), "task": "sample", "split": "train", "doc_ids": sorted(split_docs["train"])}]
+    [seen] = documents_seen(samples)
+    assert {key: seen[key] for key in ("folder", "task", "split", "doc_ids")} == {
+        "folder": str(folder),
+        "task": "sample",
+        "split": "train",
+        "doc_ids": sorted(split_docs["train"]),
+    }
 
 
 def test_a_folder_without_the_split(tmp_path: Path) -> None:
