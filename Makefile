@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 # Everything stays inside the repository: Dagster's home, library caches, no telemetry.
-export DAGSTER_HOME := $(CURDIR)/.dagster
+# An exported DAGSTER_HOME is kept: the runs and the workers (make workers) must share one instance.
+export DAGSTER_HOME ?= $(CURDIR)/.dagster
 export DAGSTER_MODULE_NAME := pipelines.definitions
 export HF_HOME := $(CURDIR)/.cache/huggingface
 export HF_DATASETS_OFFLINE ?= 1
@@ -27,14 +28,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-# The registry is checked first (its problems on one line each, no traceback). conteb status runs either way: it
+# The registry is checked first (its problems on one line each, no traceback), then, with execution.executor: celery,
+# the broker and the workers (conteb workers check: one line when one is missing). conteb status runs either way: it
 # says where datasets landed and what to do next; exit status 3 (make: "Error 3") = waiting for review, not a crash.
 run: $(STAMP)
 	@$(BIN)/conteb validate --no-sources >/dev/null || exit 2
+	@$(BIN)/conteb workers check --quiet || exit 2
 	@$(BIN)/dagster job execute -j build_conteb; $(BIN)/conteb status --run-status $$?
 
 # Every configured retrieval system on every task; reports in data/reports/ (after `make run`).
 evaluate: $(STAMP)
+	@$(BIN)/conteb validate --no-sources >/dev/null || exit 2
+	@$(BIN)/conteb workers check --quiet || exit 2
 	@$(BIN)/dagster job execute -j evaluate_conteb && echo "reports: $${CONTEB_DATA_DIR:-data}/reports/report.html (report.md beside it)"
 
 # The paper's controlled experiment (conteb.yaml `reproduce:`): SQuAD v1.1 dev split by document, made

@@ -285,8 +285,10 @@ def _register_subcommands() -> None:
     from cli.evaluate import evaluate
     from cli.llm import llm
     from cli.review import review
+    from cli.workers import workers
 
     main.add_command(review)
+    main.add_command(workers)
     main.add_command(evaluate)
     main.add_command(llm)
 

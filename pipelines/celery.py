@@ -112,12 +112,17 @@ def celery_executor_def(celery: CeleryConfig, registry: str) -> dg.ExecutorDefin
     return conteb_celery_executor
 
 
-def worker_app(celery: CeleryConfig, registry: str) -> Celery:
-    """The Celery app the workers run (``pipelines/worker.py``): the run's app arguments and the step task
-    (``celery_steps.py``), which refuses steps of runs on a registry other than ``registry`` (the worker's own)."""
+def celery_app(celery: CeleryConfig) -> Celery:
+    """The Celery app of ``celery`` (the registry block) as the run's process builds it: broker, backend, queue."""
     from dagster_celery.make_app import make_app
 
-    app = make_app(CeleryExecutor.for_cli(**celery_executor_config(celery)).app_args())
+    return make_app(CeleryExecutor.for_cli(**celery_executor_config(celery)).app_args())
+
+
+def worker_app(celery: CeleryConfig, registry: str) -> Celery:
+    """The Celery app the workers run (``pipelines/worker.py``): :func:`celery_app` and the step task
+    (``celery_steps.py``), which refuses steps of runs on a registry other than ``registry`` (the worker's own)."""
+    app = celery_app(celery)
     create_step_task(app, registry)
     return app
 

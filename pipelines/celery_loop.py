@@ -84,12 +84,14 @@ def queue_consumers(app: Celery, queue: str, timeout_s: float = 1.0) -> list[str
     return sorted(name for name, queues in replies.items() if any(q.get("name") == queue for q in queues or ()))
 
 
-def no_worker_message(settings: LoopSettings, waiting: int) -> str:
+def no_worker_message(settings: LoopSettings, waiting: int, waited_s: float | None = None) -> str:
+    """One line: no worker on the queue after ``waited_s`` (default ``no_worker_timeout_s``) with ``waiting`` steps."""
     what = f"{waiting} step(s) waited" if waiting else "the run waited"
-    return (
-        f"no Celery worker consumes queue '{settings.queue}' on {settings.broker}: {what} "
-        f"{settings.no_worker_timeout_s:g} s (execution.celery.no_worker_timeout_s); {START_WORKERS}"
-    )
+    if waited_s is None:
+        waited = f"{what} {settings.no_worker_timeout_s:g} s (execution.celery.no_worker_timeout_s)"
+    else:
+        waited = f"none answered within {waited_s:g} s"
+    return f"no Celery worker consumes queue '{settings.queue}' on {settings.broker}: {waited}; {START_WORKERS}"
 
 
 def _one_line(error: BaseException) -> str:

@@ -41,6 +41,7 @@ STEP_TASK = "conteb_execute_step"
 HANDOUT = "in celery worker"  # "Executing steps <key> in celery worker", as dagster-celery words it
 DELEGATE_MARKER = "celery_queue_wait"  # dagster-celery's marker: the time a step waited in the queue
 RESTART_WORKERS = "make workers-stop && make workers"
+REGISTRY_COMMAND = "conteb_registry"  # the workers' remote command that tells which registry they run
 
 
 class StepRefused(Exception):
@@ -90,9 +91,25 @@ def submit_step(
     return signature.apply_async(priority=priority, queue=queue, routing_key=f"{queue}.{STEP_TASK}")
 
 
+def worker_registries(app: Celery, timeout_s: float = 1.0) -> dict[str, str | None]:
+    """Worker name -> the registry fingerprint it runs (None for a worker without :data:`REGISTRY_COMMAND`: not one
+    of ours), for the workers that answer within ``timeout_s``."""
+    replies = app.control.broadcast(REGISTRY_COMMAND, reply=True, timeout=timeout_s) or []
+    out: dict[str, str | None] = {}
+    for reply in replies:
+        for name, answer in reply.items():
+            out[name] = answer.get("registry") if isinstance(answer, dict) else None
+    return out
+
+
 def create_step_task(app: Celery, worker_registry: str) -> Any:
-    """Register :data:`STEP_TASK` on the workers' ``app``; ``worker_registry``: the fingerprint of the registry the
-    worker's definitions were built from."""
+    """Register :data:`STEP_TASK` on the workers' ``app``, and the remote command :data:`REGISTRY_COMMAND` that
+    tells ``worker_registry``: the fingerprint of the registry the worker's definitions were built from."""
+    from celery.worker.control import inspect_command
+
+    @inspect_command(name=REGISTRY_COMMAND)
+    def conteb_registry(state: Any) -> dict[str, str]:
+        return {"registry": worker_registry}
 
     @app.task(bind=True, name=STEP_TASK, track_started=True)
     def execute_step(self: Any, execute_step_args_packed: dict, executable_dict: dict, registry: str | None = None):

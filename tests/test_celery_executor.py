@@ -9,6 +9,10 @@
    the cache held at the kill was asked for again (requests counted per prompt on the server).
 3. ``evaluate_conteb`` with the same switch: its encode shards (``execution.encode_shard_documents``) ran on both
    workers, and its numbers equal an in-process evaluation of the same data.
+4. Ctrl-C or SIGTERM to the run's process group mid LLM step: the run ends within seconds, its step stops on the
+   worker, the workers stay up.
+5. A registry edited after the workers started: ``conteb workers check`` and the run both refuse, saying to restart
+   the workers.
 
 Assumptions about the LLM stage (the sharding of LLM stages may change its steps): every step of the
 ``chunk_contexts`` stage has ``chunk_contexts`` in its step key, each asks for the contexts of its chunks, and the
@@ -23,6 +27,8 @@ import os
 import shutil
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -32,8 +38,9 @@ import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import SAMPLE_DIR
+from tests.conftest import ROOT, SAMPLE_DIR
 from tests.support.celery_cluster import (
+    EXECUTE_ASSETS,
     REDIS_SERVER,
     CeleryCluster,
     celery_workers_by_step,
@@ -44,6 +51,7 @@ from tests.support.celery_cluster import (
     step_start_pids,
 )
 from tests.support.openai_server import OpenAICompatibleServer
+from tests.support.signalled_run import run_then_signal
 
 API_KEY = "sk-test-celery"
 LLM_STAGE = "chunk_contexts"  # the LLM stage under test; its steps are found by this name in their keys
@@ -282,3 +290,68 @@ def test_evaluate_sends_its_encode_shards_to_both_workers(
     (target,) = evaluation_targets(config.tasks, config.evaluation, isolated_env)
     local = evaluate_target(target, config.evaluation, isolated_env, log=lambda _: None)
     assert local.runs[0].metrics["ndcg@10"].value == pytest.approx(independent["metrics"]["ndcg@10"]["value"], abs=1e-3)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_signal_stops_the_run_and_its_step_on_the_worker(
+    cluster: CeleryCluster, celery_build: dg.DagsterRun, llm_server: OpenAICompatibleServer, sig: signal.Signals
+) -> None:
+    """The run's process group signalled mid LLM step: the running task is revoked with SIGTERM to its pool process,
+    the run ends within seconds as failed, the step asks the server nothing more, the workers stay up."""
+    shutil.rmtree(cluster.data_dir / "llm")  # the LLM stage asks for every context again
+    for output in LLM_STAGE_ASSETS:
+        (cluster.data_dir / "stages" / f"{output}.parquet").unlink(missing_ok=True)
+    instance = cluster.instance()
+    earlier = {run.run_id for run in instance.get_runs()}
+    workers_before = cluster.worker_pids()
+    llm_server.latency_s = 0.25  # the step lasts: 50 contexts, 2 at a time
+    try:
+        stopped = run_then_signal(
+            [sys.executable, "-c", EXECUTE_ASSETS, "build_conteb", *LLM_STAGE_ASSETS],
+            env=cluster.env,
+            cwd=ROOT,
+            log=cluster.root / f"signalled-{sig.name}.log",
+            ready=lambda: 3 <= len(stored_contexts(cluster.data_dir)) < chunk_count(cluster.data_dir),
+            sig=sig,
+            stop_within=30,
+        )
+        asked_at_exit = len(llm_server.chat_requests())
+        time.sleep(3)
+        asked_later = len(llm_server.chat_requests())
+    finally:
+        llm_server.latency_s = 0.0
+    print(f"celery: {sig.name} -> exit {stopped.returncode} after {stopped.seconds_to_stop:.1f} s")
+    assert stopped.returncode != 0
+    record = latest_run(instance, earlier)
+    assert record.status == dg.DagsterRunStatus.FAILURE
+    assert asked_later - asked_at_exit <= MAX_CONCURRENCY  # nothing but what was in flight: the step stopped
+    assert cluster.worker_pids() == workers_before
+    assert all(process_group(pid) == pid for pid in workers_before.values())  # every worker is still there
+    events = run_events(instance, record.run_id)
+    assert any("revoking" in (event.message or "") for event in events), [e.message for e in events][-10:]
+
+
+def test_workers_refuse_steps_of_an_edited_registry(cluster: CeleryCluster, celery_build: dg.DagsterRun) -> None:
+    """The registry edited after the workers started: the check and the run both say to restart the workers."""
+    edited = cluster.root / "edited.yaml"
+    edited.write_text(cluster.registry_text.replace("backoff_initial_s: 0.01", "backoff_initial_s: 0.01, "
+                                                    "temperature: 0.3"))  # fmt: skip
+    assert "temperature: 0.3" in edited.read_text()
+    env = {**cluster.env, "CONTEB_CONFIG": str(edited)}
+    conteb = str(Path(sys.executable).parent / "conteb")
+    same = subprocess.run([conteb, "workers", "check"], env=cluster.env, capture_output=True, text=True, timeout=60)
+    assert same.returncode == 0, same.stderr
+    check = subprocess.run([conteb, "workers", "check"], env=env, capture_output=True, text=True, timeout=60)
+    assert check.returncode == 1 and check.stderr.strip().endswith("restart the workers: make workers-stop && "
+                                                                   "make workers"), check.stderr  # fmt: skip
+
+    instance = cluster.instance()
+    earlier = {run.run_id for run in instance.get_runs()}
+    command = [sys.executable, "-m", "dagster", "job", "execute", "-m", "pipelines.definitions", "-j", "build_conteb"]
+    run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    assert run.returncode != 0
+    assert "the worker loaded registry" in run.stderr
+    assert "restart the workers: make workers-stop && make workers" in run.stderr
+    record = latest_run(instance, earlier)
+    assert record.status == dg.DagsterRunStatus.FAILURE
+    assert not step_start_pids(run_events(instance, record.run_id))  # no step ran with the old settings

@@ -1,0 +1,63 @@
+"""``conteb workers check``: are the Celery workers of ``execution.executor: celery`` there, and on this registry?
+
+What ``make run`` and ``make evaluate`` ask before they start a run on Celery, so a missing broker, no worker or
+workers started on another registry are told in one line (exit status 1) before any run is created. A run started
+without the check fails the same ways by itself, within seconds (``pipelines/celery_loop.py``,
+``pipelines/celery_steps.py``). With another executor there is nothing to check (exit status 0).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from cli.registry import load_registry
+
+
+@click.group()
+def workers() -> None:
+    """The Celery workers of `execution.executor: celery` (`make workers` starts them on this machine)."""
+
+
+@workers.command("check")
+@click.option("--wait", "wait_s", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Seconds to wait for a worker to answer on the queue.")  # fmt: skip
+@click.option("--quiet", is_flag=True, help="Say nothing when all is well.")
+@click.pass_context
+def check(ctx: click.Context, wait_s: float, quiet: bool) -> None:
+    """Check the broker, that a worker consumes the queue, and that every worker runs this registry."""
+    config = load_registry(ctx)
+    if config.execution.executor != "celery":
+        if not quiet:
+            click.echo(f"execution.executor is {config.execution.executor}: no Celery workers needed")
+        return
+    from pipelines.celery import QUEUE, celery_app, loop_settings
+    from pipelines.celery_loop import CeleryUnavailable, check_broker, no_worker_message, queue_consumers
+    from pipelines.celery_steps import RESTART_WORKERS, worker_registries
+    from project.config import registry_fingerprint
+
+    expected = registry_fingerprint(config)
+    settings = loop_settings(config.execution.celery, expected)
+    app = celery_app(config.execution.celery)
+    try:
+        check_broker(app, settings)
+    except CeleryUnavailable as error:
+        sys.exit(f"{error}")
+    deadline = time.monotonic() + wait_s
+    while not (consumers := queue_consumers(app, QUEUE)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if not consumers:
+        sys.exit(no_worker_message(settings, 0, waited_s=wait_s))
+    registries = worker_registries(app)
+    stale = sorted(name for name in consumers if registries.get(name) != expected)
+    if stale:
+        sys.exit(
+            f"Celery worker(s) {', '.join(stale)} run another registry than {config.config_path} "
+            f"({', '.join(sorted({str(registries.get(name)) for name in stale}))}, this one is {expected}): "
+            f"restart the workers: {RESTART_WORKERS}"
+        )
+    if not quiet:
+        click.echo(f"{len(consumers)} worker(s) on {config.execution.celery.broker}, registry {expected}: "
+                   + ", ".join(consumers))  # fmt: skip
