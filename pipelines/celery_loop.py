@@ -90,7 +90,7 @@ def no_worker_message(settings: LoopSettings, waiting: int, waited_s: float | No
     if waited_s is None:
         waited = f"{what} {settings.no_worker_timeout_s:g} s (execution.celery.no_worker_timeout_s)"
     else:
-        waited = f"none answered within {waited_s:g} s"
+        waited = f"none answered within {waited_s:g} s" if waited_s else "none answered"
     return f"no Celery worker consumes queue '{settings.queue}' on {settings.broker}: {waited}; {START_WORKERS}"
 
 
