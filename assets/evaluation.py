@@ -2,10 +2,10 @@
 
 Thin: the work is :mod:`evaluation.sharding` (the encode shards), :func:`evaluation.targets.evaluate_and_report`
 (:func:`evaluation.runner.evaluate_task`, also behind ``conteb evaluate``) and the renderers of
-``evaluation/report.py``. ``[task]/evaluation`` is a graph (:func:`_task_asset`): split → one encode step per
+``evaluation/reports/publish.py``. ``[task]/evaluation`` is a graph (:func:`_task_asset`): split → one encode step per
 document shard → rank. It records nDCG@10 per system as numeric metadata (plotted over time by Dagster;
 ``ndcg@10/<system>/needs_context`` on the queries that need context, when labelled), ``encode_shards``, the
-reading of its figures (``reading``, ``evaluation/reading.py``) and the task report as Markdown with its plots
+reading of its figures (``reading``, ``evaluation/reports/reading.py``) and the task report as Markdown with its plots
 embedded. Its check ``metrics_match_trec_eval`` (a step of its own after the asset) recomputes nDCG@10 from the
 written TREC files with ``pytrec_eval``.
 """
@@ -24,7 +24,7 @@ from conteb.storage import models_dir, reports_dir
 from curation.shards import shard_key
 from evaluation.encoded import EncodingJob, EncodingKey, EncodingOutcome, EncodingShard, merge_outcomes
 from evaluation.load import CorpusError
-from evaluation.reading import overall_reading, task_reading
+from evaluation.reports.reading import overall_reading, task_reading
 from evaluation.results import HEADLINE, NEEDS_CONTEXT, TaskEvaluation
 from evaluation.targets import EvalTarget, LoadedTarget, evaluate_and_report, evaluation_targets, load_target
 from project.config import ProjectConfig
@@ -192,7 +192,7 @@ def _task_asset(config: ProjectConfig, target: EvalTarget) -> dg.AssetsDefinitio
         encoded: list[ShardResult],
     ) -> None:
         # Imported here: torch and sentence-transformers would otherwise load in every step process.
-        from evaluation.report import dagster_markdown_task, reading_markdown
+        from evaluation.reports.publish import dagster_markdown_task, reading_markdown
 
         data = settings.data_path
         encodings = merge_outcomes([result.outcomes for result in sorted(encoded, key=lambda result: result.index)])
@@ -239,8 +239,8 @@ def _trec_eval_check(target: EvalTarget) -> dg.AssetChecksDefinition:
         "pytrec_eval, on all queries and on the needs_context subset.",
     )
     def metrics_match_trec_eval(settings: ConTEBSettings) -> dg.AssetCheckResult:
+        from evaluation.metrics.verify import verify_against_trec_eval
         from evaluation.runner import load_evaluation
-        from evaluation.verify import verify_against_trec_eval
 
         reports = reports_dir(settings.data_path)
         evaluation = load_evaluation(reports, target.name)
@@ -268,7 +268,7 @@ def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.Assets
         description="results.json, report.md/.html and plots over every evaluated task (data/reports/).",
     )
     def evaluation_report(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
-        from evaluation.report import dagster_markdown_overall, reading_markdown, write_reports
+        from evaluation.reports.publish import dagster_markdown_overall, reading_markdown, write_reports
         from evaluation.runner import load_evaluation
 
         reports = reports_dir(settings.data_path)

@@ -6,7 +6,7 @@
   trained on the train split through Dagster Pipes (:func:`assets.models.pipes_training_asset`);
 * ``reproduce/evaluation``: every baseline and the trained models on the test split (``evaluation/experiment.py``),
   with the chunk-size study on the test documents only;
-* ``reproduce/paper_comparison``: the paper's headline effects beside ours (``evaluation/paper.py``), written to
+* ``reproduce/paper_comparison``: the paper's headline effects beside ours (``evaluation/reports/paper.py``), written to
   ``<data>/reports/reproduce/``.
 """
 
@@ -124,7 +124,7 @@ def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefin
         from evaluation.experiment import experiment_evaluation as evaluation_config
         from evaluation.experiment import experiment_systems
         from evaluation.load import CorpusError
-        from evaluation.report import dagster_markdown_task
+        from evaluation.reports.publish import dagster_markdown_task
         from evaluation.targets import EvalTarget, evaluate_and_report, load_target
 
         block, data = config.reproduce, settings.data_path
@@ -179,8 +179,8 @@ def _comparison_asset(block: ReproduceConfig, task: TaskConfig) -> dg.AssetsDefi
     )
     def paper_comparison(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
         from conteb.storage import data_file
-        from evaluation.render_markdown import render_markdown
-        from evaluation.reproduce_report import build_comparison, reproduce_document, write_reproduce_report
+        from evaluation.reports.markdown import render_markdown
+        from evaluation.reports.reproduce import build_comparison, reproduce_document, write_reproduce_report
 
         data = settings.data_path
         queries = dataset_dir(data, task.name) / data_file("queries", task.evaluation_split)

@@ -15,8 +15,10 @@ Variants:
 
 Systems (the same configs as ``evaluation.config.default_systems``): ``independent``, ``title-prefix``,
 ``late-chunking`` (plain windows), ``late-chunking-anchored`` (``anchor_share`` 0.4 unless told). Chunks are encoded
-with the evaluation's own pieces (:func:`evaluation.embedders.setup_encoder`, :func:`evaluation.dense.encode_chunks`,
-:func:`~evaluation.dense.title_texts`, :func:`~evaluation.dense.document_titles`), as ``prepare_single_vector``
+with the evaluation's own pieces (:func:`evaluation.systems.embedders.setup_encoder`,
+:func:`evaluation.systems.dense.encode_chunks`,
+:func:`~evaluation.systems.dense.title_texts`, :func:`~evaluation.systems.dense.document_titles`), as
+``prepare_single_vector``
 does; the queries, the same for every system (one model, one query prefix), are encoded once per corpus, which is
 the only difference from ``prepare_system`` (it saves one query encode per system on CPU). Scoring:
 ``dense_scorer`` → ``rank_corpus`` → ``metrics_from_gold_rank`` → ``summarize`` (bootstrap 95% CI) and
@@ -27,7 +29,8 @@ Trained models (``--trained TEMPLATE=FOLDER``, repeatable): the system ``TEMPLAT
 with the model saved in ``FOLDER`` (e.g. by ``make reproduce``), named ``TEMPLATE@<folder name>``. Every document
 listed in a trained folder's ``training_data.json`` is removed from the corpus first, for every system (XQuAD's
 articles are SQuAD v1.1 dev articles, so a model trained on SQuAD dev has seen some of them); the count removed is
-printed and recorded. Query vectors come from :func:`evaluation.embedders.encode_queries_cached` (once per model).
+printed and recorded. Query vectors come from :func:`evaluation.systems.embedders.encode_queries_cached` (once per
+model).
 ``--max-documents N`` keeps the first N documents of the source (as a task's ``max_documents``);
 ``--window-overlap-chunks`` sets the late systems' overlap (default 2, the evaluation default).
 
@@ -60,15 +63,15 @@ from curation.chunking import chunk_documents
 from curation.reformulation import apply_reformulations
 from curation.sources.squad import load_squad_json
 from curation.themes import themes_table
+from embedding.model_folder import read_training_data
 from evaluation.config import DenseSystem
 from evaluation.corpus import EvalCorpus
-from evaluation.dense import document_rows, document_titles, encode_chunks, title_texts
-from evaluation.embedders import EncoderSetup, encode_queries_cached, setup_encoder
-from evaluation.metrics import metrics_from_gold_rank
-from evaluation.ranking import dense_scorer, rank_corpus
+from evaluation.metrics.retrieval import metrics_from_gold_rank
+from evaluation.metrics.stats import paired_test, summarize
 from evaluation.rechunk import rechunk_corpus
-from evaluation.stats import paired_test, summarize
-from training.card import read_training_data
+from evaluation.systems.dense import document_rows, document_titles, encode_chunks, title_texts
+from evaluation.systems.embedders import EncoderSetup, encode_queries_cached, setup_encoder
+from evaluation.systems.ranking import dense_scorer, rank_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -1,5 +1,5 @@
 """Training-step cost of attention dropout on CPU: the offline MiniLM with its own attention dropout (0.1) against
-the same model rebuilt with ``attention_dropout: 0`` (:func:`training.models.set_attention_dropout`), as the
+the same model rebuilt with ``attention_dropout: 0`` (:func:`embedding.models.set_attention_dropout`), as the
 reproduce CPU profile trains it (``conteb/reproduce.py``).
 
 Each configuration runs the same forward + backward over ``--windows`` random windows of ``--tokens`` tokens
@@ -43,7 +43,7 @@ def measure(dropout: float | None, checkpointing: bool, windows: int, tokens: in
     """One configuration in this process: median forward+backward seconds and the peak RSS growth (MiB)."""
     import torch
 
-    from training.models import load_offline_minilm, set_attention_dropout
+    from embedding.models import load_offline_minilm, set_attention_dropout
 
     model = load_offline_minilm(device="cpu")
     if dropout is not None:

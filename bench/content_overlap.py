@@ -54,12 +54,12 @@ from curation.dataset import publish_task
 from curation.pairing import pair_by_span
 from curation.sources import load_source
 from curation.sources.squad import load_squad_json
+from embedding.model_folder import TRAINING_DATA_FILE, write_training_data
 from evaluation.corpus import EvalCorpus
 from evaluation.leakage import content_overlap, training_index, training_overlap_problem
 from evaluation.rechunk import rechunk_corpus
 from evaluation.targets import find_target
 from project.config import load_config
-from training.card import TRAINING_DATA_FILE, write_training_data
 from training.data import documents_seen, load_samples
 
 ROOT = Path(__file__).resolve().parents[1]

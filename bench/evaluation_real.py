@@ -31,11 +31,11 @@ from record import result_header  # bench/record.py (the script's folder is on s
 
 from curation.sources.squad import load_squad_json
 from evaluation.config import BM25System, DenseSystem
-from evaluation.metrics import metrics_from_gold_rank
-from evaluation.ranking import rank_corpus
+from evaluation.metrics.retrieval import metrics_from_gold_rank
+from evaluation.metrics.stats import paired_test, summarize
 from evaluation.rechunk import rechunk_corpus
-from evaluation.stats import paired_test, summarize
-from evaluation.systems import prepare_system
+from evaluation.systems.dispatch import prepare_system
+from evaluation.systems.ranking import rank_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -60,11 +60,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch
 from sentence_transformers import SentenceTransformer
 
+from embedding.encoder import LateChunkingEncoder
+from embedding.models import load_offline_minilm, pick_device
+from embedding.windows import PoolingPolicy
 from tests.support.tiny_models import tiny_modernbert
-from training.encoder import LateChunkingEncoder
 from training.losses import InsentLossModule, pad_documents
-from training.models import load_offline_minilm, pick_device
-from training.windows import PoolingPolicy
 
 MODELS = ("modernbert-base-random", "tiny", "offline-minilm")
 LAMBDA_SEQ = 0.1

@@ -57,10 +57,10 @@ from curation.dataset import publish_task
 from curation.pairing import pair_by_span
 from curation.quarantine import quarantine_table
 from curation.sources.squad import load_squad_json
+from embedding.encoder import LateChunkingEncoder
+from embedding.models import MINILM_MAX_POSITIONS, load_model
 from training.config import TrainingConfig
-from training.encoder import LateChunkingEncoder
 from training.loop import train
-from training.models import MINILM_MAX_POSITIONS, load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"

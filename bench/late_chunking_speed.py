@@ -2,7 +2,7 @@
 
 Data: the first ``--articles`` SQuAD v1.1 dev articles from ``../shared/data/squad-v1.1-dev.json.gz`` (read by
 path), chunked as the pipeline does (``load_squad_json`` + ``chunk_documents`` with ``ChunkingConfig()``: 1000
-characters). Model: the offline all-MiniLM-L6-v2 (``training.models.load_offline_minilm``, 512-token windows), on
+characters). Model: the offline all-MiniLM-L6-v2 (``embedding.models.load_offline_minilm``, 512-token windows), on
 the device ``pick_device`` gives (CPU here). Inference only: no training step is timed.
 
 Timed passes, each over all chunks of the selected articles, in this order within a repetition:
@@ -43,8 +43,8 @@ import torch
 from conteb.config import ChunkingConfig
 from curation.chunking import chunk_documents
 from curation.sources.squad import load_squad_json
-from training.encoder import LateChunkingEncoder
-from training.models import load_offline_minilm
+from embedding.encoder import LateChunkingEncoder
+from embedding.models import load_offline_minilm
 
 ROOT = Path(__file__).resolve().parents[1]
 SQUAD = ROOT.parent / "shared" / "data" / "squad-v1.1-dev.json.gz"

@@ -47,8 +47,8 @@ import time
 
 import numpy as np
 
-from evaluation.ranking import dense_scorer, rank_corpus
-from evaluation.views import sample_subsets, scaling_sizes
+from evaluation.metrics.views import sample_subsets, scaling_sizes
+from evaluation.systems.ranking import dense_scorer, rank_corpus
 
 CASES = ("product", "block_matmul", "rank", "rank_subsets", "rank_callable")
 TARGET_RATIO = 2.0

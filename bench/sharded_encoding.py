@@ -8,7 +8,8 @@ by answer span). One system: ``dense`` with ``context: late`` (late chunking).
 For each size, two ways, each unit in a fresh Python process (as a step of the multiprocess or Celery executor
 runs), its peak resident set size read by ``/usr/bin/time -f %M``:
 
-- ``whole``: ``evaluation.systems.encode_system`` over the whole corpus (the ``[task]/evaluation`` of before: one
+- ``whole``: ``evaluation.systems.dispatch.encode_system`` over the whole corpus (the ``[task]/evaluation`` of before:
+one
   step encodes everything);
 - ``sharded``: ``evaluation.sharding.encode_shard`` on each shard of ``--shard-documents`` documents
   (``evaluation.sharding.encoding_shards``), one process per shard, one after the other.
@@ -73,7 +74,7 @@ def child(args: argparse.Namespace) -> int:
     """One unit in this process: ``whole`` or shard ``--shard``; writes the encoding and its wall time."""
     from evaluation.encoded import EncodingKey
     from evaluation.sharding import EncodingJob, encode_shard, encoding_shards
-    from evaluation.systems import encode_system
+    from evaluation.systems.dispatch import encode_system
 
     with open(args.corpus, "rb") as handle:
         corpus, system, models = pickle.load(handle)

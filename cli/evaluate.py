@@ -45,7 +45,7 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
         sys.exit(2)
     # Imported after the checks above: an unknown name is told before torch and the models load.
     from evaluation.load import CorpusError
-    from evaluation.report import write_reports
+    from evaluation.reports.publish import write_reports
     from evaluation.results import HEADLINE
     from evaluation.runner import load_evaluation
     from evaluation.targets import evaluate_target, evaluation_targets, find_target

@@ -10,7 +10,7 @@ The experiment (job ``reproduce_conteb``, asset group ``reproduce``):
    alone), all trained on the ``train`` split with the profile's settings.
 3. **Evaluation** of every baseline on the ``test`` split, on all queries and on the ``needs_context`` subset,
    and the chunk-size study on the test documents.
-4. **Report**: the paper's headline effects beside ours (``evaluation/paper.py``).
+4. **Report**: the paper's headline effects beside ours (``evaluation/reports/paper.py``).
 
 ``profile`` is the one switch between the scaled-down CPU run (the offline MiniLM, ``max_documents`` articles) and
 the paper-sized GPU run (ModernBERT-embed-large, every article); the profiles' values are defaults a user may
@@ -56,7 +56,7 @@ class ReproduceProfile(StrictModel):
     # late chunking's window overlap (whole chunks), in training and in every late system evaluated; None: the
     # defaults (2, training/config.py and evaluation/config.py)
     window_overlap_chunks: int | None = Field(None, ge=0)
-    query_prefix: str | None = None  # None: the model's own (see evaluation/embedders.py)
+    query_prefix: str | None = None  # None: the model's own (see evaluation/systems/embedders.py)
     document_prefix: str | None = None
     device: str | None = None  # None: CUDA when present, else CPU
 

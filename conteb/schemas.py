@@ -212,7 +212,7 @@ def per_query_metrics_schema(metrics: Sequence[str]) -> pa.Schema:
     """The per-query metrics of one system on one task (``runs/<task>/<system>.metrics.parquet``).
 
     Columns: ``query_id`` (string), then one float64 column per metric, in the order of ``metrics``
-    (e.g. ``ndcg@10``, ``map@5``, ``mrr@10``: the names of ``evaluation/metrics.py``), the value of
+    (e.g. ``ndcg@10``, ``map@5``, ``mrr@10``: the names of ``evaluation/metrics/retrieval.py``), the value of
     that metric for the query. Every field is nullable (as pyarrow infers them from the written
     arrays, so files written before this schema existed read back the same), although no value is
     ever null. The metric columns depend on the configured cut-offs, hence a function.

@@ -6,7 +6,7 @@ Systems (``kind``):
   the subword token ids of an embedding model's tokenizer (``tokenizer: model``, the public ConTEB code).
 * ``dense``: one vector per chunk from a sentence-transformers model; ``context: independent`` (chunks
   alone), ``late`` (late chunking; ``window_policy: anchored`` starts every later window with the document's
-  head, see :mod:`training.encoder`) or ``title`` (the cheapest contextual chunk header: ``title_template``
+  head, see :mod:`embedding.encoder`) or ``title`` (the cheapest contextual chunk header: ``title_template``
   filled with the document's title and the chunk, embedded alone; a chunk without a title is embedded alone).
   ``model`` names a model (``offline-minilm``, a hub id, a folder); ``trained`` names a training asset
   (``insent_model`` / ``finetune_control_model``) whose folder is ``<data>/models/<name>``.

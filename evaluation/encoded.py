@@ -31,7 +31,7 @@ from evaluation.corpus import EvalCorpus
 from evaluation.rechunk import SpanSources
 
 COUNTERS = ("windows", "tokens_forwarded", "anchor_tokens", "truncated_chunks")
-"""The encoder counters an encoding carries (``training.encoder.LateChunkingEncoder``): summed over shards."""
+"""The encoder counters an encoding carries (``embedding.encoder.LateChunkingEncoder``): summed over shards."""
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """What the paper's controlled experiment evaluates: its systems, its statistics and its training settings.
 
-Systems (names fixed: :mod:`evaluation.paper` refers to them): ``bm25``, ``independent``, ``title-prefix``,
+Systems (names fixed: :mod:`evaluation.reports.paper` refers to them): ``bm25``, ``independent``, ``title-prefix``,
 ``late-chunking`` (plain windows), ``late-chunking-anchored`` — the untrained baselines of ``default_systems()``
 with the experiment's base model and prefixes — and the three trained models: ``insent`` (late chunking, plain
 windows), ``insent-anchored`` (anchored windows, trained that way), ``finetune-control`` (each chunk alone), read

@@ -1,7 +1,7 @@
 """What preparing a retrieval system yields (:class:`IndexedSystem`), why it may not run (:class:`NotRunnable`),
 and how it logs (:data:`Log`, :func:`no_log`).
 
-Kept apart from :mod:`evaluation.systems` so that every system module (and :mod:`evaluation.rechunk`) can raise
+Kept apart from :mod:`evaluation.systems.dispatch` so that every system module (and :mod:`evaluation.rechunk`) can raise
 :class:`NotRunnable` without importing the dispatcher.
 """
 

@@ -36,9 +36,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from conteb.content import PASSAGE_WINDOW, PASSAGE_WORDS
+from embedding.model_folder import TRAINING_DATA_FILE, TrainingRecord, parse_training_record
 from evaluation.corpus import EvalCorpus
 from evaluation.results import PROVENANCE_IDS_ONLY, PROVENANCE_RECORDED, PROVENANCE_UNKNOWN, provenance_label
-from training.card import TRAINING_DATA_FILE, TrainingRecord, parse_training_record
 
 REFUSED = "refused:"
 MAX_EXAMPLES = 3

@@ -4,7 +4,7 @@ Everything here is plain data (JSON round-trip through :func:`to_json` / :func:`
 per-task assets can write ``evaluation.json`` and the overall report can be built later from files;
 :func:`results_records` is the flat machine-readable layout of ``results.json``. A float that is
 null in JSON comes back as NaN: :func:`is_missing` tells both apart from a number.
-Metric names: ``ndcg@k``, ``map@k``, ``recall@k``, ``p@k``, ``mrr@10`` (see ``evaluation/metrics.py``
+Metric names: ``ndcg@k``, ``map@k``, ``recall@k``, ``p@k``, ``mrr@10`` (see ``evaluation/metrics/retrieval.py``
 for their trec_eval equivalents).
 
 Query subsets: ``"all"`` (every query) and ``"needs_context"`` (queries labelled

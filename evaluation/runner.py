@@ -31,13 +31,14 @@ import pyarrow.parquet as pq
 
 from conteb.schemas import per_query_metrics_schema
 from conteb.storage import write_parquet_atomic, write_text_atomic
-from evaluation import trec
 from evaluation.config import EvaluationConfig, SystemConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.encoded import EncodingKey, EncodingOutcome
 from evaluation.indexed import IndexedSystem, Log, NotRunnable
-from evaluation.metrics import metrics_from_gold_rank
-from evaluation.ranking import rank_corpus
+from evaluation.metrics import trec
+from evaluation.metrics.retrieval import metrics_from_gold_rank
+from evaluation.metrics.stats import paired_test, summarize
+from evaluation.metrics.views import by_position, sample_subsets, scaling_curve, scaling_sizes
 from evaluation.rechunk import SpanSources, rechunk_corpus
 from evaluation.results import (
     ALL,
@@ -52,13 +53,12 @@ from evaluation.results import (
     from_json,
     to_json,
 )
-from evaluation.stats import paired_test, summarize
-from evaluation.systems import prepare_system, requirement_problem, system_provenance
-from evaluation.views import by_position, sample_subsets, scaling_curve, scaling_sizes
+from evaluation.systems.dispatch import prepare_system, requirement_problem, system_provenance
+from evaluation.systems.ranking import rank_corpus
 
 logger = logging.getLogger(__name__)
 
-TALLIED_LOGGERS = ("training.encoder",)
+TALLIED_LOGGERS = ("embedding.encoder",)
 """Loggers whose warnings repeat per document (the encoder's truncation warning): during an evaluation each
 distinct warning is printed once, with its count (:func:`summarized_warnings`)."""
 
@@ -248,7 +248,8 @@ class _Evaluator:
             llm_tokens=llm_usage.tokens if llm_usage and system.kind == "contextual" else None,
             llm_usd=llm_usage.usd if llm_usage and system.kind == "contextual" else None,
             run_file=_relative(run_path, self.reports_dir),
-            # ``trained``: the training asset of the model (None: an untrained model; read by evaluation/reading.py)
+            # ``trained``: the training asset of the model (None: an untrained model; read by
+            # evaluation/reports/reading.py)
             details={**indexed.details, "trained": system.trained} if hasattr(system, "trained") else indexed.details,
             subset_metrics=self._subset_metrics(per_query),
             provenance=base.provenance,

@@ -5,8 +5,9 @@ ranking is matrix products over the vectors. So the evaluation is split in three
 
 * **Jobs** (:func:`encoding_jobs`): the encodings the evaluation will use, one :class:`EncodingJob` per
   :class:`~evaluation.encoded.EncodingKey`: every selected system that encodes chunks
-  (:func:`evaluation.systems.encodes_chunks`) and whose requirements hold on the whole corpus
-  (:func:`evaluation.systems.requirement_problem`; a system missing one is not encoded, and the evaluation records it
+  (:func:`evaluation.systems.dispatch.encodes_chunks`) and whose requirements hold on the whole corpus
+  (:func:`evaluation.systems.dispatch.requirement_problem`; a system missing one is not encoded, and the evaluation
+  records it
   as not run, as before), and, when the chunk-size study runs, every study system at every size, its requirements
   checked on the corpus without LLM contexts (a re-chunked corpus has none).
 * **Shards** (:func:`encoding_shards`): the corpus's documents in corpus order, then the span sources' documents the
@@ -50,7 +51,7 @@ from evaluation.encoded import (
 )
 from evaluation.indexed import Log, NotRunnable, no_log
 from evaluation.rechunk import SpanSources, rechunk_corpus
-from evaluation.systems import encode_system, encodes_chunks, requirement_problem
+from evaluation.systems.dispatch import encode_system, encodes_chunks, requirement_problem
 
 logger = logging.getLogger(__name__)
 

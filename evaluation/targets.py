@@ -181,7 +181,8 @@ def evaluate_and_report(
     show_progress: bool = False,
 ) -> ReportedEvaluation:
     """:func:`evaluation.runner.evaluate_task` on a loaded target, with its LLM cost, and the task's report
-    (:func:`evaluation.report.write_task_report`), as one unit; ``encodings``: the chunk sides its encode shards
+    (:func:`evaluation.reports.publish.write_task_report`), as one unit; ``encodings``: the chunk sides its encode
+    shards
     computed (``evaluation/sharding.py``).
 
     Every file of the task (``runs/<task>/``, ``tasks/<task>/``: run files, per-query metrics, ``evaluation.json``,
@@ -190,7 +191,7 @@ def evaluate_and_report(
     complete reports of the previous one as they were. The earlier files of the task are seeded into the stage, so
     the results of systems not re-run are merged as before.
     """
-    from evaluation.report import task_report_folder, write_task_report
+    from evaluation.reports.publish import task_report_folder, write_task_report
     from evaluation.runner import evaluate_task, task_paths  # torch and sentence-transformers: only when evaluating
 
     name = loaded.target.name

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import main as conteb_cli
-from evaluation.trec import read_qrels, read_run
+from evaluation.metrics.trec import read_qrels, read_run
 from pipelines.definitions import build_definitions
 from project.config import load_config
 from tests.conftest import SAMPLE_DIR

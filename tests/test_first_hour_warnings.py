@@ -18,7 +18,7 @@ CONFIG = EvaluationConfig(
     significance={"resamples": 100, "comparisons": []},
     chunk_sizes={"enabled": False, "systems": []},
 )
-ENCODER = logging.getLogger("training.encoder")
+ENCODER = logging.getLogger("embedding.encoder")
 
 
 def test_a_repeated_warning_is_printed_once_with_its_count(
@@ -34,13 +34,13 @@ def test_a_repeated_warning_is_printed_once_with_its_count(
 
     monkeypatch.setattr(runner, "prepare_system", truncating)
     lines: list[str] = []
-    with caplog.at_level(logging.INFO, logger="training.encoder"):
+    with caplog.at_level(logging.INFO, logger="embedding.encoder"):
         runner.evaluate_task(
             toy_corpus(), CONFIG, models_dir=tmp_path / "models", reports_dir=tmp_path, log=lines.append
         )
-    warned = [r for r in caplog.records if r.name == "training.encoder" and r.levelno >= logging.WARNING]
+    warned = [r for r in caplog.records if r.name == "embedding.encoder" and r.levelno >= logging.WARNING]
     assert warned == []  # none printed one by one
-    assert [r.getMessage() for r in caplog.records if r.name == "training.encoder"] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "embedding.encoder"] == [
         "keeping eager attention: not a warning"
     ] * 2
     [summary] = [line for line in lines if "truncated to fit the context" in line]

@@ -53,7 +53,7 @@ class TrainingConfig(StrictModel):
     max_length: int | None = Field(None, ge=8)  # tokens per window; None: the model's context
     window_overlap_chunks: int = Field(2, ge=0)
     # plain windows, or anchored: every window after the first starts with the document's head (title + first
-    # chunk, at most floor(anchor_share * max_length) tokens), attended to but never pooled (training.encoder)
+    # chunk, at most floor(anchor_share * max_length) tokens), attended to but never pooled (embedding.encoder)
     window_policy: Literal["plain", "anchored"] = "plain"
     anchor_share: float = Field(0.4, gt=0.0, lt=1.0)
     # weighted loss: mean over queries (ours) or over documents of per-document means (the public code)
@@ -67,7 +67,7 @@ class TrainingConfig(StrictModel):
     bf16: bool | Literal["auto"] = "auto"  # auto: on CUDA only
     gradient_checkpointing: bool | Literal["auto"] = "auto"  # auto: on CUDA only
     # dropout on attention probabilities while training; None: the model's own (MiniLM 0.1, ModernBERT 0.0).
-    # On CPU, PyTorch SDPA with dropout falls back to the unfused attention kernel (training.models)
+    # On CPU, PyTorch SDPA with dropout falls back to the unfused attention kernel (embedding.models)
     attention_dropout: float | None = Field(None, ge=0.0, lt=1.0)
     include_synthetic: bool = True
     device: str | None = None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from training.models import pick_device
+from embedding.models import pick_device
 
 
 @dataclass
@@ -38,7 +38,7 @@ class Distributed:
 def init_distributed(device: str | None) -> tuple[Distributed, torch.device]:
     """This process's :class:`Distributed` and device, from torchrun's ``WORLD_SIZE``/``RANK``/``LOCAL_RANK``.
 
-    A single process runs on ``device`` (:func:`training.models.pick_device`). Several use NCCL on CUDA (one GPU
+    A single process runs on ``device`` (:func:`embedding.models.pick_device`). Several use NCCL on CUDA (one GPU
     per ``LOCAL_RANK``) unless ``device`` names another kind, else Gloo on CPU.
     """
     world_size = int(os.environ.get("WORLD_SIZE", "1"))

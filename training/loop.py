@@ -29,6 +29,9 @@ import torch
 from sentence_transformers import SentenceTransformer
 from transformers import get_cosine_schedule_with_warmup
 
+from embedding.encoder import LateChunkingEncoder, PoolingPolicy
+from embedding.models import load_model, set_attention_dropout
+from embedding.windows import Context
 from training.card import write_model_card
 from training.checkpoints import checkpoint_step, latest_checkpoint, restore, save_checkpoint
 from training.config import TrainingConfig, config_to_dict
@@ -42,12 +45,9 @@ from training.data import (
     split_by_document,
 )
 from training.distributed import all_reduce_gradients, all_reduce_sum, init_distributed
-from training.encoder import LateChunkingEncoder, PoolingPolicy
 from training.losses import InsentLoss, InsentLossModule, pad_document_tokens, pad_documents
-from training.models import load_model, set_attention_dropout
 from training.result import TrainResult
 from training.validation import evaluate
-from training.windows import Context
 
 EventCallback = Callable[[str, dict[str, Any]], None]
 

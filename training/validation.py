@@ -8,9 +8,9 @@ Each validation query has one gold chunk. Two rankings per query:
 
 Scores are dot products of L2-normalised chunk and query vectors (``mode="single"``, chunks by late
 chunking or alone: ``context``) or MaxSim of token vectors (``mode="tokens"``), computed in inference
-mode. Ranks follow trec_eval as the evaluation does (:func:`evaluation.metrics.run_rank`: float32 score
+mode. Ranks follow trec_eval as the evaluation does (:func:`evaluation.metrics.retrieval.run_rank`: float32 score
 descending, equal scores by chunk id descending), so a gold chunk tied with others is not favoured, and
-nDCG@10 is :func:`evaluation.metrics.metrics_from_gold_rank`: the values are pytrec_eval's for the same
+nDCG@10 is :func:`evaluation.metrics.retrieval.metrics_from_gold_rank`: the values are pytrec_eval's for the same
 scores.
 """
 
@@ -21,11 +21,11 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from evaluation.metrics import metrics_from_gold_rank, run_rank
+from embedding.encoder import LateChunkingEncoder
+from embedding.windows import Context
+from evaluation.metrics.retrieval import metrics_from_gold_rank, run_rank
 from training.data import TrainingSample, validation_groups
-from training.encoder import LateChunkingEncoder
 from training.losses import maxsim_scores, pad_document_tokens
-from training.windows import Context
 
 NDCG_CUTOFF = 10
 

@@ -12,15 +12,15 @@ from curation.chunking import chunk_documents
 from curation.dataset import publish_task
 from curation.pairing import pair_by_span
 from curation.sources.sample import load_sample
+from embedding.model_folder import TRAINING_DATA_FILE
+from embedding.models import offline_minilm_path
 from evaluation.config import DenseSystem
 from evaluation.leakage import training_overlap_problem
-from evaluation.systems import requirement_problem
+from evaluation.systems.dispatch import requirement_problem
 from evaluation.targets import evaluate_target, find_target
 from project.config import load_config
 from tests.conftest import SAMPLE_DIR
 from tests.support.tiny_models import tiny_modernbert
-from training.card import TRAINING_DATA_FILE
-from training.models import offline_minilm_path
 
 REGISTRY = f"""tasks:
   - name: demo

@@ -23,14 +23,14 @@ from curation.dataset import publish_task
 from curation.pairing import pair_by_span
 from curation.sources import load_source
 from curation.sources.sample import load_sample
+from embedding.model_folder import TRAINING_DATA_FILE, write_training_data
 from evaluation.config import DenseSystem
-from evaluation.report import dagster_markdown_task, write_reports
-from evaluation.systems import requirement_problem
+from evaluation.reports.publish import dagster_markdown_task, write_reports
+from evaluation.systems.dispatch import requirement_problem
 from evaluation.targets import evaluate_target, find_target
 from project.config import load_config
 from tests.conftest import SAMPLE_DIR
 from tests.evaluation.test_leakage import save_model
-from training.card import TRAINING_DATA_FILE, write_training_data
 from training.data import documents_seen, load_samples
 
 TASKS = f"""tasks:
@@ -338,9 +338,9 @@ def test_a_model_without_training_data_is_reported_as_provenance_unknown_and_ref
     project, tmp_path: Path
 ) -> None:
     from assets.evaluation import run_metadata
-    from evaluation.render_html import render_html
-    from evaluation.render_markdown import render_markdown
-    from evaluation.reproduce_report import build_comparison, reproduce_document
+    from evaluation.reports.html import render_html
+    from evaluation.reports.markdown import render_markdown
+    from evaluation.reports.reproduce import build_comparison, reproduce_document
 
     config, data_dir = project
     save_model(models_dir(data_dir) / "insent_model", None)  # a folder copied without its training_data.json

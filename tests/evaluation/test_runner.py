@@ -11,8 +11,8 @@ import pytest
 import evaluation.runner as runner
 from conteb.schemas import per_query_metrics_schema
 from evaluation.config import BM25System, EvaluationConfig
+from evaluation.metrics.verify import verify_against_trec_eval
 from evaluation.runner import evaluate_task, load_evaluation
-from evaluation.verify import verify_against_trec_eval
 from tests.evaluation.toy import toy_corpus
 
 CONFIG = EvaluationConfig(

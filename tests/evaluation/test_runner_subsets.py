@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from evaluation.load import CorpusError, load_corpus
+from evaluation.metrics.stats import summarize
 from evaluation.results import from_json, to_json
 from evaluation.runner import evaluate_task, evaluation_path, per_query_path
-from evaluation.stats import summarize
 from tests.evaluation.test_load import DOCS, QUERIES, write_task
 from tests.evaluation.test_runner import CONFIG
 from tests.evaluation.toy import toy_corpus
@@ -91,7 +91,7 @@ def test_older_evaluation_files_still_load(tmp_path: Path) -> None:
 
 def test_subset_numbers_are_verified_against_trec_eval(tmp_path: Path) -> None:
     """The needs_context subset gets its own qrels file; verify.py scores the run files against it."""
-    from evaluation.verify import verify_against_trec_eval
+    from evaluation.metrics.verify import verify_against_trec_eval
 
     mask = np.array([True, False, True])
     evaluation = evaluate(dataclasses.replace(toy_corpus(), needs_context=mask), tmp_path)

@@ -26,7 +26,7 @@ from evaluation.indexed import NotRunnable
 from evaluation.rechunk import SpanSources, rechunk_corpus
 from evaluation.runner import evaluate_task
 from evaluation.sharding import encode_in_shards, encoding_jobs, encoding_shards
-from evaluation.systems import encode_system
+from evaluation.systems.dispatch import encode_system
 from tests.conftest import SAMPLE_DIR
 from tests.evaluation.toy import save_tiny_model
 

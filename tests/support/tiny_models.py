@@ -15,7 +15,7 @@ from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
 from transformers import AutoTokenizer, ModernBertConfig, ModernBertModel
 
-from training.models import offline_minilm_path, pick_device
+from embedding.models import offline_minilm_path, pick_device
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")
 """The tokenizer files copied from ``tokenizer_path`` (those present)."""

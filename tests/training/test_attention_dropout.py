@@ -8,8 +8,8 @@ import torch
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Normalize
 
+from embedding.models import hf_backbone, load_offline_minilm, set_attention_dropout
 from tests.support.tiny_models import tiny_modernbert
-from training.models import hf_backbone, load_offline_minilm, set_attention_dropout
 
 
 def test_backbone_is_the_first_modules_transformer() -> None:

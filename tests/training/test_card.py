@@ -9,19 +9,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from conteb.content import RULE_SETTINGS
+from embedding.model_folder import TRAINING_DATA_FILE, TRAINING_DATA_FORMAT, read_training_data
+from embedding.models import offline_minilm_path
 from tests.support.tiny_models import tiny_modernbert
 from tests.training.test_data import build_sample_conteb
-from training.card import (
-    TRAINING_DATA_FILE,
-    TRAINING_DATA_FORMAT,
-    read_training_data,
-    render_model_card,
-    write_model_card,
-)
+from training.card import render_model_card, write_model_card
 from training.config import make_config
 from training.data import DataStats
 from training.loop import train
-from training.models import offline_minilm_path
 from training.result import TrainResult
 
 

@@ -20,13 +20,13 @@ import torch
 from safetensors.torch import load_file
 from sentence_transformers import SentenceTransformer
 
+from embedding.models import offline_minilm_path
 from tests.conftest import ROOT
 from tests.support.tiny_models import tiny_modernbert
 from tests.training.test_data import build_sample_conteb
 from training.checkpoints import latest_checkpoint
 from training.config import TrainingConfig, make_config
 from training.loop import train
-from training.models import offline_minilm_path
 from training.result import TrainResult
 
 
@@ -183,8 +183,8 @@ def test_cli_runs(workspace: dict[str, Path]) -> None:
 def test_batch_without_queries_gives_zero_gradient(workspace: dict[str, Path]) -> None:
     from contextlib import nullcontext
 
+    from embedding.encoder import LateChunkingEncoder
     from training.data import TrainingSample
-    from training.encoder import LateChunkingEncoder
     from training.loop import _batch_loss
     from training.losses import InsentLossModule
 

@@ -1,0 +1,163 @@
+"""Pieces shared by the report builders (one task, every task, the query subsets).
+
+Contract: pure functions from results (:mod:`evaluation.results`) to cells, rows and strings of the
+document model (:mod:`evaluation.reports.document`), with numbers formatted by
+:mod:`evaluation.reports.formatting`: what "best" means (the best formatted value; cells that format to it are
+bold), the comparison table (its header and rows, the key comparisons first), which key comparisons
+did not run and why, how a run's status and reason read, and what is known of each model's training documents
+(its provenance: one line per distinct note, naming the systems it concerns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from conteb.names import SystemName
+from evaluation.reports.document import Block, BulletList, Cell, Heading, Paragraph, Span, number, text
+from evaluation.reports.formatting import format_metric, format_p, format_signed
+from evaluation.results import (
+    SIGNIFICANCE_LEVEL,
+    Comparison,
+    SystemRun,
+    TaskEvaluation,
+    is_missing,
+    provenance_label,
+)
+
+KEY_COMPARISONS: tuple[tuple[str, str], ...] = (
+    (SystemName.LATE_CHUNKING, SystemName.INDEPENDENT),
+    (SystemName.INSENT, SystemName.LATE_CHUNKING),
+)
+"""The comparisons every report lists first, and says so when they were not tested."""
+
+REASON_LIMIT = 600
+"""Characters of a reason shown in the reports (``report.json`` keeps all of it)."""
+
+_STATUS_TEXT = {"ok": "ok", "not_run": "not run", "failed": "failed"}
+
+COMPARISON_HEADER = (
+    "System A",
+    "System B",
+    "Metric",
+    "Mean A",
+    "Mean B",
+    "Δ (A − B)",
+    "p-value",
+    "Queries",
+    "Test",
+    f"Significant (p < {SIGNIFICANCE_LEVEL})",
+)
+
+
+def status_text(status: str) -> str:
+    """A run's status in words (``not_run`` -> ``not run``)."""
+    return _STATUS_TEXT.get(status, status)
+
+
+def reason_text(run: SystemRun) -> str:
+    """Why ``run`` did not run, on one line and at most :data:`REASON_LIMIT` characters."""
+    reason = " ".join((run.reason or "no reason given").split())
+    return reason if len(reason) <= REASON_LIMIT else reason[: REASON_LIMIT - 1] + "…"
+
+
+def best_formatted(values: Iterable[float | None]) -> str | None:
+    """The formatted best value (cells that format to it are bold), None when there is none."""
+    finite = [v for v in values if v is not None and not is_missing(v)]
+    return format_metric(max(finite)) if finite else None
+
+
+def ordered(names: Iterable[str]) -> list[str]:
+    """``names`` without repeats, in order of first appearance."""
+    return list(dict.fromkeys(names))
+
+
+def comparison_rows(comparisons: Sequence[Comparison], with_task: bool) -> tuple[tuple[Cell, ...], ...]:
+    """Rows under :data:`COMPARISON_HEADER` (a first ``task`` cell when ``with_task``)."""
+    rows = []
+    for c in comparisons:
+        significant = c.significant()
+        cells = [
+            text(c.system_a),
+            text(c.system_b),
+            text(c.metric),
+            number(format_metric(c.mean_a)),
+            number(format_metric(c.mean_b)),
+            number(format_signed(c.difference)),
+            number(format_p(c.p_value), bold=significant),
+            number(str(c.n_queries)),
+            text(f"{c.method} ({c.resamples:,})"),
+            text("yes" if significant else "no", bold=significant),
+        ]
+        rows.append(tuple([text(c.task), *cells] if with_task else cells))
+    return tuple(rows)
+
+
+def key_first(comparisons: Sequence[Comparison]) -> list[Comparison]:
+    """``comparisons`` with the :data:`KEY_COMPARISONS` first (in their order), the others after."""
+
+    def key(c: Comparison) -> int:
+        pair = {c.system_a, c.system_b}
+        return next((i for i, k in enumerate(KEY_COMPARISONS) if set(k) == pair), len(KEY_COMPARISONS))
+
+    return sorted(comparisons, key=key)
+
+
+def untested_comparisons(evaluation: TaskEvaluation) -> list[str]:
+    """The key comparisons missing on ``evaluation``, with why (when a system did not run)."""
+    missing = []
+    for a, b in KEY_COMPARISONS:
+        if any({c.system_a, c.system_b} == {a, b} for c in evaluation.comparisons):
+            continue
+        why = []
+        for system in (a, b):
+            run = evaluation.run(system)
+            if run is None:
+                why.append(f"{system} not configured")
+            elif run.status != "ok":
+                why.append(f"{system} {status_text(run.status)}")
+        missing.append(f"{a} vs {b}: not tested" + (f" ({', '.join(why)})" if why else ""))
+    return missing
+
+
+PROVENANCE_HEADING = "Model provenance"
+PROVENANCE_INTRO = (
+    "What is known of the documents each model was trained on (its training_data.json). A model of unknown "
+    "provenance could not be checked for overlap with the evaluated corpus; evaluation.require_provenance: true "
+    "refuses such models."
+)
+
+
+def provenance_cell(run: SystemRun) -> str:
+    """A run's provenance in words (``provenance unknown``), or a dash for a system without a model."""
+    return provenance_label(run.provenance) or "–"
+
+
+def provenance_blocks(runs: Iterable[tuple[str, SystemRun]], level: int = 2) -> list[Block]:
+    """The "Model provenance" section (a heading of ``level``, the intro, :func:`provenance_lines` as bullets, the
+    systems in bold); ``[]`` when no run has a provenance note."""
+    lines = provenance_lines(runs)
+    if not lines:
+        return []
+    bullets = tuple((Span(who, bold=True), Span(f": {note}")) for who, note in lines)
+    return [Heading(PROVENANCE_HEADING, level), Paragraph((Span(PROVENANCE_INTRO),)), BulletList(bullets)]
+
+
+def provenance_lines(runs: Iterable[tuple[str, SystemRun]]) -> list[tuple[str, str]]:
+    """``(who, note)`` per distinct provenance note of ``runs`` (``(where, run)`` pairs, ``where`` a task name or
+    ``""``), first appearance first; ``who`` names the systems and, when given, the tasks."""
+    systems: dict[str, list[str]] = {}
+    places: dict[str, list[str]] = {}
+    for where, run in runs:
+        if run.provenance_note is None:
+            continue
+        systems.setdefault(run.provenance_note, [])
+        places.setdefault(run.provenance_note, [])
+        if run.system not in systems[run.provenance_note]:
+            systems[run.provenance_note].append(run.system)
+        if where and where not in places[run.provenance_note]:
+            places[run.provenance_note].append(where)
+    lines = []
+    for note, names in systems.items():
+        on = f" (on {', '.join(places[note])})" if places[note] else ""
+        lines.append((", ".join(names) + on, note))
+    return lines

@@ -1,0 +1,293 @@
+"""The paper's headline effects beside ours: which reproduce, which do not, with the test behind each verdict.
+
+Source of the figures: Conti et al. (2025), "Context is Gold to find the Gold Passage" (the ConTEB/InSeNT paper):
+with ModernBERT-embed-large, on the ConTEB average, late chunking alone is +9.0
+nDCG@10 points above independent chunks and late chunking + InSeNT +23.6; InSeNT beats the "+Training" control
+(the same base model fine-tuned on the same data without context); and late chunking, with or without InSeNT,
+degrades less than independent chunks as chunks get smaller (a flatter chunk-size curve).
+
+Our side of each effect is measured on one task (the experiment's test split), on all queries and on the queries
+labelled ``needs_context``:
+
+* paired effects (``system_a`` − ``system_b``): mean difference of per-query nDCG@10 in points (× 100), its 95%
+  percentile-bootstrap CI (:func:`evaluation.metrics.stats.summarize` of the paired differences), the two-sided paired
+  randomization p-value (:func:`evaluation.metrics.stats.paired_test`);
+* the chunk-size effect: each system's *retention*, nDCG@10 at the smallest studied size over nDCG@10 at 1000
+  characters (the default size); "flatter" means a larger retention than independent chunks (no test: the points
+  come from re-chunked corpora, not paired queries).
+
+Verdict of a paired effect (every paper effect is an improvement): ``reproduces`` when our difference is positive
+with p < ``ALPHA``; ``opposite`` when negative with p < ``ALPHA``; ``inconclusive`` otherwise; ``not measured`` when
+a system did not run (with why). The size of the effect is shown beside the paper's, not judged: one small model on
+one task is not the paper's ConTEB average.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from conteb.names import SystemName
+from evaluation.metrics.stats import paired_test, summarize
+from evaluation.results import ALL, NEEDS_CONTEXT, ChunkSizePoint, TaskEvaluation
+
+ALPHA = 0.05
+REFERENCE_CHUNK_SIZE = 1000
+
+
+@dataclass(frozen=True)
+class PaperEffect:
+    """One headline effect: ``system_a`` above ``system_b`` by ``paper_points`` (None: the paper gives a direction)."""
+
+    name: str
+    claim: str
+    system_a: str
+    system_b: str
+    paper_points: float | None
+
+
+PAPER_EFFECTS: tuple[PaperEffect, ...] = (
+    PaperEffect(
+        "late_chunking",
+        "late chunking beats independent chunks",
+        SystemName.LATE_CHUNKING,
+        SystemName.INDEPENDENT,
+        9.0,
+    ),
+    PaperEffect(
+        "late_chunking_anchored",
+        "late chunking (anchored windows, ours) beats independent chunks",
+        SystemName.LATE_CHUNKING_ANCHORED,
+        SystemName.INDEPENDENT,
+        9.0,
+    ),
+    PaperEffect(
+        "insent", "late chunking + InSeNT beats independent chunks", SystemName.INSENT, SystemName.INDEPENDENT, 23.6
+    ),
+    PaperEffect(
+        "insent_anchored",
+        "late chunking + InSeNT (anchored windows) beats independent chunks",
+        SystemName.INSENT_ANCHORED,
+        SystemName.INDEPENDENT,
+        23.6,
+    ),
+    PaperEffect(
+        "insent_vs_control",
+        "InSeNT beats the +Training control",
+        SystemName.INSENT,
+        SystemName.FINETUNE_CONTROL,
+        None,
+    ),
+    PaperEffect(
+        "insent_anchored_vs_control",
+        "InSeNT (anchored windows) beats the +Training control",
+        SystemName.INSENT_ANCHORED,
+        SystemName.FINETUNE_CONTROL,
+        None,
+    ),
+    PaperEffect(
+        "insent_vs_late",
+        "InSeNT training improves late chunking",
+        SystemName.INSENT,
+        SystemName.LATE_CHUNKING,
+        14.6,
+    ),
+)
+"""The paired effects. ``insent_vs_late``'s 14.6 is the difference of the two paper figures (23.6 − 9.0)."""
+
+FLATTER_SYSTEMS = (
+    SystemName.LATE_CHUNKING,
+    SystemName.LATE_CHUNKING_ANCHORED,
+    SystemName.INSENT,
+    SystemName.INSENT_ANCHORED,
+)
+
+
+@dataclass
+class EffectResult:
+    """One paired effect on one query subset."""
+
+    effect: str
+    claim: str
+    subset: str  # "all" | "needs_context"
+    system_a: str
+    system_b: str
+    paper_points: float | None
+    verdict: str  # reproduces | opposite | inconclusive | not measured
+    points: float | None = None  # mean(a - b) x 100
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    mean_a: float | None = None
+    mean_b: float | None = None
+    n_queries: int = 0
+    reason: str | None = None  # why not measured
+
+
+@dataclass
+class RetentionResult:
+    """The chunk-size effect for one system: nDCG@10 at the smallest size / at 1000 characters."""
+
+    system: str
+    smallest_size: int
+    at_reference: float
+    at_smallest: float
+    retention: float
+    independent_retention: float | None
+    verdict: str  # flatter | steeper | not measured
+
+
+@dataclass
+class PaperComparison:
+    """Every effect, on every subset, and the plain-words summary."""
+
+    task: str
+    split: str
+    effects: list[EffectResult] = field(default_factory=list)
+    retention: list[RetentionResult] = field(default_factory=list)
+    subsets: dict[str, int] = field(default_factory=dict)  # subset -> queries
+    summary: list[str] = field(default_factory=list)
+
+
+def verdict_of(points: float, p_value: float, alpha: float = ALPHA) -> str:
+    """``reproduces`` / ``opposite`` / ``inconclusive`` for an effect the paper reports as an improvement."""
+    if not np.isfinite(p_value) or p_value >= alpha or points == 0:
+        return "inconclusive"
+    return "reproduces" if points > 0 else "opposite"
+
+
+def paired_effect(
+    effect: PaperEffect,
+    subset: str,
+    per_query: Mapping[str, Mapping[str, float]],
+    query_ids: Sequence[str],
+    not_run: Mapping[str, str],
+    *,
+    resamples: int = 10000,
+    seed: int = 0,
+) -> EffectResult:
+    """``effect`` measured on ``query_ids`` from per-query nDCG@10 (``per_query[system][query_id]``)."""
+    result = EffectResult(
+        effect.name, effect.claim, subset, effect.system_a, effect.system_b, effect.paper_points, "not measured"
+    )
+    missing = [s for s in (effect.system_a, effect.system_b) if s not in per_query]
+    if missing:
+        result.reason = "; ".join(f"{s}: {not_run.get(s, 'not evaluated')}" for s in missing)
+        return result
+    if not query_ids:
+        result.reason = f"no queries in subset {subset!r}"
+        return result
+    a = np.array([per_query[effect.system_a][q] for q in query_ids], dtype=np.float64)
+    b = np.array([per_query[effect.system_b][q] for q in query_ids], dtype=np.float64)
+    difference = summarize(a - b, resamples=2000, confidence=0.95, seed=seed)
+    p_value = paired_test(a, b, "randomization", resamples, seed)
+    points = 100.0 * difference.value
+    result.verdict = verdict_of(points, p_value)
+    result.points, result.ci_low, result.ci_high = points, 100.0 * difference.ci_low, 100.0 * difference.ci_high
+    result.p_value, result.mean_a, result.mean_b = float(p_value), float(a.mean()), float(b.mean())
+    result.n_queries = len(query_ids)
+    return result
+
+
+def retention(points: Sequence[ChunkSizePoint], systems: Sequence[str] = FLATTER_SYSTEMS) -> list[RetentionResult]:
+    """The chunk-size effect of each of ``systems`` against ``independent`` (see the module docstring)."""
+
+    def curve(system: str) -> dict[int, float]:
+        return {p.chunk_size: p.value for p in points if p.system == system}
+
+    base = curve(SystemName.INDEPENDENT)
+    sizes = sorted(base)
+    if REFERENCE_CHUNK_SIZE not in base or len(sizes) < 2:
+        return []
+    smallest = sizes[0]
+    independent = base[smallest] / base[REFERENCE_CHUNK_SIZE] if base[REFERENCE_CHUNK_SIZE] > 0 else None
+    results = []
+    for system in systems:
+        values = curve(system)
+        if REFERENCE_CHUNK_SIZE not in values or smallest not in values or values[REFERENCE_CHUNK_SIZE] <= 0:
+            continue
+        kept = values[smallest] / values[REFERENCE_CHUNK_SIZE]
+        verdict = "not measured" if independent is None else ("flatter" if kept > independent else "steeper")
+        results.append(
+            RetentionResult(
+                system, smallest, values[REFERENCE_CHUNK_SIZE], values[smallest], kept, independent, verdict
+            )
+        )
+    return results
+
+
+def _sentence(result: EffectResult) -> str:
+    paper = (
+        f"the paper reports {result.paper_points:+.1f}" if result.paper_points is not None else "the paper: positive"
+    )
+    if result.verdict == "not measured":
+        return f"{result.claim}: not measured ({result.reason})."
+    measured = (
+        f"{result.points:+.1f} points [{result.ci_low:+.1f}, {result.ci_high:+.1f}], p = {result.p_value:.3g}, "
+        f"n = {result.n_queries:,}; {paper}"
+    )
+    words = {
+        "reproduces": "reproduces",
+        "opposite": "does not reproduce: the difference goes the other way",
+        "inconclusive": "inconclusive: the difference is not significant",
+    }[result.verdict]
+    return f"{result.claim} — {words} ({measured})."
+
+
+def summarize_comparison(comparison: PaperComparison) -> list[str]:
+    """Plain-words lines: per effect on all queries (and on needs_context when it differs), then the curve."""
+    lines = []
+    by_key = {(r.effect, r.subset): r for r in comparison.effects}
+    for effect in PAPER_EFFECTS:
+        overall = by_key.get((effect.name, ALL))
+        if overall is None:
+            continue
+        line = _sentence(overall)
+        subset = by_key.get((effect.name, NEEDS_CONTEXT))
+        if subset is not None and subset.verdict != "not measured":
+            line += (
+                f" On the {subset.n_queries:,} queries that need context: {subset.points:+.1f} points "
+                f"[{subset.ci_low:+.1f}, {subset.ci_high:+.1f}], p = {subset.p_value:.3g} ({subset.verdict})."
+            )
+        lines.append(line)
+    for kept in comparison.retention:
+        if kept.independent_retention is None:
+            continue
+        lines.append(
+            f"Chunk-size curve of {kept.system}: keeps {kept.retention:.0%} of its nDCG@10 from "
+            f"{REFERENCE_CHUNK_SIZE} to {kept.smallest_size} characters against {kept.independent_retention:.0%} "
+            f"for independent chunks — {'flatter, as in the paper' if kept.verdict == 'flatter' else 'not flatter'}."
+        )
+    return lines
+
+
+def compare_with_paper(
+    evaluation: TaskEvaluation,
+    per_query: Mapping[str, Mapping[str, float]],
+    needs_context: Mapping[str, bool] | None,
+    *,
+    resamples: int = 10000,
+    seed: int = 0,
+) -> PaperComparison:
+    """Every paired effect on all queries and on the ``needs_context`` subset, the chunk-size effect, the summary.
+
+    ``per_query``: system -> query id -> nDCG@10 of the systems that ran; ``needs_context``: query id -> label
+    (None: the task is unlabelled, the subset is left out).
+    """
+    query_ids = sorted(next(iter(per_query.values())).keys()) if per_query else []
+    subsets = {ALL: query_ids}
+    if needs_context is not None:
+        subsets[NEEDS_CONTEXT] = [q for q in query_ids if needs_context.get(q)]
+    not_run = {run.system: run.reason or run.status for run in evaluation.runs if run.status != "ok"}
+    comparison = PaperComparison(task=evaluation.task, split=evaluation.split)
+    comparison.subsets = {name: len(ids) for name, ids in subsets.items()}
+    for effect in PAPER_EFFECTS:
+        for subset, ids in subsets.items():
+            comparison.effects.append(
+                paired_effect(effect, subset, per_query, ids, not_run, resamples=resamples, seed=seed)
+            )
+    comparison.retention = retention(evaluation.chunk_sizes)
+    comparison.summary = summarize_comparison(comparison)
+    return comparison

@@ -1,0 +1,230 @@
+"""The report of the paper's controlled experiment: ``<reports>/reproduce/{report.md, report.html, comparison.json,
+effects.png}``.
+
+It reads what the experiment's evaluation wrote (``tasks/<task>/evaluation.json`` and the per-query metrics of every
+system, ``runs/<task>/<system>.metrics.parquet``) and the ``needs_context`` labels of the evaluated queries, compares
+the paper's headline effects with ours (:mod:`evaluation.reports.paper`) and renders them with the shared document model
+(:mod:`evaluation.reports.document`, :mod:`evaluation.reports.markdown`, :mod:`evaluation.reports.html`). ``setup``
+lines
+state what was run and what was scaled down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from conteb.staging import staged_tree
+from conteb.storage import write_bytes_atomic, write_text_atomic
+from evaluation.reports import plots
+from evaluation.reports.blocks import provenance_blocks, provenance_cell
+from evaluation.reports.document import (
+    Block,
+    BulletList,
+    Document,
+    Heading,
+    Image,
+    Paragraph,
+    Span,
+    Table,
+    number,
+    text,
+)
+from evaluation.reports.html import render_html
+from evaluation.reports.markdown import render_markdown
+from evaluation.reports.paper import PAPER_EFFECTS, EffectResult, PaperComparison, compare_with_paper
+from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, TaskEvaluation
+from evaluation.runner import load_evaluation, read_per_query
+
+REPORT_FOLDER = "reproduce"
+
+
+def per_query_of_runs(
+    reports_dir: Path, evaluation: TaskEvaluation, metric: str = HEADLINE
+) -> dict[str, dict[str, float]]:
+    """system -> query id -> ``metric`` for every system of ``evaluation`` that ran (and wrote its metrics)."""
+    out = {}
+    for run in evaluation.runs:
+        values = read_per_query(reports_dir, evaluation.task, run.system, metric) if run.status == "ok" else None
+        if values is not None:
+            out[run.system] = values
+    return out
+
+
+def read_needs_context(queries_file: Path) -> dict[str, bool] | None:
+    """query id -> ``needs_context`` from a published queries Parquet file (None when it has no labels)."""
+    if not queries_file.is_file():
+        return None
+    table = pq.read_table(queries_file)
+    if "needs_context" not in table.column_names:
+        return None
+    labels = table.column("needs_context").to_pylist()
+    return {qid: bool(label) for qid, label in zip(table.column("query_id").to_pylist(), labels, strict=True)}
+
+
+def _points(value: float | None) -> str:
+    return "–" if value is None or not math.isfinite(value) else f"{value:+.1f}"
+
+
+def _effect_row(result: EffectResult):
+    ci = "–" if result.ci_low is None else f"[{result.ci_low:+.1f}, {result.ci_high:+.1f}]"
+    p = "–" if result.p_value is None else f"{result.p_value:.3g}"
+    paper = "positive" if result.paper_points is None else f"{result.paper_points:+.1f}"
+    return (
+        text(result.claim),
+        text(result.subset),
+        number(paper),
+        number(_points(result.points)),
+        number(ci),
+        number(p),
+        number(f"{result.n_queries:,}" if result.n_queries else "–"),
+        text(result.verdict if result.verdict != "not measured" else f"not measured: {result.reason}"),
+    )
+
+
+def plot_effects(comparison: PaperComparison, dpi: int = 110) -> bytes:
+    """Ours (with 95% CI) beside the paper's figure, per paired effect and subset, in nDCG@10 points."""
+    from matplotlib.figure import Figure
+
+    measured = [r for r in comparison.effects if r.verdict != "not measured"]
+    labels = [f"{r.system_a} − {r.system_b}\n({r.subset})" for r in measured]
+    figure = Figure(figsize=(9, 0.55 * max(3, len(measured)) + 1.2), layout="constrained")
+    axis = figure.subplots()
+    ys = list(range(len(measured)))
+    for y, result in zip(ys, measured, strict=True):
+        color = {"reproduces": "#2a9d8f", "opposite": "#d62828", "inconclusive": "#8d99ae"}[result.verdict]
+        points, low, high = result.points, result.ci_low, result.ci_high
+        if points is None or low is None or high is None:  # a measured effect has all three (paired_effect)
+            continue
+        axis.errorbar(
+            points,
+            y,
+            xerr=[[points - low], [high - points]],
+            fmt="o",
+            color=color,
+            capsize=3,
+            label=result.verdict,
+        )
+        if result.paper_points is not None:
+            axis.plot(result.paper_points, y, marker="D", color="#333333", markersize=5, label="paper")
+    axis.axvline(0, color="#999999", linewidth=0.8)
+    axis.set_yticks(ys, labels, fontsize=7)
+    axis.invert_yaxis()
+    axis.set_xlabel("nDCG@10 difference (points); dots: ours with 95% CI, diamonds: the paper")
+    handles, names = axis.get_legend_handles_labels()
+    unique = dict(zip(names, handles, strict=True))
+    axis.legend(unique.values(), unique.keys(), fontsize=7, loc="lower right")
+    axis.grid(alpha=0.3, axis="x")
+    return plots.png_bytes(figure, dpi)
+
+
+def reproduce_document(
+    comparison: PaperComparison, evaluation: TaskEvaluation, setup: Sequence[str], images: dict[str, str]
+) -> Document:
+    """The report: the reading first, then the effects table, systems (with their models' provenance), the chunk-size
+    effect, the setup."""
+    blocks: list[Block] = [
+        Heading("What reproduces here", 2),
+        BulletList(tuple((Span(line),) for line in comparison.summary) or ((Span("nothing was measured"),),)),
+        Heading("Headline effects: the paper beside ours", 2),
+        Paragraph(
+            (
+                Span(
+                    f"Differences in nDCG@10 points on the {evaluation.split} split of task {evaluation.task} "
+                    f"({comparison.subsets.get(ALL, 0):,} queries; "
+                    f"{comparison.subsets.get(NEEDS_CONTEXT, 0):,} labelled needs_context). Paper: "
+                    "ModernBERT-embed-large on the ConTEB average (Conti et al., 2025). Verdicts: paired randomization "
+                    "test, p < 0.05."
+                ),
+            )
+        ),
+        Table(
+            "effects",
+            ("effect", "queries", "paper", "ours", "95% CI", "p", "n", "verdict"),
+            tuple(_effect_row(r) for r in comparison.effects),
+        ),
+    ]
+    if "effects" in images:
+        blocks.append(Image("effects: ours vs the paper", images["effects"]))
+    rows = []
+    for run in evaluation.runs:
+        summary = run.metrics.get(HEADLINE)
+        value = "–" if summary is None else f"{summary.value:.3f} [{summary.ci_low:.3f}, {summary.ci_high:.3f}]"
+        rows.append(
+            (
+                text(run.system),
+                number(value),
+                text(run.description or (run.reason or run.status)),
+                text(provenance_cell(run)),
+            )
+        )
+    blocks += [
+        Heading("Systems", 2),
+        Table("systems", ("system", "nDCG@10 [95% CI], all queries", "what", "provenance"), tuple(rows)),
+    ]
+    blocks += provenance_blocks((("", run) for run in evaluation.runs), 3)
+    blocks.append(Heading("Chunk-size curve", 2))
+    if comparison.retention:
+        blocks.append(
+            Table(
+                "retention",
+                ("system", "nDCG@10 at 1000", "at smallest", "retention", "independent", "verdict"),
+                tuple(
+                    (
+                        text(r.system),
+                        number(f"{r.at_reference:.3f}"),
+                        number(f"{r.at_smallest:.3f} ({r.smallest_size})"),
+                        number(f"{r.retention:.0%}"),
+                        number("–" if r.independent_retention is None else f"{r.independent_retention:.0%}"),
+                        text(r.verdict),
+                    )
+                    for r in comparison.retention
+                ),
+            )
+        )
+    else:
+        blocks.append(Paragraph((Span(evaluation.chunk_size_note or "the chunk-size study did not run"),)))
+    if "chunk_sizes" in images:
+        blocks.append(Image("nDCG@10 by chunk size", images["chunk_sizes"]))
+    blocks += [Heading("Setup and what was scaled down", 2), BulletList(tuple((Span(line),) for line in setup))]
+    return Document(f"The paper's controlled experiment, reproduced on {evaluation.task}", tuple(blocks))
+
+
+def build_comparison(reports_dir: Path, task: str, queries_file: Path) -> tuple[PaperComparison, TaskEvaluation]:
+    """Compare the task's last evaluation with the paper (raises FileNotFoundError when it was not evaluated)."""
+    evaluation = load_evaluation(reports_dir, task)
+    if evaluation is None:
+        raise FileNotFoundError(f"no evaluation of task {task!r} under {reports_dir}: evaluate it first")
+    comparison = compare_with_paper(
+        evaluation, per_query_of_runs(reports_dir, evaluation), read_needs_context(queries_file)
+    )
+    return comparison, evaluation
+
+
+def write_reproduce_report(
+    comparison: PaperComparison, evaluation: TaskEvaluation, reports_dir: Path, setup: Sequence[str]
+) -> dict[str, Path]:
+    """Write ``comparison.json``, ``effects.png``, ``chunk_sizes.png`` (when studied), ``report.md`` and ``.html``,
+    all together or none (:func:`conteb.staging.staged_tree`)."""
+    with staged_tree(Path(reports_dir)) as staged:
+        folder = staged.stage / REPORT_FOLDER
+        paths: dict[str, Path] = {}
+        images: dict[str, str] = {}
+        paths["effects.png"] = write_bytes_atomic(plot_effects(comparison), folder / "effects.png")
+        images["effects"] = "effects.png"
+        chunk_sizes = plots.plot_chunk_sizes([evaluation])
+        if chunk_sizes is not None:
+            paths["chunk_sizes.png"] = write_bytes_atomic(chunk_sizes, folder / "chunk_sizes.png")
+            images["chunk_sizes"] = "chunk_sizes.png"
+        document = reproduce_document(comparison, evaluation, setup, images)
+        record = {"paper_effects": [dataclasses.asdict(e) for e in PAPER_EFFECTS], **dataclasses.asdict(comparison)}
+        record["setup"] = list(setup)
+        paths["comparison.json"] = write_text_atomic(json.dumps(record, indent=2), folder / "comparison.json")
+        paths["report.md"] = write_text_atomic(render_markdown(document), folder / "report.md")
+        paths["report.html"] = write_text_atomic(render_html(document), folder / "report.html")
+    return {name: staged.final(path) for name, path in paths.items()}

@@ -1,0 +1,131 @@
+"""Report sections for the reading (``evaluation/reports/reading.py``) and the queries that need context.
+
+Contract: builders of blocks of the document model (:mod:`evaluation.reports.document`), called by the
+task and overall builders (:mod:`evaluation.reports.task`, :mod:`evaluation.reports.overall`) while
+they assemble a :class:`~evaluation.reports.document.Document`, so the Markdown, the HTML page and the
+Dagster metadata show the same numbers, formatted by :mod:`evaluation.reports.formatting`. Subset figures
+come from ``SystemRun.subset_metrics["needs_context"]`` and ``TaskEvaluation.subset_comparisons``;
+an unlabelled task (``n_needs_context is None``) says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evaluation.reports.blocks import COMPARISON_HEADER, best_formatted, comparison_rows, key_first, ordered
+from evaluation.reports.document import Block, BulletList, Heading, Paragraph, Span, Table, number, text
+from evaluation.reports.formatting import DASH, format_metric, format_signed, format_summary, metric_sort_key
+from evaluation.results import HEADLINE, NEEDS_CONTEXT, TaskEvaluation, is_missing
+
+SUBSET_TITLE = "Queries that need context"
+RULE = (
+    "A query needs context when it names its document's theme while its gold chunk as embedded does not, "
+    "or when an LLM judged that the gold chunk alone cannot answer it (the dataset card states the rule)."
+)
+
+
+def reading_blocks(sentences: Sequence[str]) -> list[Block]:
+    """The reading as the opening section of a report."""
+    return [Heading("Reading"), BulletList(tuple((Span(sentence),) for sentence in sentences))]
+
+
+def needs_context_count(evaluation: TaskEvaluation) -> str:
+    """``"1,234"``, or ``"unlabelled"`` when the task's queries carry no labels."""
+    return "unlabelled" if evaluation.n_needs_context is None else f"{evaluation.n_needs_context:,}"
+
+
+def _unlabelled_text(evaluation: TaskEvaluation) -> str | None:
+    if evaluation.n_needs_context is None:
+        return "The queries carry no context-necessity labels (no needs_context column): the subset is not reported."
+    if evaluation.n_needs_context == 0:
+        return "No query is labelled as needing context: the subset is not reported."
+    return None
+
+
+def task_subset_blocks(evaluation: TaskEvaluation) -> list[Block]:
+    """nDCG@10 on all queries and on the needs_context subset per system, every metric on the subset,
+    and the paired tests on the subset."""
+    e = evaluation
+    blocks: list[Block] = [Heading(SUBSET_TITLE)]
+    missing = _unlabelled_text(e)
+    if missing:
+        return [*blocks, Paragraph((Span(missing),))]
+    ok = [r for r in e.runs if r.status == "ok" and r.subset_metrics.get(NEEDS_CONTEXT)]
+    blocks.append(Paragraph((Span(f"{e.n_needs_context:,} of {e.n_queries:,} queries need context. {RULE}"),)))
+    if not ok:
+        return [*blocks, Paragraph((Span("No system has results on the subset (evaluate again)."),))]
+    best = best_formatted(
+        r.subset_metrics[NEEDS_CONTEXT][HEADLINE].value for r in ok if HEADLINE in r.subset_metrics[NEEDS_CONTEXT]
+    )
+    rows = []
+    for r in ok:
+        overall, subset = r.metrics.get(HEADLINE), r.subset_metrics[NEEDS_CONTEXT].get(HEADLINE)
+        delta = DASH
+        if (
+            overall is not None
+            and subset is not None
+            and not is_missing(overall.value)
+            and not is_missing(subset.value)
+        ):
+            delta = format_signed(subset.value - overall.value)
+        bold = subset is not None and format_metric(subset.value) == best
+        rows.append(
+            (text(r.system), number(format_summary(overall)), number(format_summary(subset), bold), number(delta))
+        )
+    header = ("System", "nDCG@10, all queries [95% CI]", "nDCG@10, need context [95% CI]", "Δ (need context − all)")
+    blocks.append(Table("needs-context", header, tuple(rows)))
+
+    metrics = sorted({m for r in ok for m in r.subset_metrics[NEEDS_CONTEXT]}, key=metric_sort_key)
+    metric_rows = []
+    for metric in metrics:
+        top = best_formatted(
+            r.subset_metrics[NEEDS_CONTEXT][metric].value for r in ok if metric in r.subset_metrics[NEEDS_CONTEXT]
+        )
+        cells = [text(metric)]
+        for r in ok:
+            s = r.subset_metrics[NEEDS_CONTEXT].get(metric)
+            cells.append(number(format_summary(s), bold=s is not None and format_metric(s.value) == top))
+        metric_rows.append(tuple(cells))
+    blocks.append(Heading("All metrics on the queries that need context", 3))
+    blocks.append(Table("needs-context-metrics", ("Metric", *(r.system for r in ok)), tuple(metric_rows)))
+    if e.subset_comparisons:
+        blocks.append(Heading("Comparisons on the queries that need context", 3))
+        comparisons = comparison_rows(key_first(e.subset_comparisons), False)
+        blocks.append(Table("needs-context-comparisons", COMPARISON_HEADER, comparisons))
+    return blocks
+
+
+def overall_subset_blocks(evaluations: Sequence[TaskEvaluation]) -> list[Block]:
+    """nDCG@10 on the needs_context subset per task and system, and the mean over tasks."""
+    blocks: list[Block] = [Heading(SUBSET_TITLE)]
+    labelled = [e for e in evaluations if _unlabelled_text(e) is None]
+    if not labelled:
+        return [*blocks, Paragraph((Span("No task has queries labelled as needing context."),))]
+    blocks.append(
+        Paragraph((Span(f"nDCG@10 [95% CI] on the queries that need context (count in each header). {RULE}"),))
+    )
+    systems = ordered(r.system for e in labelled for r in e.runs)
+    rows = []
+    for system in systems:
+        cells = [text(system)]
+        values = []
+        for e in labelled:
+            run = e.run(system)
+            s = run.summary(HEADLINE, NEEDS_CONTEXT) if run is not None and run.status == "ok" else None
+            top = best_formatted(
+                summary.value
+                for summary in (r.summary(HEADLINE, NEEDS_CONTEXT) for r in e.runs if r.status == "ok")
+                if summary is not None
+            )
+            cells.append(number(format_summary(s), bold=s is not None and format_metric(s.value) == top))
+            if s is not None and not is_missing(s.value):
+                values.append(s.value)
+        cells.append(number(format_metric(sum(values) / len(values)) if values else DASH))
+        cells.append(number(f"{len(values)}/{len(labelled)}"))
+        rows.append(tuple(cells))
+    header = ("System", *(f"{e.task} ({e.n_needs_context:,})" for e in labelled), "Mean over tasks", "Tasks")
+    blocks.append(Table("needs-context", header, tuple(rows)))
+    unlabelled = [e.task for e in evaluations if e.n_needs_context is None]
+    if unlabelled:
+        blocks.append(BulletList(((Span(f"Unlabelled (subset not reported): {', '.join(unlabelled)}"),),)))
+    return blocks

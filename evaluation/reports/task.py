@@ -1,0 +1,248 @@
+"""The report of one task, as a :class:`~evaluation.reports.document.Document`.
+
+Contract: :func:`task_document` is a pure function of one :class:`~evaluation.results.TaskEvaluation`
+and the image sources the caller chose (relative paths for the files, ``data:`` URIs for the Dagster
+UI). Sections, in order: the reading, the corpus counts, the systems (nDCG@10 and document nDCG@10
+with CIs, costs, provenance), systems not run, the models' provenance, every metric, the
+comparisons, the queries that need context (:mod:`evaluation.reports.subsets`), nDCG@10 by
+gold-chunk position, vs corpus size, the chunk-size study, the notes. Best values are bold
+(:func:`evaluation.reports.blocks.best_formatted`).
+"""
+
+from __future__ import annotations
+
+from evaluation.reports import subsets as report_subsets
+from evaluation.reports.blocks import (
+    COMPARISON_HEADER,
+    best_formatted,
+    comparison_rows,
+    key_first,
+    ordered,
+    provenance_blocks,
+    provenance_cell,
+    reason_text,
+    status_text,
+    untested_comparisons,
+)
+from evaluation.reports.document import (
+    Block,
+    BulletList,
+    Cell,
+    Document,
+    Heading,
+    Image,
+    Paragraph,
+    Span,
+    Table,
+    number,
+    text,
+)
+from evaluation.reports.formatting import (
+    DASH,
+    format_ci,
+    format_metric,
+    format_rate,
+    format_seconds,
+    format_summary,
+    format_tokens,
+    format_usd,
+    metric_sort_key,
+)
+from evaluation.reports.reading import task_reading
+from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, TaskEvaluation, is_missing
+
+
+def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Document:
+    """The report of one task; ``images`` maps ``positions`` / ``scaling`` / ``chunk_sizes`` to a src."""
+    e = evaluation
+    ok = [r for r in e.runs if r.status == "ok"]
+    blocks: list[Block] = report_subsets.reading_blocks(task_reading(e))
+    meta = f"Source: {e.source} · split: {e.split}" + (f" · evaluated {e.created_at}" if e.created_at else "")
+    blocks.append(Paragraph((Span(meta),)))
+    blocks.append(
+        Table(
+            "counts",
+            ("Documents", "Chunks", "Queries", "Queries that need context"),
+            (
+                (
+                    number(f"{e.n_documents:,}"),
+                    number(f"{e.n_chunks:,}"),
+                    number(f"{e.n_queries:,}"),
+                    number(report_subsets.needs_context_count(e)),
+                ),
+            ),
+        )
+    )
+
+    # Systems: headline, document level, cost.
+    blocks.append(Heading("Systems"))
+    blocks.append(Paragraph((Span("nDCG@10 with its 95% bootstrap confidence interval; the best in bold."),)))
+    best = best_formatted(r.metrics[HEADLINE].value for r in ok if HEADLINE in r.metrics)
+    best_doc = best_formatted(r.document_ndcg10.value for r in ok if r.document_ndcg10 is not None)
+    rows: list[tuple[Cell, ...]] = []
+    for r in e.runs:
+        headline = r.metrics.get(HEADLINE) if r.status == "ok" else None
+        doc = r.document_ndcg10 if r.status == "ok" else None
+        rows.append(
+            (
+                text(r.system),
+                text(r.kind),
+                text(status_text(r.status)),
+                number(format_summary(headline), bold=headline is not None and format_metric(headline.value) == best),
+                number(format_summary(doc), bold=doc is not None and format_metric(doc.value) == best_doc),
+                number(format_seconds(r.index_seconds)),
+                number(format_rate(r.documents_per_second)),
+                number(format_seconds(r.query_seconds)),
+                number(format_tokens(r.llm_tokens)),
+                number(format_usd(r.llm_usd)),
+                text(r.description),
+                text(provenance_cell(r)),
+            )
+        )
+    header = (
+        "System",
+        "Kind",
+        "Status",
+        "nDCG@10 [95% CI]",
+        "Document nDCG@10 [95% CI]",
+        "Index (s)",
+        "Documents/s",
+        "Queries (s)",
+        "LLM tokens",
+        "LLM cost (USD)",
+        "Description",
+        "Provenance",
+    )
+    blocks.append(Table("systems", header, tuple(rows)))
+    not_ok = [r for r in e.runs if r.status != "ok"]
+    if not_ok:
+        blocks.append(Heading("Systems not run", 3))
+        blocks.append(
+            BulletList(
+                tuple(
+                    (Span(r.system, bold=True), Span(f" ({status_text(r.status)}): {reason_text(r)}")) for r in not_ok
+                )
+            )
+        )
+
+    blocks += provenance_blocks((("", r) for r in e.runs), 3)
+
+    # Every metric.
+    blocks.append(Heading("All metrics"))
+    if ok:
+        metrics = sorted({m for r in ok for m in r.metrics}, key=metric_sort_key)
+        metric_rows = []
+        for metric in metrics:
+            top = best_formatted(r.metrics[metric].value for r in ok if metric in r.metrics)
+            cells = [text(metric)]
+            for r in ok:
+                s = r.metrics.get(metric)
+                cells.append(number(format_summary(s), bold=s is not None and format_metric(s.value) == top))
+            metric_rows.append(tuple(cells))
+        blocks.append(Table("metrics", ("Metric", *(r.system for r in ok)), tuple(metric_rows)))
+    else:
+        blocks.append(Paragraph((Span("No system ran on this task."),)))
+
+    # Comparisons.
+    blocks.append(Heading("Comparisons"))
+    blocks.append(
+        Paragraph(
+            (Span(f"Paired two-sided tests on the same queries; significant when p < {SIGNIFICANCE_LEVEL} (in bold)."),)
+        )
+    )
+    if e.comparisons:
+        blocks.append(Table("comparisons", COMPARISON_HEADER, comparison_rows(key_first(e.comparisons), False)))
+    untested = untested_comparisons(e)
+    if untested:
+        blocks.append(BulletList(tuple((Span(line),) for line in untested)))
+    blocks += report_subsets.task_subset_blocks(e)
+
+    # By position.
+    blocks.append(Heading("nDCG@10 by gold-chunk position"))
+    positioned = [r for r in ok if r.by_position]
+    if positioned:
+        blocks.append(
+            Paragraph((Span("Queries grouped by the position of their gold chunk in its document (0 = first chunk)."),))
+        )
+        support: dict[int, set[int]] = {}
+        for r in positioned:
+            for p in r.by_position:
+                support.setdefault(p.position, set()).add(p.n_queries)
+        rows = []
+        for position in sorted(support):
+            counts = support[position]
+            points = [next((p for p in r.by_position if p.position == position), None) for r in positioned]
+            top = best_formatted(p.value for p in points if p is not None)
+            cells = [number(str(position)), number(str(max(counts)))]
+            for point in points:
+                if point is None:
+                    cells.append(number(DASH))
+                    continue
+                shown = format_ci(point.value, point.ci_low, point.ci_high) + (
+                    f" (n={point.n_queries})" if len(counts) > 1 else ""
+                )
+                cells.append(number(shown, bold=format_metric(point.value) == top))
+            rows.append(tuple(cells))
+        blocks.append(Table("positions", ("Position", "Queries", *(r.system for r in positioned)), tuple(rows)))
+        if "positions" in images:
+            blocks.append(Image("nDCG@10 by gold-chunk position", images["positions"]))
+    else:
+        blocks.append(Paragraph((Span("No per-position results."),)))
+
+    # Scaling.
+    blocks.append(Heading("nDCG@10 vs corpus size"))
+    scaled = [r for r in ok if r.scaling]
+    if scaled:
+        blocks.append(
+            Paragraph((Span("Random subsets of n documents (with their queries): mean ± std over the subsets."),))
+        )
+        sizes = sorted({p.n_documents for r in scaled for p in r.scaling})
+        rows = []
+        for n in sizes:
+            cells = [number(f"{n:,}")]
+            for r in scaled:
+                scaling = next((p for p in r.scaling if p.n_documents == n), None)
+                if scaling is None:
+                    cells.append(number(DASH))
+                else:
+                    std = "" if is_missing(scaling.std) else f" ± {format_metric(scaling.std)}"
+                    cells.append(number(format_metric(scaling.value) + std))
+            rows.append(tuple(cells))
+        blocks.append(Table("scaling", ("Documents", *(r.system for r in scaled)), tuple(rows)))
+        if "scaling" in images:
+            blocks.append(Image("nDCG@10 vs corpus size", images["scaling"]))
+    else:
+        blocks.append(Paragraph((Span("No scaling results."),)))
+
+    # Chunk sizes.
+    blocks.append(Heading("Chunk-size robustness"))
+    if e.chunk_sizes:
+        blocks.append(Paragraph((Span("The task re-chunked at each size (characters); nDCG@10 [95% CI]."),)))
+        systems = ordered(c.system for c in e.chunk_sizes)
+        rows = []
+        for size in sorted({c.chunk_size for c in e.chunk_sizes}, reverse=True):
+            at_size = [
+                next((c for c in e.chunk_sizes if c.system == s and c.chunk_size == size), None) for s in systems
+            ]
+            present = [c for c in at_size if c is not None]
+            top = best_formatted(c.value for c in present)
+            cells = [number(f"{size:,}"), number(f"{present[0].n_chunks:,}")]
+            for c in at_size:
+                cells.append(
+                    number(DASH)
+                    if c is None
+                    else number(format_ci(c.value, c.ci_low, c.ci_high), bold=format_metric(c.value) == top)
+                )
+            rows.append(tuple(cells))
+        blocks.append(Table("chunk-sizes", ("Chunk size", "Chunks", *systems), tuple(rows)))
+        if "chunk_sizes" in images:
+            blocks.append(Image("nDCG@10 vs chunk size", images["chunk_sizes"]))
+    if e.chunk_size_note:
+        blocks.append(Paragraph((Span(e.chunk_size_note),)))
+    elif not e.chunk_sizes:
+        blocks.append(Paragraph((Span("No chunk-size study on this task."),)))
+
+    if e.notes:
+        blocks.append(Heading("Notes"))
+        blocks.append(BulletList(tuple((Span(note),) for note in e.notes)))
+    return Document(f"ConTEB evaluation: {e.task}", tuple(blocks))

@@ -1,0 +1,117 @@
+"""evaluation.reports.paper: verdicts, paired effects on hand-built per-query values, the chunk-size effect, the
+summary."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from evaluation.reports.paper import (
+    PAPER_EFFECTS,
+    PaperEffect,
+    compare_with_paper,
+    paired_effect,
+    retention,
+    verdict_of,
+)
+from evaluation.results import ChunkSizePoint, Summary, SystemRun, TaskEvaluation
+
+EFFECT = PaperEffect("late_chunking", "late chunking beats independent chunks", "late", "indep", 9.0)
+
+
+def test_verdicts():
+    assert verdict_of(5.0, 0.001) == "reproduces"
+    assert verdict_of(-5.0, 0.001) == "opposite"
+    assert verdict_of(5.0, 0.2) == "inconclusive"
+    assert verdict_of(0.0, 0.0) == "inconclusive"
+    assert verdict_of(3.0, float("nan")) == "inconclusive"
+
+
+def _values(n: int, a: float, b: float) -> dict[str, dict[str, float]]:
+    return {"late": {f"q{i}": a for i in range(n)}, "indep": {f"q{i}": b for i in range(n)}}
+
+
+def test_paired_effect_points_ci_and_p():
+    rng = np.random.default_rng(0)
+    ids = [f"q{i}" for i in range(400)]
+    late = {q: float(v) for q, v in zip(ids, rng.random(400), strict=True)}
+    indep = {q: late[q] - 0.1 for q in ids}  # exactly 10 points better on every query
+    result = paired_effect(EFFECT, "all", {"late": late, "indep": indep}, ids, {}, resamples=2000)
+    assert result.verdict == "reproduces"
+    assert result.points == pytest.approx(10.0)
+    assert result.ci_low == pytest.approx(10.0) and result.ci_high == pytest.approx(10.0)
+    assert result.p_value < 0.01 and result.n_queries == 400
+    assert result.mean_a - result.mean_b == pytest.approx(0.1)
+
+
+def test_paired_effect_opposite_and_inconclusive():
+    ids = [f"q{i}" for i in range(50)]
+    worse = paired_effect(EFFECT, "all", _values(50, 0.2, 0.6), ids, {}, resamples=500)
+    assert worse.verdict == "opposite" and worse.points == pytest.approx(-40.0)
+    # half the queries +1, half -1: no effect on average
+    a = {q: float(i % 2) for i, q in enumerate(ids)}
+    b = {q: 1.0 - a[q] for q in ids}
+    tied = paired_effect(EFFECT, "all", {"late": a, "indep": b}, ids, {}, resamples=500)
+    assert tied.verdict == "inconclusive" and tied.points == pytest.approx(0.0)
+
+
+def test_paired_effect_not_measured_names_why():
+    result = paired_effect(EFFECT, "all", {"indep": {"q0": 1.0}}, ["q0"], {"late": "not trained yet: no folder"})
+    assert result.verdict == "not measured" and "late: not trained yet" in result.reason
+    empty = paired_effect(EFFECT, "needs_context", _values(3, 1, 0), [], {})
+    assert empty.verdict == "not measured" and "no queries" in empty.reason
+
+
+def _point(system: str, size: int, value: float) -> ChunkSizePoint:
+    return ChunkSizePoint("t", system, size, value, value, value, 10, 10)
+
+
+def test_retention_flatter_and_steeper():
+    points = [
+        _point("independent", 1000, 0.8), _point("independent", 300, 0.6), _point("independent", 100, 0.4),
+        _point("late-chunking", 1000, 0.6), _point("late-chunking", 100, 0.45),
+        _point("insent", 1000, 0.9), _point("insent", 100, 0.3),
+    ]  # fmt: skip
+    results = {r.system: r for r in retention(points)}
+    assert results["late-chunking"].retention == pytest.approx(0.75) and results["late-chunking"].verdict == "flatter"
+    assert results["insent"].retention == pytest.approx(1 / 3) and results["insent"].verdict == "steeper"
+    assert results["late-chunking"].independent_retention == pytest.approx(0.5)
+    assert "late-chunking-anchored" not in results  # not studied: left out, not invented
+    assert retention([_point("independent", 1000, 0.8)]) == []
+
+
+def _evaluation() -> TaskEvaluation:
+    runs = [
+        SystemRun("t", name, "dense", "ok", metrics={"ndcg@10": Summary(0.5, 0.4, 0.6, 4)})
+        for name in ("independent", "late-chunking", "insent", "finetune-control")
+    ]
+    runs.append(SystemRun("t", "insent-anchored", "dense", "not_run", reason="not trained yet"))
+    return TaskEvaluation("t", "folder", "test", 2, 8, 4, runs=runs)
+
+
+def test_compare_with_paper_subsets_and_summary():
+    ids = ["q0", "q1", "q2", "q3"]
+    per_query = {
+        "independent": dict.fromkeys(ids, 0.5),
+        "late-chunking": {"q0": 1.0, "q1": 1.0, "q2": 0.5, "q3": 0.5},  # better on the queries needing context
+        "insent": dict.fromkeys(ids, 0.5),
+        "finetune-control": dict.fromkeys(ids, 0.5),
+    }
+    labels = {"q0": True, "q1": True, "q2": False, "q3": False}
+    comparison = compare_with_paper(_evaluation(), per_query, labels, resamples=200)
+    assert comparison.subsets == {"all": 4, "needs_context": 2}
+    by_key = {(r.effect, r.subset): r for r in comparison.effects}
+    assert len(comparison.effects) == 2 * len(PAPER_EFFECTS)
+    assert by_key[("late_chunking", "all")].points == pytest.approx(25.0)
+    assert by_key[("late_chunking", "needs_context")].points == pytest.approx(50.0)
+    assert by_key[("insent_anchored", "all")].verdict == "not measured"
+    assert "not trained yet" in by_key[("insent_anchored", "all")].reason
+    assert by_key[("late_chunking_anchored", "all")].reason == "late-chunking-anchored: not evaluated"
+    first = comparison.summary[0]
+    assert first.startswith("late chunking beats independent chunks") and "the paper reports +9.0" in first
+    assert "2 queries that need context: +50.0 points" in first
+    unlabelled = compare_with_paper(_evaluation(), per_query, None, resamples=200)
+    assert unlabelled.subsets == {"all": 4} and all(r.subset == "all" for r in unlabelled.effects)
+    assert not math.isnan(by_key[("late_chunking", "all")].p_value)
