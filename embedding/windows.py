@@ -18,8 +18,11 @@ positions (no model, no torch); :class:`embedding.encoder.LateChunkingEncoder` r
 * **Windows** (documents longer than ``max_length`` tokens, our rule): windows of whole chunks, filled greedily
   from the first chunk; the next window starts ``window_overlap_chunks`` chunks before the end of the previous
   one (fewer when the overlap would not leave room for a new chunk; always at least one chunk later). A chunk
-  seen in several windows takes its vector from the window where it has the most context on its *poorer* side:
-  ``argmax_w min(tokens before the chunk in w, tokens after it in w)``, ties to the earlier window. A single
+  seen in several windows takes its vector from one of them (**ownership**, ``ownership``): ``balanced`` takes the
+  window where it has the most context on its *poorer* side, ``argmax_w min(tokens before the chunk in w, tokens
+  after it in w)``; ``earliest`` the first window that holds it (the closest to the document's head); ``head`` a
+  window that holds the document's head (the first window, or any anchored window), then ``balanced`` among those;
+  ties to the earlier window. A single
   chunk longer than ``max_length - 2 - len(prefix)`` tokens keeps its first tokens (counted in
   ``truncated_chunks``). A document that fits is one window: exactly the one-pass result.
 * **Anchored windows** (``window_policy="anchored"``, our rule, not in the public code): with a 512-token model most
@@ -60,6 +63,10 @@ logger = logging.getLogger("embedding.encoder")
 
 WindowPolicy = Literal["plain", "anchored"]
 Context = Literal["late", "independent"]
+Ownership = Literal["balanced", "earliest", "head"]
+OWNERSHIP_RULES: tuple[Ownership, ...] = ("balanced", "earliest", "head")
+DEFAULT_OWNERSHIP: Ownership = "balanced"
+"""Which window a chunk seen in several windows takes its vector from (module docstring, "Ownership")."""
 
 
 @dataclass(frozen=True)
@@ -123,9 +130,13 @@ class WindowPlanner:
         document_prefix: str = "",
         window_policy: WindowPolicy = "plain",
         anchor_share: float = 0.4,
+        ownership: Ownership = DEFAULT_OWNERSHIP,
     ) -> None:
         if window_policy not in ("plain", "anchored"):
             raise ValueError(f"window_policy must be 'plain' or 'anchored', got {window_policy!r}")
+        if ownership not in OWNERSHIP_RULES:
+            raise ValueError(f"ownership must be one of {OWNERSHIP_RULES}, got {ownership!r}")
+        self.ownership: Ownership = ownership
         if not 0.0 < float(anchor_share) < 1.0:
             raise ValueError(f"anchor_share must be in (0, 1), got {anchor_share}")
         if tokenizer.cls_token_id is None or tokenizer.sep_token_id is None:
@@ -278,15 +289,24 @@ class WindowPlanner:
         for a, b, h in self._window_ranges(plan, len(head)):
             windows.append(self._build(plan, a, b, head=head[:h]))
             self.anchor_tokens += h
-        best: dict[int, tuple[int, int]] = {}  # chunk -> (context on its poorer side, window index)
+        best: dict[int, tuple[tuple[int, ...], int]] = {}  # chunk -> (ownership key, window index)
         for w, window in enumerate(windows):
             for chunk, (start, end) in zip(window.chunk_ids, window.spans, strict=True):
-                context = min(start, len(window.input_ids) - end)
-                if chunk not in best or context > best[chunk][0]:
-                    best[chunk] = (context, w)
+                key = self._ownership_key(w, window, min(start, len(window.input_ids) - end))
+                if chunk not in best or key > best[chunk][0]:  # ties: the earlier window
+                    best[chunk] = (key, w)
         for chunk, (_, w) in sorted(best.items()):
             windows[w].owned.append(chunk)
         return windows
+
+    def _ownership_key(self, index: int, window: Window, context: int) -> tuple[int, ...]:
+        """How much chunk-owning window ``index`` is worth under :attr:`ownership` (larger wins; ``context``: tokens
+        on the chunk's poorer side in the window)."""
+        if self.ownership == "earliest":
+            return (-index,)
+        if self.ownership == "head":  # a window that holds the document's head: the first one, or an anchored one
+            return (int(index == 0 or window.head is not None), context)
+        return (context,)
 
     def _title_ids(self, titles: Sequence[str | None] | None, n: int) -> list[list[int] | None]:
         """Token ids of each document's title (None where absent or blank, :func:`conteb.text.is_blank`, or under the

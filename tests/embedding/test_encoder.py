@@ -155,6 +155,37 @@ def test_windows_cover_each_chunk_once_and_match_hand_mean(minilm: SentenceTrans
         assert chunk in windows[-max(contexts)[1]].owned
 
 
+@pytest.mark.parametrize("policy", ["plain", "anchored"])
+def test_ownership_rules_pick_the_window_they_say(minilm: SentenceTransformer, policy: str) -> None:
+    """earliest: the first window holding the chunk; head: a window holding the document's head (the first, or an
+    anchored one), then the most context on the poorer side; balanced: that context alone. Ties: the earlier."""
+    picked = {}
+    for rule in ("balanced", "earliest", "head"):
+        enc = LateChunkingEncoder(minilm, max_length=96, window_overlap_chunks=2, window_policy=policy)
+        enc.planner.ownership = rule
+        windows = enc.layout(LONG_DOC, title="Topics")
+        assert sorted(c for w in windows for c in w.owned) == list(range(len(LONG_DOC)))
+        picked[rule] = {c: i for i, w in enumerate(windows) for c in w.owned}
+
+        def context(w: Window, chunk: int) -> int:
+            start, end = w.spans[w.chunk_ids.index(chunk)]
+            return min(start, len(w.input_ids) - end)
+
+        for chunk in range(len(LONG_DOC)):
+            holders = [i for i, w in enumerate(windows) if chunk in w.chunk_ids]
+            if rule == "earliest":
+                expected = holders[0]
+            else:
+                with_head = [i for i in holders if i == 0 or windows[i].head is not None]
+                pool = with_head if rule == "head" and with_head else holders
+                expected = max(pool, key=lambda i: (context(windows[i], chunk), -i))
+            assert picked[rule][chunk] == expected, (rule, chunk, holders)
+    assert picked["earliest"] != picked["balanced"]  # the rules differ on this document
+    if policy == "plain":
+        first = {c for c, i in picked["earliest"].items() if i == 0}
+        assert first == {c for c, i in picked["head"].items() if i == 0}  # plain: only the first window has the head
+
+
 def test_single_window_equals_one_pass(minilm: SentenceTransformer) -> None:
     doc = LONG_DOC[:5]
     one_pass = LateChunkingEncoder(minilm, max_length=512)
