@@ -1,4 +1,4 @@
-"""The project's vocabularies, each defined once: stages, review kinds, job names, system names.
+"""The project's vocabularies, each defined once: stages, pairings, review kinds, job names, system names.
 
 Each vocabulary is a :class:`enum.StrEnum` (its members compare equal to, and format as, the plain strings
 stored in Parquet columns, SQLite rows and cache keys), except :class:`StageTable`, whose names go to Dagster
@@ -37,6 +37,13 @@ LLM_STAGES: tuple[Stage, ...] = (
     Stage.ANSWERABILITY,
 )
 """The stages that call an LLM (each has answers in ``answers.sqlite`` under its name)."""
+
+
+class Pairing(StrEnum):
+    """How a query got its gold chunk: the ``pairing`` column of ``PAIRED_QUERIES`` and ``CONTEB_QUERIES``."""
+
+    SPAN = "span"  # the chunk holding the source's annotated answer span (curation/pairing.py)
+    LLM = "llm"  # an LLM named the chunk, or wrote the query from it (LLM pairing, synthetic queries)
 
 
 class ReviewKind(StrEnum):

@@ -69,7 +69,7 @@ PAIRED_QUERIES = pa.schema(
         pa.field("answer_start", pa.int64()),
         pa.field("answer_end", pa.int64()),
         pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("pairing", pa.string(), nullable=False),  # span | llm | lexical
+        pa.field("pairing", pa.string(), nullable=False),  # a conteb.names.Pairing value: span | llm
         pa.field("source", pa.string(), nullable=False),
         pa.field("model", pa.string()),  # LLM rows: the model that paired or wrote the query
         pa.field("prompt_version", pa.string()),  # LLM rows: name@vN:<hash> of the prompt
