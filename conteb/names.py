@@ -26,6 +26,7 @@ class Stage(StrEnum):
     SYNTHETIC_QUERIES = "synthetic_queries"
     CHUNK_CONTEXTS = "chunk_contexts"
     ANSWERABILITY = "answerability"
+    PSEUDO_QUERIES = "pseudo_queries"  # offline inverse-cloze queries (curation/pseudo_queries.py)
 
 
 LLM_STAGES: tuple[Stage, ...] = (
@@ -44,6 +45,7 @@ class Pairing(StrEnum):
 
     SPAN = "span"  # the chunk holding the source's annotated answer span (curation/pairing.py)
     LLM = "llm"  # an LLM named the chunk, or wrote the query from it (LLM pairing, synthetic queries)
+    PSEUDO = "pseudo"  # inverse cloze: a sentence cut from the chunk (curation/pseudo_queries.py); training only
 
 
 class ReviewKind(StrEnum):
@@ -104,6 +106,9 @@ class StageTable:
     CONTEXT_QUARANTINE: Final = "context_quarantine"
     ANSWERABILITY: Final = "answerability"
     ANSWERABILITY_QUARANTINE: Final = "answerability_quarantine"
+    PSEUDO_QUERIES: Final = "pseudo_queries"
+    PSEUDO_SENTENCES: Final = "pseudo_sentences"
+    PSEUDO_QUARANTINE: Final = "pseudo_quarantine"
     REVIEWED_CHUNKS: Final = "reviewed_chunks"
     REVIEWED_SYNTHETIC_QUERIES: Final = "reviewed_synthetic_queries"
     REVIEWED_LLM_PAIRED_QUERIES: Final = "reviewed_llm_paired_queries"
