@@ -3,7 +3,8 @@
 ``[task]/answerability`` (``StageTable.ANSWERABILITY``) and ``[task]/answerability_quarantine``. It reads the same
 stage tables as the published folder (``assets.benchmark.dataset_inputs``), so it judges exactly the
 final queries against their gold chunks *as embedded* (after reformulation and review) and waits at
-the same review gate. Offline (no LLM configured) it is "not run" and ``answerable_alone`` stays null.
+the same review gate. Offline (no LLM configured) it is "not run" and ``answerable_alone`` stays null. Pseudo-queries
+(``curation/pseudo_queries.py``) are not judged: they are training data, never evaluated (their label stays null).
 The ``conteb_dataset`` asset reads the table to label the queries (``curation/necessity.py``).
 
 Sharded by the queries' documents (``assets/sharded.py``): the split builds the published queries and documents,
@@ -37,7 +38,8 @@ from conteb.config import TaskConfig
 from conteb.names import Stage, StageTable
 from conteb.schemas import ANSWERABILITY as SCHEMA
 from curation.answerability import answerability_table, build_answerability_requests
-from curation.dataset import conteb_documents
+from curation.dataset import published_documents
+from curation.pseudo_queries import without_pseudo
 from curation.quarantine import QuarantineRecord
 from curation.shards import concat_in_order, positions, rows_in
 from llm.client import LLMClient
@@ -69,8 +71,9 @@ def split_published(task: TaskConfig) -> Callable[[Mapping[str, pa.Table], int],
     published documents' rows of their gold chunks; rows ordered by the published queries' ids."""
 
     def split(tables: Mapping[str, pa.Table], size: int) -> Split:
-        queries = final_queries(task, dict(tables))
-        documents = conteb_documents(tables["chunks"], tables.get("reformulated"))
+        published = final_queries(task, dict(tables))
+        documents = published_documents(tables["chunks"], published, tables.get("reformulated"))
+        queries = without_pseudo(published)  # training data, never evaluated: no LLM judgement paid for them
         check_gold_chunks(queries, documents)
 
         def slices(doc_ids: tuple[str, ...]) -> dict[str, pa.Table]:

@@ -12,10 +12,10 @@ from assets.metadata import count_metadata, markdown_preview, table_metadata
 from assets.resources import ConTEBSettings, LLMResource
 from conteb.config import TaskConfig
 from conteb.names import Stage, StageTable
-from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES
+from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, PAIRED_QUERIES
 from conteb.storage import data_file, dataset_dir, stage_table_path
 from curation import validation
-from curation.dataset import conteb_documents, publish_task
+from curation.dataset import publish_task, published_documents
 from curation.llm_pairing import combine_pairings
 from curation.necessity import label_queries, necessity_counts
 from curation.reviewed import queries_after_rejections
@@ -30,6 +30,7 @@ STAGE_OF_QUARANTINE = {
         StageTable.REFORMULATION_QUARANTINE: Stage.REFORMULATION,
         StageTable.SYNTHETIC_QUARANTINE: Stage.SYNTHETIC_QUERIES,
         StageTable.ANSWERABILITY_QUARANTINE: Stage.ANSWERABILITY,
+        StageTable.PSEUDO_QUARANTINE: Stage.PSEUDO_QUERIES,
     }.items()
 }
 
@@ -63,18 +64,26 @@ def dataset_inputs(task: TaskConfig) -> dict[str, dg.AssetIn]:
     if task.synthetic_queries:
         ins["synthetic"] = dg.AssetIn(key(task, StageTable.REVIEWED_SYNTHETIC_QUERIES))
         quarantines.append(StageTable.SYNTHETIC_QUARANTINE)
+    if task.pseudo_queries:
+        ins["pseudo_queries"] = dg.AssetIn(key(task, StageTable.PSEUDO_QUERIES))
+        ins["pseudo_sentences"] = dg.AssetIn(key(task, StageTable.PSEUDO_SENTENCES))
+        quarantines.append(StageTable.PSEUDO_QUARANTINE)
     ins.update({name: dg.AssetIn(key(task, name)) for name in quarantines})
     return ins
 
 
 def final_queries(task: TaskConfig, tables: dict[str, pa.Table]) -> pa.Table:
     """The published queries: span pairs, LLM pairs, or both combined (span rows win); without
-    those of chunks whose rewrite was rejected when the task says ``on_reject: drop_queries``."""
+    those of chunks whose rewrite was rejected when the task says ``on_reject: drop_queries``;
+    then the task's pseudo-queries (``pseudo_queries``), last."""
     if task.pairing == "both":
         queries = combine_pairings(tables["span_queries"], tables["llm_queries"])
     else:
         queries = tables["span_queries" if task.uses_span_pairing else "llm_queries"]
-    return queries_after_rejections(queries, tables.get("reformulated"), task.review.on_reject)
+    queries = queries_after_rejections(queries, tables.get("reformulated"), task.review.on_reject)
+    if task.pseudo_queries:
+        queries = pa.concat_tables([queries.cast(PAIRED_QUERIES), tables["pseudo_queries"].cast(PAIRED_QUERIES)])
+    return queries
 
 
 def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
@@ -92,7 +101,7 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
     ) -> dg.MaterializeResult:
         out_dir = dataset_dir(settings.data_path, task.name)
         queries = final_queries(task, tables)
-        embedded = conteb_documents(tables["chunks"], tables.get("reformulated"))
+        embedded = published_documents(tables["chunks"], queries, tables.get("reformulated"))
         queries = label_queries(queries, embedded, tables.get("themes"), tables.get("answerability"))
         quarantines = {STAGE_OF_QUARANTINE[name]: t for name, t in tables.items() if name in STAGE_OF_QUARANTINE}
         uses_llm = task.uses_llm_pairing or task.reformulation or task.synthetic_queries
@@ -106,6 +115,7 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
             reformulated=tables.get("reformulated"),
             synthetic_queries=tables.get("synthetic"),
             settings={"llm_model": llm.settings.model} if uses_llm else None,
+            pseudo_sentences=tables.get("pseudo_sentences"),
         )
         counts, written = published.counts, published.paths
         context.log.info(
@@ -144,6 +154,9 @@ CHECKS = {
     "no_empty_chunks": "No chunk is blank (empty, whitespace or invisible characters only).",
     "no_empty_queries": "No query is blank (empty, whitespace or invisible characters only).",
     "splits_by_document": "Each document is in one split, with its queries; every declared split has documents.",
+    "pseudo_queries_only_in_training_split": (
+        "No pseudo-query (pairing 'pseudo') is in an evaluated split: only in the split pseudo_queries names."
+    ),
 }
 
 
@@ -175,6 +188,9 @@ def build_dataset_checks(task: TaskConfig) -> dg.AssetChecksDefinition:
             "no_empty_chunks": validation.no_empty_chunks(documents),
             "no_empty_queries": validation.no_empty_queries(queries),
             "splits_by_document": validation.splits_by_document(documents_by_split, queries_by_split),
+            "pseudo_queries_only_in_training_split": validation.pseudo_queries_only_in(
+                queries_by_split, task.pseudo_split
+            ),
         }
         failed = {name: outcome for name, outcome in outcomes.items() if not outcome.passed}
         context.log.info(f"{task.name}: {len(outcomes) - len(failed)}/{len(outcomes)} dataset checks passed")

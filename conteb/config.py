@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import string
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -181,6 +182,81 @@ class SplitsConfig(StrictModel):
         return tuple(self.fractions)
 
 
+PSEUDO_SUBJECT_FIELDS = ("title", "theme")
+"""The placeholders of ``pseudo_queries.subject`` every document has (plus the named groups of ``title_pattern``)."""
+PSEUDO_TEMPLATE_FIELDS = ("subject", "sentence")
+"""The placeholders of ``pseudo_queries.template``, both required."""
+
+
+def format_fields(template: str, where: str) -> set[str]:
+    """The ``{name}`` placeholders of a ``str.format`` template; ValueError naming ``where`` when it is malformed
+    or uses a positional (``{}``), indexed or formatted (``{x:>3}``) placeholder."""
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as error:
+        raise ValueError(f"{where}: {error} in {template!r} (write a literal brace as '{{{{' or '}}}}')") from None
+    names = set()
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if not name.isidentifier() or spec or conversion:
+            raise ValueError(
+                f"{where}: placeholder {{{name}{'!' + conversion if conversion else ''}"
+                f"{':' + spec if spec else ''}}} in {template!r}: use plain named placeholders"
+            )
+        names.add(name)
+    return names
+
+
+class PseudoQueriesConfig(StrictModel):
+    """Offline pseudo-queries (inverse cloze, ``curation/pseudo_queries.py``) for the documents of one split:
+    ``pseudo_queries: {per_document: 20, seed: 0}`` in ``conteb.yaml``.
+
+    ``split``: the split whose documents get them (default ``train``); never the evaluated one. A query is
+    ``template`` with ``{subject}`` (the document named by ``subject``: ``{title}``, ``{theme}`` (the title rule of
+    ``curation/themes.py``) and the named groups of ``title_pattern``, a regex the whole title must match) and
+    ``{sentence}``. Sentences of ``min_words`` to ``max_words`` words; at most ``per_chunk`` per chunk and
+    ``per_document`` per document, picked by a shuffle seeded by ``(seed, doc_id)``.
+    """
+
+    per_document: int = Field(20, ge=1)
+    per_chunk: int = Field(2, ge=1)
+    seed: int = 0
+    split: Annotated[str, AfterValidator(valid_split_name)] = "train"
+    min_words: int = Field(8, ge=1)
+    max_words: int = Field(40, ge=1)
+    title_pattern: str | None = None
+    subject: str = "{theme}"
+    template: str = "{subject}: {sentence}"
+
+    @model_validator(mode="after")
+    def _valid_rules(self) -> PseudoQueriesConfig:
+        if self.min_words > self.max_words:
+            raise ValueError(f"min_words ({self.min_words}) must not exceed max_words ({self.max_words})")
+        groups: set[str] = set()
+        if self.title_pattern is not None:
+            try:
+                groups = set(re.compile(self.title_pattern).groupindex)
+            except re.error as error:
+                raise ValueError(f"title_pattern: not a regular expression ({error}): {self.title_pattern!r}") from None
+            taken = sorted(groups & set(PSEUDO_SUBJECT_FIELDS))
+            if taken:
+                raise ValueError(f"title_pattern: group name(s) {taken} are taken by the subject's own placeholders")
+        allowed = {*PSEUDO_SUBJECT_FIELDS, *groups}
+        unknown = format_fields(self.subject, "subject") - allowed
+        if unknown:
+            raise ValueError(
+                f"subject: unknown placeholder(s) {sorted(unknown)}; allowed: {sorted(allowed)} "
+                "(title_pattern's named groups, e.g. (?P<year>\\d{4}), add their own)"
+            )
+        fields = format_fields(self.template, "template")
+        if fields != set(PSEUDO_TEMPLATE_FIELDS):
+            raise ValueError(
+                f"template: needs exactly the placeholders {{subject}} and {{sentence}}, has {sorted(fields) or 'none'}"
+            )
+        return self
+
+
 class TaskConfig(StrictModel):
     """One benchmark task: where its documents come from and how each stage treats them.
 
@@ -199,6 +275,7 @@ class TaskConfig(StrictModel):
     synthetic_queries: int = Field(0, ge=0)  # LLM-written queries per chunk
     chunk_contexts: bool = False  # LLM-written context per chunk (contextual-retrieval baseline)
     answerability: bool | None = None  # LLM "answerable from its gold chunk alone?" label; None: if an LLM is set
+    pseudo_queries: PseudoQueriesConfig | None = None  # offline inverse-cloze queries for one (training) split
     review: ReviewConfig = ReviewConfig()
     license: str | None = None
     description: str | None = None
@@ -211,6 +288,39 @@ class TaskConfig(StrictModel):
                 f"({', '.join(self.splits.names)}: document-level splits), not both"
             )
         return self
+
+    @model_validator(mode="after")
+    def _pseudo_queries_for_training(self) -> TaskConfig:
+        if self.pseudo_queries is None:
+            return self
+        split = self.pseudo_queries.split
+        if self.splits is None or split not in self.splits.fractions:
+            declared = f"splits {list(self.splits.names)}" if self.splits else f"the one split {self.split!r}"
+            raise ValueError(
+                f"pseudo_queries: split {split!r} is not declared ({declared}); pseudo-queries are training data "
+                f"and never go into an evaluated split: declare document-level splits, e.g. "
+                f"splits: {{{split}: 0.5, test: 0.5, seed: 0}}"
+            )
+        if split == self.evaluation_split:
+            raise ValueError(
+                f"pseudo_queries: split {split!r} is the split the evaluation reads; name a training split"
+            )
+        if self.reformulation:
+            raise ValueError(
+                "pseudo_queries: not together with reformulation: true (both rewrite the published chunk: the "
+                "sentence removed from the original text may not be found in the rewrite)"
+            )
+        if self.uses_llm_pairing:
+            raise ValueError(
+                f"pseudo_queries: not together with pairing: {self.pairing} (LLM-paired queries carry no answer "
+                "span, so a removed sentence could hold their answer); use pairing: span"
+            )
+        return self
+
+    @property
+    def pseudo_split(self) -> str | None:
+        """The split whose documents get pseudo-queries (``pseudo_queries.split``), or None without them."""
+        return self.pseudo_queries.split if self.pseudo_queries is not None else None
 
     @property
     def split_names(self) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""The project's vocabularies, each defined once: stages, review kinds, job names, system names.
+"""The project's vocabularies, each defined once: stages, pairings, review kinds, job names, system names.
 
 Each vocabulary is a :class:`enum.StrEnum` (its members compare equal to, and format as, the plain strings
 stored in Parquet columns, SQLite rows and cache keys), except :class:`StageTable`, whose names go to Dagster
@@ -26,6 +26,7 @@ class Stage(StrEnum):
     SYNTHETIC_QUERIES = "synthetic_queries"
     CHUNK_CONTEXTS = "chunk_contexts"
     ANSWERABILITY = "answerability"
+    PSEUDO_QUERIES = "pseudo_queries"  # offline inverse-cloze queries (curation/pseudo_queries.py)
 
 
 LLM_STAGES: tuple[Stage, ...] = (
@@ -37,6 +38,14 @@ LLM_STAGES: tuple[Stage, ...] = (
     Stage.ANSWERABILITY,
 )
 """The stages that call an LLM (each has answers in ``answers.sqlite`` under its name)."""
+
+
+class Pairing(StrEnum):
+    """How a query got its gold chunk: the ``pairing`` column of ``PAIRED_QUERIES`` and ``CONTEB_QUERIES``."""
+
+    SPAN = "span"  # the chunk holding the source's annotated answer span (curation/pairing.py)
+    LLM = "llm"  # an LLM named the chunk, or wrote the query from it (LLM pairing, synthetic queries)
+    PSEUDO = "pseudo"  # inverse cloze: a sentence cut from the chunk (curation/pseudo_queries.py); training only
 
 
 class ReviewKind(StrEnum):
@@ -97,6 +106,9 @@ class StageTable:
     CONTEXT_QUARANTINE: Final = "context_quarantine"
     ANSWERABILITY: Final = "answerability"
     ANSWERABILITY_QUARANTINE: Final = "answerability_quarantine"
+    PSEUDO_QUERIES: Final = "pseudo_queries"
+    PSEUDO_SENTENCES: Final = "pseudo_sentences"
+    PSEUDO_QUARANTINE: Final = "pseudo_quarantine"
     REVIEWED_CHUNKS: Final = "reviewed_chunks"
     REVIEWED_SYNTHETIC_QUERIES: Final = "reviewed_synthetic_queries"
     REVIEWED_LLM_PAIRED_QUERIES: Final = "reviewed_llm_paired_queries"

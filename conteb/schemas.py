@@ -69,7 +69,7 @@ PAIRED_QUERIES = pa.schema(
         pa.field("answer_start", pa.int64()),
         pa.field("answer_end", pa.int64()),
         pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("pairing", pa.string(), nullable=False),  # span | llm | lexical
+        pa.field("pairing", pa.string(), nullable=False),  # a conteb.names.Pairing value: span | llm | pseudo
         pa.field("source", pa.string(), nullable=False),
         pa.field("model", pa.string()),  # LLM rows: the model that paired or wrote the query
         pa.field("prompt_version", pa.string()),  # LLM rows: name@vN:<hash> of the prompt
@@ -166,6 +166,21 @@ REVIEWED_CHUNKS = pa.schema(
 )
 
 SYNTHETIC_QUERIES = PAIRED_QUERIES  # same columns as queries; model and prompt_version filled
+
+# --- pseudo-queries (offline, curation/pseudo_queries.py) ---------------------------------------
+PSEUDO_QUERIES = PAIRED_QUERIES  # pairing "pseudo", source "pseudo"; answer = the sentence, offsets in the document
+
+PSEUDO_SENTENCES = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("chunk_id", pa.string()),  # the chunk holding the whole sentence; null when it crosses chunks
+        pa.field("char_start", pa.int64(), nullable=False),  # the sentence, in document coordinates
+        pa.field("char_end", pa.int64(), nullable=False),
+        pa.field("words", pa.int32(), nullable=False),
+        pa.field("outcome", pa.string(), nullable=False),  # "selected", or why not (curation.pseudo_queries.Outcome)
+        pa.field("query_id", pa.string()),  # the pseudo-query it became (selected rows only)
+    ]
+)
 
 ANSWERABILITY = pa.schema(
     [

@@ -27,6 +27,8 @@ from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, PAIRED_QUERIES, SYN
 from conteb.storage import PUBLISHED_CONFIGS, config_shards, data_file, write_parquet_atomic, write_text_atomic
 from curation.necessity import RULE as NECESSITY_RULE
 from curation.necessity import is_labelled, necessity_counts
+from curation.pseudo_queries import RULE as PSEUDO_RULE
+from curation.pseudo_queries import card_rows, pseudo_counts, with_sentences_removed, without_pseudo
 from curation.quarantine import count_reasons
 from curation.splits import HASH_RULE, assign_task_splits
 
@@ -49,6 +51,12 @@ def conteb_documents(chunks: pa.Table, reformulated: pa.Table | None = None) -> 
     return pa.Table.from_pydict(columns, schema=CONTEB_DOCUMENTS)
 
 
+def published_documents(chunks: pa.Table, queries: pa.Table, reformulated: pa.Table | None = None) -> pa.Table:
+    """The ``documents`` as published: :func:`conteb_documents`, then the training copy of every gold chunk of a
+    pseudo-query of ``queries`` (its sentences cut out: :func:`curation.pseudo_queries.with_sentences_removed`)."""
+    return with_sentences_removed(conteb_documents(chunks, reformulated), queries)
+
+
 @dataclass
 class DatasetCard:
     """What the card states: provenance, license, counts and the settings that produced it."""
@@ -69,6 +77,19 @@ class DatasetCard:
     split_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # split -> what -> rows (set on write)
     config_splits: dict[str, tuple[str, ...]] = field(default_factory=dict)  # config -> splits with rows
     necessity: dict[str, int] | None = None  # curation.necessity.necessity_counts of the queries; None: unlabelled
+    pseudo: dict[str, int] | None = None  # curation.pseudo_queries.pseudo_counts; None: the task has no pseudo-queries
+    pseudo_split: str | None = None  # the split whose documents got them
+
+    def _pseudo_section(self) -> str:
+        if self.pseudo is None:
+            return ""
+        rows = "\n".join(f"| `{outcome}` | {meaning} | {n:,} |" for outcome, meaning, n in card_rows(self.pseudo))
+        return (
+            f"\n## Pseudo-queries (inverse cloze)\n\n{self.pseudo['sentences']:,} sentences of the documents of "
+            f"split `{self.pseudo_split}` were considered; {self.pseudo['pseudo_queries']:,} became pseudo-queries "
+            f"(`pairing: pseudo`, in `queries/{self.pseudo_split}` only).\n\n"
+            f"| outcome | meaning | sentences |\n|---|---|---|\n{rows}\n\n{PSEUDO_RULE}\n"
+        )
 
     def _necessity_section(self) -> str:
         if self.necessity is None:
@@ -183,7 +204,7 @@ class DatasetCard:
 from datasets import load_dataset
 {self._load_lines()}
 ```
-{self._splits_section()}{self._necessity_section()}
+{self._splits_section()}{self._necessity_section()}{self._pseudo_section()}
 ## Counts
 
 | what | rows |
@@ -334,6 +355,7 @@ def publish_task(
     synthetic_queries: pa.Table | None = None,
     settings: dict[str, object] | None = None,
     assignment: Mapping[str, str] | None = None,
+    pseudo_sentences: pa.Table | None = None,
 ) -> PublishedTask:
     """Write ``task``'s ConTEB folder from its stage tables; ``quarantines`` maps stage -> table.
 
@@ -341,8 +363,10 @@ def publish_task(
     that config; ``settings`` adds rows to the card's settings table (e.g. the LLM model).
     ``assignment`` (``{doc_id: split}``) places each document of a task with ``splits``; by default it
     is :func:`curation.splits.assign_task_splits` over the chunks' documents (ignored without ``splits``).
+    Pseudo-queries among ``queries`` get their sentences cut out of their chunks (:func:`published_documents`);
+    ``pseudo_sentences`` (``PSEUDO_SENTENCES``) gives the card its count of every sentence's outcome.
     """
-    documents = conteb_documents(chunks, reformulated)
+    documents = published_documents(chunks, queries, reformulated)
     if task.splits is not None and assignment is None:
         doc_ids = documents.column("doc_id").to_pylist()
         assignment = assign_task_splits(task.name, doc_ids, task.splits.fractions, task.splits.seed)
@@ -356,6 +380,9 @@ def publish_task(
     }
     if synthetic_queries is not None:
         counts["synthetic queries"] = synthetic_queries.num_rows
+    pseudo = pseudo_counts(pseudo_sentences) if pseudo_sentences is not None else None
+    if pseudo is not None:
+        counts["pseudo queries"] = queries.num_rows - without_pseudo(queries).num_rows
     if reformulated is not None:
         methods = reformulated.column("method").to_pylist()
         for method in sorted(set(methods)):
@@ -380,10 +407,13 @@ def publish_task(
             "pairing": task.pairing,
             "reformulation": task.reformulation,
             "synthetic_queries_per_chunk": task.synthetic_queries,
+            **({"pseudo_queries": task.pseudo_queries.model_dump()} if task.pseudo_queries else {}),
             **(settings or {}),
         },
         quarantine=quarantine,
         necessity=necessity_counts(queries) if is_labelled(queries) else None,
+        pseudo=pseudo,
+        pseudo_split=task.pseudo_split if pseudo is not None else None,
     )
     paths = write_conteb_dataset(out_dir, documents, queries, card, synthetic_queries, assignment)
     return PublishedTask(

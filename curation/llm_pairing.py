@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from conteb.names import Stage
+from conteb.names import Pairing, Stage
 from conteb.perf import gc_paused
 from conteb.schemas import PAIRED_QUERIES
 from conteb.text import is_blank
@@ -235,7 +235,7 @@ def _paired_row(
         "answer_start": start,
         "answer_end": end,
         "doc_id": query["doc_id"],
-        "pairing": "llm",
+        "pairing": Pairing.LLM,
         "source": query["source"],
         **provenance,
     }

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from conteb.names import Stage
+from conteb.names import Pairing, Stage
 from conteb.perf import gc_paused
 from conteb.schemas import PAIRED_QUERIES
 from conteb.text import is_blank
@@ -161,7 +161,7 @@ def _pair_one(query: dict, texts: dict[str, str], by_doc: dict[str, DocumentChun
             "answer_start": start,
             "answer_end": end,
             "doc_id": doc_id,
-            "pairing": "span",
+            "pairing": Pairing.SPAN,
             "source": query["source"],
         }
     )

@@ -34,6 +34,7 @@ class QuarantineReason(StrEnum):
     ANSWER_OUTSIDE_CHUNKS = "answer_outside_chunks"  # the span touches no chunk (whitespace gap)
     LLM_NO_CHUNK = "llm_no_chunk"  # the LLM said no chunk of the document answers the query
     LLM_FAILED = "llm_failed"  # the LLM call failed, or its answer stayed invalid (detail: the error)
+    TITLE_UNMATCHED = "title_unmatched"  # pseudo-queries: the title does not match pseudo_queries.title_pattern
 
 
 @dataclass(frozen=True)

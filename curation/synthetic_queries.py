@@ -42,6 +42,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from conteb.names import Pairing
 from conteb.schemas import SYNTHETIC_QUERIES, table_from_rows
 from conteb.text import is_blank
 from curation.llm_results import chunk_results
@@ -361,7 +362,7 @@ def synthetic_queries_table(
                 "answer_start": offsets[0] if offsets else None,
                 "answer_end": offsets[1] if offsets else None,
                 "doc_id": candidate.doc_id,
-                "pairing": "llm",
+                "pairing": Pairing.LLM,
                 "source": source,
                 "model": model,
                 "prompt_version": prompt_version,

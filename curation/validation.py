@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from conteb.ids import CHUNK_ID_PATTERN
+from conteb.names import Pairing
 from conteb.text import is_blank
 
 MAX_EXAMPLES = 5
@@ -132,4 +133,21 @@ def splits_by_document(documents: dict[str, pa.Table], queries: dict[str, pa.Tab
             if seen.get(doc_id) != split:
                 where = f"split {seen[doc_id]!r}" if doc_id in seen else "no split"
                 bad.append(f"query {qid!r} (split {split!r}): its document {doc_id!r} is in {where}")
+    return _outcome(bad, checked)
+
+
+def pseudo_queries_only_in(queries: dict[str, pa.Table], split: str | None) -> CheckOutcome:
+    """No pseudo-query (``pairing`` = :attr:`conteb.names.Pairing.PSEUDO`) of ``queries`` (``{split: table}``) is
+    outside ``split``, the one split a task's ``pseudo_queries`` names (None: the task has none, so none may be
+    anywhere): pseudo-queries are training data and never land in an evaluated split."""
+    bad = []
+    checked = 0
+    for name, table in queries.items():
+        checked += table.num_rows
+        if name == split or "pairing" not in table.column_names:
+            continue
+        for qid, pairing in zip(table.column("query_id").to_pylist(), table.column("pairing").to_pylist(), strict=True):
+            if pairing == Pairing.PSEUDO:
+                allowed = f"only split {split!r} may hold them" if split else "the task declares no pseudo_queries"
+                bad.append(f"query {qid!r}: a pseudo-query in split {name!r} ({allowed})")
     return _outcome(bad, checked)

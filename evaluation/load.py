@@ -8,7 +8,9 @@ Layout (the public ConTEB one, and what ``build_conteb`` publishes): config ``do
 subset is not reported). Local folders are read with pyarrow from the split's shards as
 :func:`conteb.storage.config_shards` finds them (``<config>/`` or ``data/<config>/``); anything else goes
 through ``datasets.load_dataset(path, config, split=split)``, which is also how hub ids load where a
-network exists. Bad rows raise :class:`CorpusError` naming the file, the row and the reason.
+network exists. Bad rows raise :class:`CorpusError` naming the file, the row and the reason. Queries with
+``pairing: pseudo`` (inverse-cloze pseudo-queries, ``curation/pseudo_queries.py``) are training data: a split that
+holds any is refused, naming how many and the first one.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from conteb.ids import split_chunk_id
+from conteb.names import Pairing
 from conteb.storage import config_shards, read_shards
 from conteb.text import is_blank
 from evaluation.corpus import EvalCorpus
@@ -69,6 +72,20 @@ def _split_chunk_id(chunk_id: str, where: str, row: int) -> tuple[str, int]:
         ) from None
 
 
+def _refuse_pseudo_queries(queries: pa.Table, where: str, split: str) -> None:
+    """Raise :class:`CorpusError` when ``queries`` holds a pseudo-query (``pairing`` = ``pseudo``)."""
+    if "pairing" not in queries.column_names:
+        return
+    rows = [row for row, value in enumerate(queries.column("pairing").to_pylist()) if value == Pairing.PSEUDO]
+    if rows:
+        qid = queries.column("query_id")[rows[0]].as_py() if "query_id" in queries.column_names else None
+        raise CorpusError(
+            f"{where}: {len(rows)} of the {queries.num_rows} queries of split {split!r} are pseudo-queries "
+            f"(pairing 'pseudo', e.g. row {rows[0]}{f': {qid!r}' if qid else ''}): inverse-cloze training data, never "
+            "evaluated; evaluate a split without them (the task's evaluation split)"
+        )
+
+
 def corpus_from_tables(
     documents: pa.Table,
     queries: pa.Table,
@@ -83,6 +100,7 @@ def corpus_from_tables(
     """Validate and order the two tables (see the module docstring for the columns)."""
     _require(documents, documents_label, ("chunk_id", "chunk"))
     _require(queries, queries_label, ("query", "chunk_id"))
+    _refuse_pseudo_queries(queries, queries_label, split)
     chunk_ids = documents.column("chunk_id").to_pylist()
     texts = documents.column("chunk").to_pylist()
     if not chunk_ids:

@@ -19,6 +19,7 @@ from assets.contexts import build_contexts_asset
 from assets.evaluation import build_evaluation_assets
 from assets.models import build_model_assets
 from assets.pairs import build_llm_pairs_asset, build_pairs_asset
+from assets.pseudo_queries import build_pseudo_queries_asset
 from assets.reformulations import build_reformulation_asset
 from assets.reproduce import build_reproduce_assets
 from assets.resources import ConTEBSettings, LLMResource, ReviewStoreResource, StageTableIOManager
@@ -46,6 +47,8 @@ def task_assets(
         assets.append(build_reformulation_asset(task, shard_documents))
     if task.synthetic_queries:
         assets.append(build_synthetic_queries_asset(task, shard_documents))
+    if task.pseudo_queries:
+        assets.append(build_pseudo_queries_asset(task))
     if task.chunk_contexts:
         assets.append(build_contexts_asset(task, shard_documents))
     if task.answerability is not False:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -46,3 +47,35 @@ def queries(specs: Iterable[dict], default_doc: str = "d") -> pa.Table:
         for q in specs
     ]  # fmt: skip
     return pa.Table.from_pylist(rows, schema=SOURCE_QUERIES)
+
+
+SPEAKERS = ("Alder", "Birch", "Cedar", "Dogwood", "Elm", "Fir", "Hazel", "Juniper")
+"""The speakers of :func:`write_speeches` (one address each, years 1950, 1951, ...)."""
+HARBOUR = "The harbour of district {k} will receive new cranes and a wider channel before winter ends."
+PROMISE = "We will keep every promise we made to the families of this land."  # in every paragraph: a duplicate
+
+
+def speech(speaker: str, year: int) -> str:
+    """A documents-only address: an opening naming the speaker, then ten short paragraphs, each with sentences a
+    pseudo-query may take and sentences it must refuse (a stage direction, a salutation, the speaker's name, a
+    sentence repeated in every paragraph, a short one)."""
+    paragraphs = [f"Mr. Speaker, members of the assembly:\n\n{speaker} opens the {year} address to the nation."]
+    for k in range(1, 6):
+        paragraphs.append(
+            f"{HARBOUR.format(k=k)} Farmers in valley {k} asked for cheaper credit, and the council agreed to "
+            "lower the rate. (Applause.)"
+        )
+        paragraphs.append(
+            f"Schools in town {k} will hire more teachers so that no class holds more than twenty children. "
+            f"{speaker} thanks the workers of district {k} for their long and patient service. {PROMISE} Thank you."
+        )
+    return "\n\n".join(paragraphs) + "\n"
+
+
+def write_speeches(folder: Path, count: int = len(SPEAKERS)) -> Path:
+    """``folder`` with ``count`` files ``<year>-<Speaker>.txt`` (:func:`speech`), like the State of the Union
+    corpus's ``YEAR-President.txt``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for index, speaker in enumerate(SPEAKERS[:count]):
+        (folder / f"{1950 + index}-{speaker}.txt").write_text(speech(speaker, 1950 + index), encoding="utf-8")
+    return folder

@@ -67,6 +67,26 @@ def squad_article(title: str | None, paragraphs: list[tuple[str, list[tuple[str,
     return article
 
 
+def materialize_task(config_path: Path):
+    """Every asset and dataset check of the first task of the registry at ``config_path``, materialized in process
+    on an ephemeral instance with the definitions' resources: ``(result, checks)``; a failed step leaves
+    ``result.success`` false instead of raising."""
+    import dagster as dg
+
+    from pipelines.definitions import build_definitions, task_assets
+    from project.config import load_config
+
+    config = load_config(config_path)
+    assets, checks = task_assets(config.tasks[0])
+    result = dg.materialize(
+        [*assets, *checks],
+        resources=build_definitions(config).resources,
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+    return result, checks
+
+
 def load_conteb(folder: Path, config: str, split: str = "test"):
     """``datasets.load_dataset(folder, config, split=split)`` with a cache private to the test.
 

@@ -48,7 +48,7 @@ def test_one_asset_per_task_and_stage_grouped_by_task(tmp_path: Path) -> None:
     check_keys = [key for key in graph.asset_check_keys if key.asset_key.path[0] != "reproduce"]
     checks = {key.name for key in check_keys}
     assert "chunks_match_source" in checks and "metrics_match_trec_eval" in checks
-    assert len(check_keys) == 2 * 7 + 2  # seven dataset checks per task, one trec_eval check per evaluation
+    assert len(check_keys) == 2 * 8 + 2  # eight dataset checks per task, one trec_eval check per evaluation
     build = defs.resolve_job_def("build_conteb")
     assert {k.to_user_string() for k in build.asset_layer.selected_asset_keys} == curation
     evaluate = defs.resolve_job_def("evaluate_conteb")

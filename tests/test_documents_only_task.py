@@ -2,11 +2,7 @@
 
 from pathlib import Path
 
-import dagster as dg
-
-from pipelines.definitions import build_definitions, task_assets
-from project.config import load_config
-from tests.conftest import load_conteb
+from tests.conftest import load_conteb, materialize_task
 
 
 def test_documents_only_task_publishes_and_passes_its_checks(tmp_path: Path, isolated_env: Path) -> None:
@@ -16,14 +12,7 @@ def test_documents_only_task_publishes_and_passes_its_checks(tmp_path: Path, iso
     (corpus / "second.txt").write_text("The second speech.\n\nIt talks about the schools.\n")
     config_path = tmp_path / "conteb.yaml"
     config_path.write_text("tasks:\n  - name: speeches\n    source: {kind: text_folder, path: speeches}\n")
-    config = load_config(config_path)
-    assets, checks = task_assets(config.tasks[0])
-    result = dg.materialize(
-        [*assets, *checks],
-        resources=build_definitions(config).resources,
-        instance=dg.DagsterInstance.ephemeral(),
-        raise_on_error=False,
-    )
+    result, checks = materialize_task(config_path)
     assert result.success
     evaluations = {ev.check_name: ev.passed for ev in result.get_asset_check_evaluations()}
     assert len(evaluations) == len(checks[0].check_specs) and all(evaluations.values()), evaluations

@@ -33,7 +33,7 @@ def test_build_conteb_on_the_sample(isolated_env: Path) -> None:
     result, instance = run_build(ROOT / "conteb.yaml")
     assert result.success
     checks = check_results(result)
-    assert len([name for name in checks if name.startswith("sample/conteb_dataset:")]) == 7
+    assert len([name for name in checks if name.startswith("sample/conteb_dataset:")]) == 8
     assert all(checks.values()), checks  # the dataset checks, and the review gates (offline: nothing to review)
 
     folder = isolated_env / "conteb" / "sample"
