@@ -22,6 +22,7 @@ from conteb.config import TaskConfig
 from conteb.names import StageTable
 from conteb.reproduce import REPRODUCE_TASK, ReproduceConfig
 from conteb.storage import dataset_dir, models_dir, reports_dir
+from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
 from evaluation.experiment import model_folder, training_settings
 from project.config import ProjectConfig
 
@@ -58,7 +59,7 @@ def setup_lines(block: ReproduceConfig, task: TaskConfig) -> list[str]:
         f"{training.get('lr', 5e-5)}, λ_seq {training.get('lambda_seq', 0.1)}; anchored windows cap the head at "
         f"{block.window_share:.0%} of the window; window overlap "
         + (
-            "the defaults (2 chunks)"
+            f"the default ({DEFAULT_WINDOW_OVERLAP_CHUNKS} chunks, embedding/windows.py)"
             if profile.window_overlap_chunks is None
             else f"{profile.window_overlap_chunks} chunks, in training and evaluation"
         )

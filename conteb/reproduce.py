@@ -54,7 +54,7 @@ class ReproduceProfile(StrictModel):
     training: dict[str, Any] = Field(default_factory=dict)
     chunk_sizes: tuple[int, ...] = (1000, 300, 100)
     # late chunking's window overlap (whole chunks), in training and in every late system evaluated; None: the
-    # defaults (2, training/config.py and evaluation/config.py)
+    # default (embedding/windows.py DEFAULT_WINDOW_OVERLAP_CHUNKS, the same in training and evaluation)
     window_overlap_chunks: int | None = Field(None, ge=0)
     query_prefix: str | None = None  # None: the model's own (see evaluation/systems/embedders.py)
     document_prefix: str | None = None

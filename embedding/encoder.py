@@ -30,7 +30,7 @@ from sentence_transformers import SentenceTransformer
 from tqdm import tqdm
 
 from embedding.models import hf_backbone
-from embedding.windows import Context, PoolingPolicy, Window, WindowPlanner, WindowPolicy
+from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS, Context, PoolingPolicy, Window, WindowPlanner, WindowPolicy
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class LateChunkingEncoder:
         model: SentenceTransformer,
         policy: PoolingPolicy | None = None,
         max_length: int | None = None,
-        window_overlap_chunks: int = 2,
+        window_overlap_chunks: int = DEFAULT_WINDOW_OVERLAP_CHUNKS,
         query_prefix: str = "",
         document_prefix: str = "",
         token_budget: int = 16384,

@@ -24,6 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from conteb.config import StrictModel
 from conteb.names import SystemName
+from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
 from evaluation.results import HEADLINE
 
 SYSTEM_NAME_PATTERN = r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$"
@@ -47,7 +48,7 @@ class ModelOptions(StrictModel):
     query_prefix: str | None = None
     document_prefix: str | None = None
     max_length: int | None = Field(None, ge=8)  # tokens per window (default: the model's max_seq_length)
-    window_overlap_chunks: int = Field(2, ge=0)
+    window_overlap_chunks: int = Field(DEFAULT_WINDOW_OVERLAP_CHUNKS, ge=0)  # embedding/windows.py: measured
     # plain windows, or anchored: every window after the first starts with the document's head (title + first
     # chunk, at most floor(anchor_share * max_length) tokens); late chunking only
     window_policy: Literal["plain", "anchored"] = "plain"

@@ -16,6 +16,7 @@ import yaml
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, field_validator
 
 from conteb.config import StrictModel, valid_split_name
+from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
 
 
 class TrainingConfigError(ValueError):
@@ -51,7 +52,7 @@ class TrainingConfig(StrictModel):
     grad_accumulation: int = Field(1, ge=1)
     max_grad_norm: float = Field(1.0, gt=0.0)
     max_length: int | None = Field(None, ge=8)  # tokens per window; None: the model's context
-    window_overlap_chunks: int = Field(2, ge=0)
+    window_overlap_chunks: int = Field(DEFAULT_WINDOW_OVERLAP_CHUNKS, ge=0)  # embedding/windows.py: measured
     # plain windows, or anchored: every window after the first starts with the document's head (title + first
     # chunk, at most floor(anchor_share * max_length) tokens), attended to but never pooled (embedding.encoder)
     window_policy: Literal["plain", "anchored"] = "plain"

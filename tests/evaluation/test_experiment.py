@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
 from evaluation.config import EvaluationConfig
 from evaluation.experiment import (
     experiment_evaluation,
@@ -69,7 +70,7 @@ def test_window_overlap_reaches_every_late_system_and_the_training(tmp_path: Pat
     assert late == ["late-chunking", "late-chunking-anchored", "insent", "insent-anchored"]
     assert all(systems[name].window_overlap_chunks == 0 for name in late)
     default = {s.name: s for s in experiment_systems(tmp_path, "offline-minilm", anchor_share=0.4)}
-    assert default["late-chunking"].window_overlap_chunks == 2
+    assert default["late-chunking"].window_overlap_chunks == DEFAULT_WINDOW_OVERLAP_CHUNKS
     args = {"data": [tmp_path / "task"], "base_model": "offline-minilm", "anchor_share": 0.4}
     settings = training_settings({}, output=tmp_path / "a", system="insent", window_overlap_chunks=0, **args)
     assert settings["window_overlap_chunks"] == 0
