@@ -5,10 +5,12 @@ Each query of ``CONTEB_QUERIES`` carries three labels, decided here and nowhere 
 * ``theme_missing`` (bool): the query names its document's theme while the gold chunk *as embedded*
   (the ``chunk`` column of ``CONTEB_DOCUMENTS``, i.e. after reformulation) does not. "Names" is the
   leak detector's matcher, :func:`curation.themes.find_mentions` over
-  :func:`curation.themes.theme_variants` (theme, aliases and their simple variants; case- and
-  accent-insensitive, whole words). The theme is the ``THEMES`` stage table's row of the document
-  when the task reformulates (LLM-extracted or title rule, whatever reformulation used), else
-  :func:`curation.themes.theme_from_title` of the document's title (its doc id when untitled).
+  :func:`curation.themes.theme_variants` (theme, aliases and their simple variants: article-less,
+  accent-folded, regular English plural or singular of the last word, possessives; case- and
+  accent-insensitive, whole words: "Huguenots'" names the theme "Huguenot"). The theme is the
+  ``THEMES`` stage table's row of the document when the task reformulates (LLM-extracted or title
+  rule, whatever reformulation used), else :func:`curation.themes.theme_from_title` of the
+  document's title (its doc id when untitled).
   A query with several gold chunks (``chunk_ids``) is judged on its ``chunk_id`` chunk, the one the
   evaluation scores as relevant.
 * ``answerable_alone`` (bool, null when unjudged): the LLM's judgement whether the gold chunk alone
@@ -29,8 +31,9 @@ from curation.themes import find_mentions, theme_from_title, theme_variants
 
 RULE = (
     "`needs_context` = `theme_missing` OR `answerable_alone` is false. `theme_missing`: the query names "
-    "the document's theme (title or extracted theme, its aliases and variants: the reformulation leak "
-    "detector's matcher) while its gold chunk as embedded (`chunk`, after reformulation) does not. "
+    "the document's theme (title or extracted theme, its aliases and variants, plurals and possessives "
+    "included: the reformulation leak detector's matcher) while its gold chunk as embedded (`chunk`, after "
+    "reformulation) does not. "
     "`answerable_alone`: an LLM's judgement that the gold chunk alone answers the query (null when no LLM "
     "judged it). A query with several gold chunks is judged on its `chunk_id` chunk."
 )

@@ -15,11 +15,34 @@ alias masks or flags unrelated words, while a missed one stays visible in the re
   method extracts such names when it is available.
 
 Variants, :func:`theme_variants`: each name (theme and aliases), its article-less form
-(``"The Beatles"`` -> ``"Beatles"``), its accent-folded form (``"São Paulo"`` -> ``"Sao Paulo"``)
-and their possessives (``X's``, ``X’s``, and ``X'``/``X’`` for names ending in ``s``). A name is
-dropped when it is shorter than 3 characters or made only of ``STOP_WORDS`` (articles, pronouns
-and the generic references a rewrite uses, such as ``"the city"``), so the detector never flags
-``"the"`` or the neutral reference that replaced the name.
+(``"The Beatles"`` -> ``"Beatles"``), its accent-folded form (``"São Paulo"`` -> ``"Sao Paulo"``),
+the English inflections of each (:func:`inflections`) and the possessives of all of them (``X's``,
+``X’s``, and ``X'``/``X’`` for names ending in ``s``: ``"Huguenots'"``). A name is dropped when it is
+shorter than 3 characters or made only of ``STOP_WORDS`` (articles, pronouns and the generic
+references a rewrite uses, such as ``"the city"``), so the detector never flags ``"the"`` or the
+neutral reference that replaced the name.
+
+Inflections, :func:`inflections` — the regular English plural of a name's last word, or its singular
+when it looks plural, and nothing else (no stemming, no irregular plurals, no derived forms such as
+``"Lyonnais"``), so that no two different words are merged. Only a last word made of letters and at
+least 3 long is inflected (``"Super Bowl 50"``, ``"F.C."``, ``"McDonald's"`` are not):
+
+* plural of a word that does not look plural: ``-s``, ``-x``, ``-z``, ``-ch``, ``-sh`` take ``-es``
+  (``"Church"`` -> ``"Churches"``, ``"Bus"`` -> ``"Buses"``); a consonant + ``y`` takes ``-ies``
+  (``"dynasty"`` -> ``"dynasties"``), and also ``-ys`` when capitalised, as proper names keep their
+  spelling (``"Kennedy"`` -> ``"Kennedys"``); any other word takes ``-s`` (``"Huguenot"`` ->
+  ``"Huguenots"``, ``"NFL"`` -> ``"NFLs"``);
+* a word "looks plural" when it ends in ``s`` but not in ``ss``, ``us``, ``is``, ``as`` or ``os``
+  (``"Glass"``, ``"Venus"``, ``"Paris"``, ``"Texas"``, ``"Carlos"`` are singular); its singular drops
+  the ``s`` (``"Huguenots"`` -> ``"Huguenot"``), and also ``-es`` after ``ch``/``sh``/``x``/``z``/``ss``
+  (``"Churches"`` -> ``"Church"``) and ``-ies`` becomes ``-y`` and ``-ie`` (``"Dynasties"`` ->
+  ``"Dynasty"``, ``"Zombies"`` -> ``"Zombie"``) — but only a singular of at least 4 letters
+  (``"Mars"``, ``"Ares"``, ``"Alps"``, ``"Days"`` get none: ``"Mar"``, ``"are"`` would match other
+  words), and never for an all-capitals word (an acronym such as ``"ABS"``).
+
+Known limit: a singular name ending in ``s`` that passes these tests gets a singular that is another
+name (the surname ``"Williams"`` -> ``"William"``); the LLM theme names its own aliases, and a flagged
+mention stays visible in the review queue.
 
 Matching, :func:`find_mentions`: case- and accent-insensitive (both sides are NFKD-folded and
 lower-cased; ``"Rhone"`` matches ``"Rhône"``), whole words only (no letter or digit may touch the
@@ -182,6 +205,57 @@ def _possessives(name: str) -> list[str]:
     return forms
 
 
+_NOT_PLURAL_ENDINGS = ("ss", "us", "is", "as", "os")
+_SIBILANT_ENDINGS = ("s", "x", "z", "ch", "sh")
+_VOWELS = frozenset("aeiou")
+MIN_SINGULAR_LETTERS = 4
+"""The shortest singular derived from a plural-looking word (module doc)."""
+
+
+def _looks_plural(word: str) -> bool:
+    """True when ``word`` ends in ``s`` but not in ``ss``, ``us``, ``is``, ``as`` or ``os``."""
+    lower = word.lower()
+    return lower.endswith("s") and not lower.endswith(_NOT_PLURAL_ENDINGS)
+
+
+def _plurals(word: str) -> list[str]:
+    """The regular plural(s) of ``word`` (module doc)."""
+    lower = word.lower()
+    if lower.endswith(_SIBILANT_ENDINGS):
+        return [f"{word}es"]
+    if lower.endswith("y") and lower[-2] not in _VOWELS:
+        return [f"{word[:-1]}ies", *([f"{word}s"] if word[0].isupper() else [])]
+    return [f"{word}s"]
+
+
+def _singulars(word: str) -> list[str]:
+    """The singular(s) of a plural-looking ``word`` (module doc), each with at least ``MIN_SINGULAR_LETTERS``."""
+    lower = word.lower()
+    forms = [word[:-1]]
+    if lower.endswith("ies"):
+        forms = [f"{word[:-3]}y", word[:-1]]  # "Dynasties" -> "Dynasty"; "Zombies" -> "Zombie"
+    elif lower.endswith(tuple(f"{ending}es" for ending in ("ch", "sh", "x", "z", "ss"))):
+        forms = [word[:-2], word[:-1]]  # "Churches" -> "Church"; "Niches" -> "Niche"
+    return [form for form in forms if len(form) >= MIN_SINGULAR_LETTERS]
+
+
+def inflections(name: str) -> list[str]:
+    """``name`` with its last word inflected: its plural, or its singular when it looks plural (module doc).
+
+    ``[]`` when the last word is not made of letters, is shorter than 3, or (for a singular) is an
+    all-capitals acronym or would keep fewer than ``MIN_SINGULAR_LETTERS`` letters.
+    """
+    head, _, word = name.rpartition(" ")
+    if len(word) < MIN_VARIANT_LENGTH or not word.isalpha():
+        return []
+    prefix = f"{head} " if head else ""
+    if not _looks_plural(word):
+        return [prefix + form for form in _plurals(word)]
+    if word.isupper():
+        return []
+    return [prefix + form for form in _singulars(word)]
+
+
 def theme_variants(theme: str, aliases: Sequence[str]) -> list[str]:
     """The names and simple variants to look for (rule in the module doc), longest first.
 
@@ -191,8 +265,11 @@ def theme_variants(theme: str, aliases: Sequence[str]) -> list[str]:
     variants: set[str] = set()
     for name in (clean_name(theme), *(clean_name(alias) for alias in aliases)):
         for form in _name_forms(name):
-            if _is_specific(form):
-                variants.update([form, *_possessives(form)])
+            if not _is_specific(form):
+                continue
+            for inflected in (form, *inflections(form)):
+                if _is_specific(inflected):
+                    variants.update([inflected, *_possessives(inflected)])
     return sorted(variants, key=lambda variant: (-len(variant), variant))
 
 

@@ -118,3 +118,19 @@ def test_relabelling_replaces_old_labels_and_bad_gold_is_named() -> None:
     with pytest.raises(ValueError, match="no context-necessity labels"):
         necessity_counts(queries(query("a", "x", 1)))
     assert "theme_missing" in RULE and "answerable_alone" in RULE
+
+
+def test_an_inflected_mention_in_the_gold_chunk_counts_as_naming_the_theme() -> None:
+    # XQuAD's "Huguenot" article: queries say "Huguenot", its chunks mostly "Huguenots".
+    texts = ["The Huguenots were French Protestants.", "Huguenots' churches were built in Cape Colony.",
+             "Settlers were promised land in Virginia."]  # fmt: skip
+    chunks = conteb_documents(chunks_from_texts("huguenot", texts, title="Huguenot"))
+    asked = {"a": ("Where were Huguenot churches built?", 1), "b": ("Where were Huguenot settlers promised land?", 2),
+             "c": ("Who were the Huguenots?", 0)}  # fmt: skip
+    rows = [
+        {**query(qid, text, chunk), "doc_id": "huguenot", "chunk_id": f"huguenot_{chunk}",
+         "chunk_ids": [f"huguenot_{chunk}"]}
+        for qid, (text, chunk) in asked.items()
+    ]  # fmt: skip
+    labelled = label_queries(queries(*rows), chunks)
+    assert labels(labelled, "theme_missing") == {"a": False, "b": True, "c": False}

@@ -11,6 +11,7 @@ from curation.themes import (
     build_theme_requests,
     find_mentions,
     fold,
+    inflections,
     mask_mentions,
     theme_from_title,
     theme_variants,
@@ -43,9 +44,12 @@ def test_theme_from_title(title: str, expected: tuple[str, list[str]]) -> None:
 
 
 def test_variants_possessives_folding_and_order() -> None:
-    assert theme_variants("Lyon", []) == ["Lyon's", "Lyon’s", "Lyon"]
+    assert theme_variants("Lyon", []) == ["Lyons's", "Lyons’s", "Lyon's", "Lyons'", "Lyons’", "Lyon’s", "Lyons", "Lyon"]
     variants = theme_variants("São Paulo", [])
-    assert set(variants) == {"São Paulo", "Sao Paulo", "São Paulo's", "São Paulo’s", "Sao Paulo's", "Sao Paulo’s"}
+    names = {"São Paulo", "Sao Paulo", "São Paulos", "Sao Paulos"}
+    assert set(variants) == names | {f"{n}{mark}s" for n in names for mark in "'’"} | {
+        f"{n}{mark}" for n in names if n.endswith("s") for mark in "'’"
+    }
     assert [len(v) for v in variants] == sorted((len(v) for v in variants), reverse=True)
 
 
@@ -178,3 +182,47 @@ def test_themes_table_refuses_an_invalid_llm_value() -> None:
     table, failures = themes_table(_documents().slice(0, 1), results, None)
     assert table.column("method").to_pylist() == ["title"]
     assert "invalid answer" in failures[0].detail
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("Huguenot", ["Huguenots"]),
+        ("Huguenots", ["Huguenot"]),
+        ("Church", ["Churches"]),
+        ("Bus", ["Buses"]),  # -us is singular: it takes -es
+        ("Churches", ["Church", "Churche"]),
+        ("Yuan dynasty", ["Yuan dynasties"]),  # the last word only
+        ("Dynasties", ["Dynasty", "Dynastie"]),
+        ("Kennedy", ["Kennedies", "Kennedys"]),  # a capitalised name keeps its -y
+        ("play", ["plays"]),  # vowel + y: -s
+        ("NFL", ["NFLs"]),
+        ("The Beatles", ["The Beatle"]),
+        # singular names ending in s are not plurals; short singulars would be other words
+        ("Paris", ["Parises"]),
+        ("Glass", ["Glasses"]),
+        ("Mars", []),
+        ("Ares", []),
+        ("Alps", []),
+        ("ABS", []),  # an acronym has no singular
+        ("Super Bowl 50", []),  # only a last word made of letters inflects
+        ("Liverpool F.C.", []),
+        ("McDonald's", []),
+    ],
+)
+def test_inflections(name: str, expected: list[str]) -> None:
+    assert inflections(name) == expected
+
+
+def test_find_mentions_counts_plurals_and_their_possessives() -> None:
+    text = "The Huguenots' churches; a Huguenot's son; Huguenots, HUGUENOT and Huguenotism."
+    expected = [(4, 14, "Huguenots'"), (27, 37, "Huguenot's"), (43, 52, "Huguenots"), (54, 62, "HUGUENOT")]
+    assert find_mentions(text, theme_variants("Huguenot", [])) == expected
+    assert find_mentions(text, theme_variants("Huguenots", [])) == expected  # and the other way round
+    assert find_mentions("Two Yuan dynasties", theme_variants("Yuan dynasty", [])) == [(4, 18, "Yuan dynasties")]
+    # no stemming: a derived word or another word that shares a stem is not a mention
+    assert find_mentions("Martian arms and the marsh", theme_variants("Mars", [])) == []
+    assert find_mentions("The Ares are", theme_variants("Ares", [])) == [(4, 8, "Ares")]
+    assert mask_mentions("The Huguenots' churches stood.", theme_variants("Huguenot", [])) == (
+        "The subject's churches stood."
+    )
