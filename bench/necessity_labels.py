@@ -14,7 +14,8 @@ labels are :func:`curation.necessity.label_queries` of the published documents
   themes table.
 
 No LLM: ``answerable_alone`` is null, so ``needs_context`` = ``theme_missing``. ``--drop-titles`` sets every
-document's title to null before chunking (a corpus without titles). The script only calls functions that every
+document's title to null and its doc id to ``doc<n>`` before chunking (a corpus without titles: the loader's doc ids
+are slugs of the titles, so keeping them would keep the titles). The script only calls functions that every
 version of the tree has, so it can run on an exported old tree (``PYTHONPATH=/tmp/old``) and the two JSON files be
 compared: ``--compare OLD.json`` prints the labels that changed (counts per direction, examples with the theme
 names found in the query and in the gold chunk) and, with ``--drop-titles`` against a run with titles, how well the
@@ -34,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
+import inspect
 import json
 
 import pyarrow as pa
@@ -53,19 +55,38 @@ CORPORA = {"xquad": "xquad-en.json.gz", "squad": "squad-v1.1-dev.json.gz", "covi
 CHUNK_SIZE = 1000
 
 
+def _renamed(table: pa.Table, new_id: dict[str, str]) -> pa.Table:
+    """``table`` with its ``doc_id`` column mapped through ``new_id``."""
+    ids = pa.array([new_id[doc_id] for doc_id in table.column("doc_id").to_pylist()], pa.string())
+    return table.set_column(table.schema.get_field_index("doc_id"), table.schema.field("doc_id"), ids)
+
+
 def build(corpus: str, variant: str, drop_titles: bool, data: Path = SHARED) -> dict:
     """Labels of every paired query, the variants of every document, and the texts the examples quote."""
     source = load_squad_json(data / CORPORA[corpus])
-    documents = source.documents_table()
-    if drop_titles:
+    documents, source_queries = source.documents_table(), source.queries_table()
+    original_id = {doc_id: doc_id for doc_id in documents.column("doc_id").to_pylist()}
+    if drop_titles:  # no title, and doc ids that name nothing ("doc7"): the loaders' ids are slugs of the titles
+        original_id = {f"doc{n}": doc_id for n, doc_id in enumerate(original_id)}
+        anonymous = {doc_id: new for new, doc_id in original_id.items()}
         documents = documents.set_column(
             documents.schema.get_field_index("title"), "title", pa.nulls(documents.num_rows, pa.string())
         )
+        documents, source_queries = _renamed(documents, anonymous), _renamed(source_queries, anonymous)
     chunks = chunk_documents(documents, ChunkingConfig(chunk_size=CHUNK_SIZE, chunk_overlap=0)).chunks
-    queries = pair_by_span(source.queries_table(), documents, chunks).table()
+    queries = pair_by_span(source_queries, documents, chunks).table()
     themes = None
     if variant == "masked":
-        themes, _ = themes_table(documents, None, None)
+        heads = {
+            d: t
+            for d, i, t in zip(
+                *(chunks.column(c).to_pylist() for c in ("doc_id", "chunk_index", "og_chunk")), strict=True
+            )
+            if i == 0
+        }
+        # as the reformulation asset does (first chunks as heads); older trees' themes_table has no heads
+        takes_heads = "heads" in inspect.signature(themes_table).parameters
+        themes, _ = themes_table(documents, None, None, heads) if takes_heads else themes_table(documents, None, None)
         published = conteb_documents(chunks, apply_reformulations(chunks, themes, {}, None, None, None).table)
     else:
         published = conteb_documents(chunks)
@@ -81,7 +102,7 @@ def build(corpus: str, variant: str, drop_titles: bool, data: Path = SHARED) -> 
         names = variants[doc_of[chunk_id]]
         rows[qid] = {
             "query": query,
-            "doc_id": doc_of[chunk_id],
+            "doc_id": original_id[doc_of[chunk_id]],
             "chunk_id": chunk_id,
             "theme_missing": bool(missing),
             "needs_context": bool(needs),
@@ -96,9 +117,15 @@ def build(corpus: str, variant: str, drop_titles: bool, data: Path = SHARED) -> 
         "queries": labelled.num_rows,
         "needs_context": sum(r["needs_context"] for r in rows.values()),
         "documents_with_a_label": len({r["doc_id"] for r in rows.values() if r["needs_context"]}),
-        "themes": {doc_id: names[-1] if names else None for doc_id, names in variants.items()},  # the shortest name
+        "themes": {original_id[doc_id]: _longest_name(names) for doc_id, names in variants.items()},
         "rows": rows,
     }
+
+
+def _longest_name(variants: list[str]) -> str | None:
+    """The longest variant that is not a possessive (the theme or its longest form), None when there is none."""
+    names = [name for name in variants if not name.endswith(("'s", "’s", "'", "’"))]
+    return names[0] if names else None
 
 
 def compare(new: dict, old: dict, examples: int) -> dict:
@@ -130,7 +157,9 @@ def compare(new: dict, old: dict, examples: int) -> dict:
         "old only": len(lost),
         "precision against old": round(both / new_total, 3) if new_total else None,
         "recall of old": round(both / old_total, 3) if old_total else None,
-        "documents themed differently": sum(1 for d, theme in new["themes"].items() if theme != old["themes"].get(d)),
+        "documents themed differently": sum(
+            1 for d, theme in new["themes"].items() if (theme or "").lower() != (old["themes"].get(d) or "").lower()
+        ),
         "examples new only": [example(q) for q in gained[:examples]],
         "examples old only": [example(q) for q in lost[:examples]],
     }

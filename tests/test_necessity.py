@@ -69,9 +69,10 @@ def test_themes_table_supplies_aliases_and_title_rule_is_the_fallback() -> None:
     question = queries(query("a", "When was Lugdunum's metro built?", 1))
     assert labels(label_queries(question, docs(), themes), "theme_missing") == {"a": True}
     assert labels(label_queries(question, docs()), "theme_missing") == {"a": False}  # the title has no alias
-    # Title rule: "Lyon (city)" -> theme "Lyon"; untitled -> the doc id.
+    # Title rule: "Lyon (city)" -> theme "Lyon"; untitled -> the first chunk's subject, else the doc id.
     assert "Lyon" in document_variants(docs("Lyon (city)"))["lyon"]
-    assert "lyon" in document_variants(docs(None))["lyon"]
+    assert "Lyon" in document_variants(docs(None))["lyon"]  # "Lyon is a city in France ..."
+    assert "lyon" in document_variants(conteb_documents(chunks_from_texts("lyon", ["It rained."])))["lyon"]
     other = table_from_rows([{"doc_id": "paris", "theme": "Paris", "aliases": [], "method": "title"}], THEMES)
     with pytest.raises(ValueError, match=r"no row for documents \['lyon'\]"):
         label_queries(question, docs(), other)
@@ -134,3 +135,14 @@ def test_an_inflected_mention_in_the_gold_chunk_counts_as_naming_the_theme() -> 
     ]  # fmt: skip
     labelled = label_queries(queries(*rows), chunks)
     assert labels(labelled, "theme_missing") == {"a": False, "b": True, "c": False}
+
+
+def test_a_document_without_an_informative_title_takes_its_theme_from_its_first_chunk() -> None:
+    texts = ["Velmora is a river port on the Sarn.", "The metro opened in 1978.", "Velmora's metro has two lines."]
+    question = queries(query("a", "When did the Velmora metro open?", 1), query("b", "How many lines?", 2))
+    for title in ("Document 7", None):
+        documents = conteb_documents(chunks_from_texts("lyon", texts, title=title))
+        assert "Velmora" in document_variants(documents)["lyon"]
+        assert labels(label_queries(question, documents), "theme_missing") == {"a": True, "b": False}
+    # An informative title is kept, whatever the head names.
+    assert "Velmora" not in document_variants(conteb_documents(chunks_from_texts("lyon", texts, title="Lyon")))["lyon"]
