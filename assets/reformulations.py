@@ -38,7 +38,7 @@ from curation.quarantine import QuarantineRecord
 from curation.reformulation import apply_reformulations, build_reformulation_requests
 from curation.review_items import review_items_from_reformulations
 from curation.shards import concat_in_order, items_in_order, positions, rows_in, sum_counts
-from curation.themes import build_theme_requests, themes_table
+from curation.themes import OFFLINE_METHODS, build_theme_requests, themes_table
 from llm.client import LLMClient
 
 FALLBACK = "mask: no LLM configured, so theme mentions were masked (a deterministic non-LLM method)"
@@ -106,7 +106,7 @@ def build_reformulation_asset(task: TaskConfig, shard_documents: int) -> dg.Asse
             theme_results, llm[Stage.THEMES] = run_requests(
                 context, client, task, Stage.THEMES, build_theme_requests(chunked, first_chunks)
             )
-            themes, theme_failures = themes_table(chunked, theme_results, client.settings.model)
+            themes, theme_failures = themes_table(chunked, theme_results, client.settings.model, first_chunks)
             results, llm[Stage.REFORMULATION] = run_requests(
                 context, client, task, Stage.REFORMULATION, build_reformulation_requests(chunks, themes)
             )
@@ -114,7 +114,7 @@ def build_reformulation_asset(task: TaskConfig, shard_documents: int) -> dg.Asse
                 chunks, themes, answers_by_chunk(queries), results, client.settings.model, None
             )
         else:
-            themes, theme_failures = themes_table(chunked, None, None)
+            themes, theme_failures = themes_table(chunked, None, None, first_chunks)
             output = apply_reformulations(chunks, themes, answers_by_chunk(queries), None, None, None)
         items = review_items_from_reformulations(task.name, output.table, chunks, document_titles(documents))
         return ReformulationShard(themes, output.table, items, theme_failures, output.failures, output.stats, llm)
@@ -137,8 +137,11 @@ def build_reformulation_asset(task: TaskConfig, shard_documents: int) -> dg.Asse
             context.log.warning(f"{task.name}/{Stage.REFORMULATION}: {FALLBACK}")
             status = {"method": FALLBACK, **not_run_metadata(context, task, f"{Stage.REFORMULATION} (LLM)")}
         context.log.info(f"{task.name}/{Stage.REFORMULATION}: {stats}; {items.num_rows} review items")
+        methods = themes.column("method").to_pylist()
         yield dg.Output(
-            themes, StageTable.THEMES, metadata={"count/llm": themes.column("method").to_pylist().count("llm")}
+            themes,
+            StageTable.THEMES,
+            metadata={f"count/{method}": methods.count(method) for method in ("llm", *OFFLINE_METHODS)},
         )
         yield dg.Output(table, StageTable.REFORMULATED_CHUNKS, metadata={**status, **count_metadata("count", stats)})
         yield dg.Output(
@@ -168,7 +171,9 @@ def build_reformulation_asset(task: TaskConfig, shard_documents: int) -> dg.Asse
         },
         outs={
             StageTable.THEMES: out(
-                task, StageTable.THEMES, "Each document's theme and aliases (LLM, or from the title)."
+                task,
+                StageTable.THEMES,
+                "Each document's theme and aliases (LLM; offline: an informative title, else the head's main name).",
             ),
             StageTable.REFORMULATED_CHUNKS: out(
                 task, StageTable.REFORMULATED_CHUNKS, "Original and rewritten chunk text, leak flags."

@@ -5,10 +5,13 @@ Each query of ``CONTEB_QUERIES`` carries three labels, decided here and nowhere 
 * ``theme_missing`` (bool): the query names its document's theme while the gold chunk *as embedded*
   (the ``chunk`` column of ``CONTEB_DOCUMENTS``, i.e. after reformulation) does not. "Names" is the
   leak detector's matcher, :func:`curation.themes.find_mentions` over
-  :func:`curation.themes.theme_variants` (theme, aliases and their simple variants; case- and
-  accent-insensitive, whole words). The theme is the ``THEMES`` stage table's row of the document
-  when the task reformulates (LLM-extracted or title rule, whatever reformulation used), else
-  :func:`curation.themes.theme_from_title` of the document's title (its doc id when untitled).
+  :func:`curation.themes.theme_variants` (theme, aliases and their simple variants: article-less,
+  accent-folded, regular English plural or singular of the last word, possessives; case- and
+  accent-insensitive, whole words: "Huguenots'" names the theme "Huguenot"). The theme is the
+  ``THEMES`` stage table's row of the document when the task reformulates (LLM-extracted or the
+  offline rule, whatever reformulation used), else the offline rule,
+  :func:`curation.themes.offline_theme`: the title when it is informative, else the most salient
+  name of the document's first chunk (``og_chunk``), else the title as it is or the doc id.
   A query with several gold chunks (``chunk_ids``) is judged on its ``chunk_id`` chunk, the one the
   evaluation scores as relevant.
 * ``answerable_alone`` (bool, null when unjudged): the LLM's judgement whether the gold chunk alone
@@ -25,12 +28,13 @@ from __future__ import annotations
 import pyarrow as pa
 
 from conteb.schemas import CONTEB_QUERIES, NECESSITY_COLUMNS
-from curation.themes import find_mentions, theme_from_title, theme_variants
+from curation.themes import find_mentions, offline_theme, theme_variants
 
 RULE = (
     "`needs_context` = `theme_missing` OR `answerable_alone` is false. `theme_missing`: the query names "
-    "the document's theme (title or extracted theme, its aliases and variants: the reformulation leak "
-    "detector's matcher) while its gold chunk as embedded (`chunk`, after reformulation) does not. "
+    "the document's theme (the LLM's, else an informative title, else the main name of its first chunk; "
+    "with its aliases and variants, plurals and possessives included: the reformulation leak detector's "
+    "matcher) while its gold chunk as embedded (`chunk`, after reformulation) does not. "
     "`answerable_alone`: an LLM's judgement that the gold chunk alone answers the query (null when no LLM "
     "judged it). A query with several gold chunks is judged on its `chunk_id` chunk."
 )
@@ -46,17 +50,25 @@ def document_variants(documents: pa.Table, themes: pa.Table | None = None) -> di
     """``doc_id -> theme variants`` for every document of ``documents`` (``CONTEB_DOCUMENTS``).
 
     With ``themes`` (``THEMES``): each document's ``theme`` and ``aliases``; a document without a row
-    raises ``ValueError`` (the themes table is stale). Without: the title rule on the document's
-    title (the first non-null title of its chunks; the doc id when there is none).
+    raises ``ValueError`` (the themes table is stale). Without: :func:`curation.themes.offline_theme` of
+    the document's title (the first non-null title of its chunks) and head (the ``og_chunk`` of its
+    first chunk).
     """
     titles: dict[str, str | None] = {}
-    for doc_id, title in zip(
-        documents.column("doc_id").to_pylist(), documents.column("title").to_pylist(), strict=True
+    heads: dict[str, tuple[int, str]] = {}
+    for doc_id, title, index, text in zip(
+        *(documents.column(name).to_pylist() for name in ("doc_id", "title", "chunk_index", "og_chunk")),
+        strict=True,
     ):
         if titles.get(doc_id) is None:
             titles[doc_id] = title
+        if doc_id not in heads or index < heads[doc_id][0]:
+            heads[doc_id] = (index, text)
     if themes is None:
-        return {doc_id: theme_variants(*theme_from_title(title or doc_id)) for doc_id, title in titles.items()}
+        return {
+            doc_id: theme_variants(*offline_theme(title, heads[doc_id][1], doc_id)[:2])
+            for doc_id, title in titles.items()
+        }
     rows = {
         doc_id: (theme, aliases or [])
         for doc_id, theme, aliases in zip(

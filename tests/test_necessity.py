@@ -69,9 +69,10 @@ def test_themes_table_supplies_aliases_and_title_rule_is_the_fallback() -> None:
     question = queries(query("a", "When was Lugdunum's metro built?", 1))
     assert labels(label_queries(question, docs(), themes), "theme_missing") == {"a": True}
     assert labels(label_queries(question, docs()), "theme_missing") == {"a": False}  # the title has no alias
-    # Title rule: "Lyon (city)" -> theme "Lyon"; untitled -> the doc id.
+    # Title rule: "Lyon (city)" -> theme "Lyon"; untitled -> the first chunk's subject, else the doc id.
     assert "Lyon" in document_variants(docs("Lyon (city)"))["lyon"]
-    assert "lyon" in document_variants(docs(None))["lyon"]
+    assert "Lyon" in document_variants(docs(None))["lyon"]  # "Lyon is a city in France ..."
+    assert "lyon" in document_variants(conteb_documents(chunks_from_texts("lyon", ["It rained."])))["lyon"]
     other = table_from_rows([{"doc_id": "paris", "theme": "Paris", "aliases": [], "method": "title"}], THEMES)
     with pytest.raises(ValueError, match=r"no row for documents \['lyon'\]"):
         label_queries(question, docs(), other)
@@ -118,3 +119,30 @@ def test_relabelling_replaces_old_labels_and_bad_gold_is_named() -> None:
     with pytest.raises(ValueError, match="no context-necessity labels"):
         necessity_counts(queries(query("a", "x", 1)))
     assert "theme_missing" in RULE and "answerable_alone" in RULE
+
+
+def test_an_inflected_mention_in_the_gold_chunk_counts_as_naming_the_theme() -> None:
+    # XQuAD's "Huguenot" article: queries say "Huguenot", its chunks mostly "Huguenots".
+    texts = ["The Huguenots were French Protestants.", "Huguenots' churches were built in Cape Colony.",
+             "Settlers were promised land in Virginia."]  # fmt: skip
+    chunks = conteb_documents(chunks_from_texts("huguenot", texts, title="Huguenot"))
+    asked = {"a": ("Where were Huguenot churches built?", 1), "b": ("Where were Huguenot settlers promised land?", 2),
+             "c": ("Who were the Huguenots?", 0)}  # fmt: skip
+    rows = [
+        {**query(qid, text, chunk), "doc_id": "huguenot", "chunk_id": f"huguenot_{chunk}",
+         "chunk_ids": [f"huguenot_{chunk}"]}
+        for qid, (text, chunk) in asked.items()
+    ]  # fmt: skip
+    labelled = label_queries(queries(*rows), chunks)
+    assert labels(labelled, "theme_missing") == {"a": False, "b": True, "c": False}
+
+
+def test_a_document_without_an_informative_title_takes_its_theme_from_its_first_chunk() -> None:
+    texts = ["Velmora is a river port on the Sarn.", "The metro opened in 1978.", "Velmora's metro has two lines."]
+    question = queries(query("a", "When did the Velmora metro open?", 1), query("b", "How many lines?", 2))
+    for title in ("Document 7", None):
+        documents = conteb_documents(chunks_from_texts("lyon", texts, title=title))
+        assert "Velmora" in document_variants(documents)["lyon"]
+        assert labels(label_queries(question, documents), "theme_missing") == {"a": True, "b": False}
+    # An informative title is kept, whatever the head names.
+    assert "Velmora" not in document_variants(conteb_documents(chunks_from_texts("lyon", texts, title="Lyon")))["lyon"]

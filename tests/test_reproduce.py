@@ -86,7 +86,8 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     assert {point["chunk_size"] for point in task_evaluation["chunk_sizes"]} == {1000, 300}
     report = (reports / "report.md").read_text()
     assert report.startswith("# The paper's controlled experiment") and "What reproduces here" in report
-    assert "the paper reports +9.0" in report and "Scaled down for a 2-core CPU" in report
+    assert "the release post reports +9.0" in report and "Scaled down for a 2-core CPU" in report
+    assert "the paper reports +14.6" in report and "the authors measured no anchored windows" in report
     assert (reports / "report.html").is_file() and (reports / "effects.png").stat().st_size > 1000
     shown = instance.get_latest_materialization_event(dg.AssetKey(["reproduce", "paper_comparison"]))
     shown_metadata = shown.asset_materialization.metadata

@@ -11,7 +11,11 @@ from curation.themes import (
     build_theme_requests,
     find_mentions,
     fold,
+    inflections,
+    is_informative_title,
     mask_mentions,
+    offline_theme,
+    theme_from_head,
     theme_from_title,
     theme_variants,
     themes_table,
@@ -43,9 +47,12 @@ def test_theme_from_title(title: str, expected: tuple[str, list[str]]) -> None:
 
 
 def test_variants_possessives_folding_and_order() -> None:
-    assert theme_variants("Lyon", []) == ["Lyon's", "Lyon’s", "Lyon"]
+    assert theme_variants("Lyon", []) == ["Lyons's", "Lyons’s", "Lyon's", "Lyons'", "Lyons’", "Lyon’s", "Lyons", "Lyon"]
     variants = theme_variants("São Paulo", [])
-    assert set(variants) == {"São Paulo", "Sao Paulo", "São Paulo's", "São Paulo’s", "Sao Paulo's", "Sao Paulo’s"}
+    names = {"São Paulo", "Sao Paulo", "São Paulos", "Sao Paulos"}
+    assert set(variants) == names | {f"{n}{mark}s" for n in names for mark in "'’"} | {
+        f"{n}{mark}" for n in names if n.endswith("s") for mark in "'’"
+    }
     assert [len(v) for v in variants] == sorted((len(v) for v in variants), reverse=True)
 
 
@@ -143,7 +150,7 @@ def test_themes_table_without_llm_uses_titles() -> None:
             "model": None,
             "prompt_version": None,
         },
-        {"doc_id": "empty", "theme": "empty", "aliases": [], "method": "title", "model": None, "prompt_version": None},
+        {"doc_id": "empty", "theme": "empty", "aliases": [], "method": "doc_id", "model": None, "prompt_version": None},
     ]
 
 
@@ -178,3 +185,141 @@ def test_themes_table_refuses_an_invalid_llm_value() -> None:
     table, failures = themes_table(_documents().slice(0, 1), results, None)
     assert table.column("method").to_pylist() == ["title"]
     assert "invalid answer" in failures[0].detail
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("Huguenot", ["Huguenots"]),
+        ("Huguenots", ["Huguenot"]),
+        ("Church", ["Churches"]),
+        ("Bus", ["Buses"]),  # -us is singular: it takes -es
+        ("Churches", ["Church", "Churche"]),
+        ("Yuan dynasty", ["Yuan dynasties"]),  # the last word only
+        ("Dynasties", ["Dynasty", "Dynastie"]),
+        ("Kennedy", ["Kennedies", "Kennedys"]),  # a capitalised name keeps its -y
+        ("play", ["plays"]),  # vowel + y: -s
+        ("NFL", ["NFLs"]),
+        ("The Beatles", ["The Beatle"]),
+        # singular names ending in s are not plurals; short singulars would be other words
+        ("Paris", ["Parises"]),
+        ("Glass", ["Glasses"]),
+        ("Mars", []),
+        ("Ares", []),
+        ("Alps", []),
+        ("ABS", []),  # an acronym has no singular
+        ("Super Bowl 50", []),  # only a last word made of letters inflects
+        ("Liverpool F.C.", []),
+        ("McDonald's", []),
+    ],
+)
+def test_inflections(name: str, expected: list[str]) -> None:
+    assert inflections(name) == expected
+
+
+def test_find_mentions_counts_plurals_and_their_possessives() -> None:
+    text = "The Huguenots' churches; a Huguenot's son; Huguenots, HUGUENOT and Huguenotism."
+    expected = [(4, 14, "Huguenots'"), (27, 37, "Huguenot's"), (43, 52, "Huguenots"), (54, 62, "HUGUENOT")]
+    assert find_mentions(text, theme_variants("Huguenot", [])) == expected
+    assert find_mentions(text, theme_variants("Huguenots", [])) == expected  # and the other way round
+    assert find_mentions("Two Yuan dynasties", theme_variants("Yuan dynasty", [])) == [(4, 18, "Yuan dynasties")]
+    # no stemming: a derived word or another word that shares a stem is not a mention
+    assert find_mentions("Martian arms and the marsh", theme_variants("Mars", [])) == []
+    assert find_mentions("The Ares are", theme_variants("Ares", [])) == [(4, 8, "Ares")]
+    assert mask_mentions("The Huguenots' churches stood.", theme_variants("Huguenot", [])) == (
+        "The subject's churches stood."
+    )
+
+
+@pytest.mark.parametrize(
+    ("title", "informative"),
+    [
+        ("Document 7", False),
+        ("doc_0042", False),
+        ("Untitled", False),
+        ("Part II", False),
+        ("12345", False),
+        ("  ", False),
+        (None, False),
+        ("Huguenot", True),
+        ("Chapter 3: Velmora", True),
+        ("1934-Roosevelt", True),  # a file stem with a name in it
+        ("Super_Bowl_50", True),
+    ],
+)
+def test_is_informative_title(title: str | None, informative: bool) -> None:
+    assert is_informative_title(title) is informative
+
+
+@pytest.mark.parametrize(
+    ("head", "expected"),
+    [
+        # the subject of the first sentence, defined ("is a"), named once or again
+        ("Velmora is a river port on the Sarn.", "Velmora"),
+        ("Velmora lies on the Sarn. Velmora's old town is on an island.", "Velmora"),
+        (
+            "The Amazon rainforest (Portuguese: Floresta Amazônica), also known as Amazonia, is a forest.",
+            "Amazon rainforest",
+        ),
+        ("Super Bowl 50 was an American football game.", "Super Bowl 50"),
+        ("Warsaw (Polish: Warszawa) is the capital of Poland.", "Warsaw"),
+        ("Doctor Who is a British television programme.", "Doctor Who"),
+        (
+            "The Intergovernmental Panel on Climate Change (IPCC) is a scientific body.",
+            "Intergovernmental Panel on Climate Change",
+        ),
+        ("Brackwater Rovers F.C. is a football club.", "Brackwater Rovers F.C."),
+        ("Established by the legislature, Harvard is the oldest university.", "Harvard"),  # a fronted phrase
+        ("Document 7\n\nVelmora is a river port.", "Velmora"),  # a heading line is skipped
+        ("A teacher is a person who helps students. Teachers work in schools.", "teacher"),  # named twice
+        # no evidence of a name: none
+        ("Scientists are studying the drug. The trial began in May.", None),
+        ("The report describes the work of the committee.", None),
+        ("In 1850 the town was founded by fishermen.", None),
+        ("A teacher is a person who helps students.", None),  # a common noun named once
+        # else a multi-word name the head repeats
+        ("In 1850 fishermen founded Velmora Bay. The harbour of Velmora Bay grew.", "Velmora Bay"),
+        ("It was a cold day in Velmora. People in Velmora stayed home.", None),  # one word: no
+        ("The trial of ATP and NADPH. Both ATP and NADPH rose.", None),  # "and" joins no repeated name
+        ("", None),
+    ],
+)
+def test_theme_from_head(head: str, expected: str | None) -> None:
+    assert theme_from_head(head) == expected
+
+
+def test_offline_theme_keeps_an_informative_title_and_reads_the_head_otherwise() -> None:
+    head = "Velmora is a river port on the Sarn."
+    assert offline_theme("Lyon", head, "lyon") == ("Lyon", [], "title")
+    assert offline_theme("Document 7", head, "d7") == ("Velmora", [], "head")
+    assert offline_theme(None, head, "d7") == ("Velmora", [], "head")
+    assert offline_theme(None, "Brackwater Rovers F.C. is a club.", "b") == (
+        "Brackwater Rovers F.C.",
+        ["Brackwater Rovers"],
+        "head",
+    )  # the title rule's aliases of the name
+    assert offline_theme("Document 7", "It rained.", "d7") == ("Document 7", [], "title")
+    assert offline_theme(None, "It rained.", "d7") == ("d7", [], "doc_id")
+    assert offline_theme(None, None, "d7") == ("d7", [], "doc_id")
+
+
+def test_themes_table_without_llm_reads_the_head_of_an_uninformative_title() -> None:
+    documents = pa.Table.from_pylist(
+        [
+            {"doc_id": "d7", "title": "Document 7", "text": "It rained all day. The port was closed.", "source": "f"},
+            {"doc_id": "d8", "title": None, "text": "Corvessa is a hill city. Its market is old.", "source": "f"},
+            {"doc_id": "lyon", "title": "Lyon", "text": "Velmora is a river port.", "source": "f"},
+        ],
+        schema=SOURCE_DOCUMENTS,
+    )
+    heads = {"d7": "Velmora is a river port on the Sarn."}  # the first chunk, when given; else the text's start
+    table, _ = themes_table(documents, None, None, heads)
+    assert [(r["theme"], r["method"]) for r in table.to_pylist()] == [
+        ("Velmora", "head"),
+        ("Corvessa", "head"),
+        ("Lyon", "title"),
+    ]
+    without, _ = themes_table(documents, None, None)
+    assert (without.column("theme")[0].as_py(), without.column("method")[0].as_py()) == ("Document 7", "title")
+    failed, failures = themes_table(documents, {}, "m", heads)  # every LLM answer missing: the same fallback
+    assert failed.column("theme").to_pylist() == table.column("theme").to_pylist() and len(failures) == 3

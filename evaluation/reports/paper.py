@@ -1,10 +1,17 @@
-"""The paper's headline effects beside ours: which reproduce, which do not, with the test behind each verdict.
+"""The authors' headline effects beside ours: which reproduce, which do not, with the test behind each verdict.
 
-Source of the figures: Conti et al. (2025), "Context is Gold to find the Gold Passage" (the ConTEB/InSeNT paper):
-with ModernBERT-embed-large, on the ConTEB average, late chunking alone is +9.0
-nDCG@10 points above independent chunks and late chunking + InSeNT +23.6; InSeNT beats the "+Training" control
-(the same base model fine-tuned on the same data without context); and late chunking, with or without InSeNT,
-degrades less than independent chunks as chunks get smaller (a flatter chunk-size curve).
+Sources of the figures, each cited beside the effect it belongs to (:class:`PaperEffect.source`):
+
+* the paper, Conti et al. (2025), "Context is Gold to find the Gold Passage: Evaluating and Training Contextual
+  Document Embeddings" (``PAPER``): with ModernBERT, InSeNT is +14.6 nDCG@10 above untrained late chunking; InSeNT
+  beats the "+Training" control (the same base model fine-tuned on the same data without context); late chunking,
+  with or without InSeNT, degrades less than independent chunks as chunks get smaller (a flatter chunk-size curve);
+* the authors' release post (``RELEASE_POST``; M. Faysse's announcement of the paper, June 2025): late chunking alone
+  +9.0 nDCG@10 on ConTEB, late chunking + InSeNT +23.6 on average — figures the post gives, cited as the post's.
+
+Anchored windows (every window after the first starts with the document's head) are this project's own rule: the
+authors measured none, so no figure stands beside an anchored effect (``source`` None) and its verdict is about our
+numbers alone.
 
 Our side of each effect is measured on one task (the experiment's test split), on all queries and on the queries
 labelled ``needs_context``:
@@ -16,10 +23,11 @@ labelled ``needs_context``:
   characters (the default size); "flatter" means a larger retention than independent chunks (no test: the points
   come from re-chunked corpora, not paired queries).
 
-Verdict of a paired effect (every paper effect is an improvement): ``reproduces`` when our difference is positive
-with p < ``ALPHA``; ``opposite`` when negative with p < ``ALPHA``; ``inconclusive`` otherwise; ``not measured`` when
-a system did not run (with why). The size of the effect is shown beside the paper's, not judged: one small model on
-one task is not the paper's ConTEB average.
+Verdict of a paired effect the authors measured (every one is an improvement): ``reproduces`` when our difference is
+positive with p < ``ALPHA``; ``opposite`` when negative with p < ``ALPHA``; ``inconclusive`` otherwise. Of an effect
+only we measure: ``gain``, ``loss`` or ``inconclusive`` by the same test. ``not measured`` when a system did not run
+(with why). The size of the effect is shown beside the authors', not judged: one small model on one task is not
+their ConTEB average.
 """
 
 from __future__ import annotations
@@ -37,15 +45,32 @@ ALPHA = 0.05
 REFERENCE_CHUNK_SIZE = 1000
 
 
+PAPER = "paper"
+RELEASE_POST = "release post"
+SOURCES = {
+    PAPER: 'Conti et al. (2025), "Context is Gold to find the Gold Passage"',
+    RELEASE_POST: "the authors' release post of the paper (M. Faysse, June 2025)",
+}
+"""Where a figure comes from: the short label shown beside it -> the citation (module docstring)."""
+
+
 @dataclass(frozen=True)
 class PaperEffect:
-    """One headline effect: ``system_a`` above ``system_b`` by ``paper_points`` (None: the paper gives a direction)."""
+    """One headline effect: ``system_a`` above ``system_b``. ``source``: who measured it (``PAPER`` or
+    ``RELEASE_POST``; None: only we do, no figure); ``paper_points``: their figure (None: a direction only, or none)."""
 
     name: str
     claim: str
     system_a: str
     system_b: str
     paper_points: float | None
+    source: str | None
+
+    def __post_init__(self) -> None:
+        if self.source is not None and self.source not in SOURCES:
+            raise ValueError(f"effect {self.name}: unknown source {self.source!r} (one of {sorted(SOURCES)})")
+        if self.source is None and self.paper_points is not None:
+            raise ValueError(f"effect {self.name}: a figure ({self.paper_points}) needs its source")
 
 
 PAPER_EFFECTS: tuple[PaperEffect, ...] = (
@@ -55,23 +80,31 @@ PAPER_EFFECTS: tuple[PaperEffect, ...] = (
         SystemName.LATE_CHUNKING,
         SystemName.INDEPENDENT,
         9.0,
+        RELEASE_POST,
     ),
     PaperEffect(
         "late_chunking_anchored",
         "late chunking (anchored windows, ours) beats independent chunks",
         SystemName.LATE_CHUNKING_ANCHORED,
         SystemName.INDEPENDENT,
-        9.0,
+        None,
+        None,
     ),
     PaperEffect(
-        "insent", "late chunking + InSeNT beats independent chunks", SystemName.INSENT, SystemName.INDEPENDENT, 23.6
+        "insent",
+        "late chunking + InSeNT beats independent chunks",
+        SystemName.INSENT,
+        SystemName.INDEPENDENT,
+        23.6,
+        RELEASE_POST,
     ),
     PaperEffect(
         "insent_anchored",
-        "late chunking + InSeNT (anchored windows) beats independent chunks",
+        "late chunking + InSeNT (anchored windows, ours) beats independent chunks",
         SystemName.INSENT_ANCHORED,
         SystemName.INDEPENDENT,
-        23.6,
+        None,
+        None,
     ),
     PaperEffect(
         "insent_vs_control",
@@ -79,12 +112,14 @@ PAPER_EFFECTS: tuple[PaperEffect, ...] = (
         SystemName.INSENT,
         SystemName.FINETUNE_CONTROL,
         None,
+        PAPER,
     ),
     PaperEffect(
         "insent_anchored_vs_control",
-        "InSeNT (anchored windows) beats the +Training control",
+        "InSeNT (anchored windows, ours) beats the +Training control",
         SystemName.INSENT_ANCHORED,
         SystemName.FINETUNE_CONTROL,
+        None,
         None,
     ),
     PaperEffect(
@@ -93,9 +128,10 @@ PAPER_EFFECTS: tuple[PaperEffect, ...] = (
         SystemName.INSENT,
         SystemName.LATE_CHUNKING,
         14.6,
+        PAPER,
     ),
 )
-"""The paired effects. ``insent_vs_late``'s 14.6 is the difference of the two paper figures (23.6 − 9.0)."""
+"""The paired effects, each with the figure of whoever measured it (module docstring)."""
 
 FLATTER_SYSTEMS = (
     SystemName.LATE_CHUNKING,
@@ -115,7 +151,8 @@ class EffectResult:
     system_a: str
     system_b: str
     paper_points: float | None
-    verdict: str  # reproduces | opposite | inconclusive | not measured
+    verdict: str  # reproduces | opposite | inconclusive (the authors' effects) | gain | loss | inconclusive (ours)
+    # | not measured
     points: float | None = None  # mean(a - b) x 100
     ci_low: float | None = None
     ci_high: float | None = None
@@ -124,6 +161,7 @@ class EffectResult:
     mean_b: float | None = None
     n_queries: int = 0
     reason: str | None = None  # why not measured
+    paper_source: str | None = None  # PAPER | RELEASE_POST; None: the authors did not measure the effect
 
 
 @dataclass
@@ -151,11 +189,14 @@ class PaperComparison:
     summary: list[str] = field(default_factory=list)
 
 
-def verdict_of(points: float, p_value: float, alpha: float = ALPHA) -> str:
-    """``reproduces`` / ``opposite`` / ``inconclusive`` for an effect the paper reports as an improvement."""
+def verdict_of(points: float, p_value: float, alpha: float = ALPHA, *, authors_measured: bool = True) -> str:
+    """``reproduces`` / ``opposite`` / ``inconclusive`` for an effect the authors report as an improvement; for one
+    only we measure (``authors_measured`` false), ``gain`` / ``loss`` / ``inconclusive``."""
     if not np.isfinite(p_value) or p_value >= alpha or points == 0:
         return "inconclusive"
-    return "reproduces" if points > 0 else "opposite"
+    if authors_measured:
+        return "reproduces" if points > 0 else "opposite"
+    return "gain" if points > 0 else "loss"
 
 
 def paired_effect(
@@ -170,7 +211,14 @@ def paired_effect(
 ) -> EffectResult:
     """``effect`` measured on ``query_ids`` from per-query nDCG@10 (``per_query[system][query_id]``)."""
     result = EffectResult(
-        effect.name, effect.claim, subset, effect.system_a, effect.system_b, effect.paper_points, "not measured"
+        effect.name,
+        effect.claim,
+        subset,
+        effect.system_a,
+        effect.system_b,
+        effect.paper_points,
+        "not measured",
+        paper_source=effect.source,
     )
     missing = [s for s in (effect.system_a, effect.system_b) if s not in per_query]
     if missing:
@@ -184,7 +232,7 @@ def paired_effect(
     difference = summarize(a - b, resamples=2000, confidence=0.95, seed=seed)
     p_value = paired_test(a, b, "randomization", resamples, seed)
     points = 100.0 * difference.value
-    result.verdict = verdict_of(points, p_value)
+    result.verdict = verdict_of(points, p_value, authors_measured=effect.source is not None)
     result.points, result.ci_low, result.ci_high = points, 100.0 * difference.ci_low, 100.0 * difference.ci_high
     result.p_value, result.mean_a, result.mean_b = float(p_value), float(a.mean()), float(b.mean())
     result.n_queries = len(query_ids)
@@ -218,22 +266,39 @@ def retention(points: Sequence[ChunkSizePoint], systems: Sequence[str] = FLATTER
     return results
 
 
+def authors_figure(result: EffectResult) -> str:
+    """What the authors measured for ``result``'s effect, with its source: ``+9.0 (release post)``,
+    ``positive (paper)``, or ``—`` when they did not measure it (an anchored effect)."""
+    if result.paper_source is None:
+        return "—"
+    figure = "positive" if result.paper_points is None else f"{result.paper_points:+.1f}"
+    return f"{figure} ({result.paper_source})"
+
+
+def _authors_words(result: EffectResult) -> str:
+    if result.paper_source is None:
+        return "the authors measured no anchored windows"
+    figure = f"reports {result.paper_points:+.1f}" if result.paper_points is not None else "reports a gain"
+    return f"the {result.paper_source} {figure}"
+
+
+VERDICT_WORDS = {
+    "reproduces": "reproduces",
+    "opposite": "does not reproduce: the difference goes the other way",
+    "gain": "a significant gain here",
+    "loss": "a significant loss here",
+    "inconclusive": "inconclusive: the difference is not significant",
+}
+
+
 def _sentence(result: EffectResult) -> str:
-    paper = (
-        f"the paper reports {result.paper_points:+.1f}" if result.paper_points is not None else "the paper: positive"
-    )
     if result.verdict == "not measured":
         return f"{result.claim}: not measured ({result.reason})."
     measured = (
         f"{result.points:+.1f} points [{result.ci_low:+.1f}, {result.ci_high:+.1f}], p = {result.p_value:.3g}, "
-        f"n = {result.n_queries:,}; {paper}"
+        f"n = {result.n_queries:,}; {_authors_words(result)}"
     )
-    words = {
-        "reproduces": "reproduces",
-        "opposite": "does not reproduce: the difference goes the other way",
-        "inconclusive": "inconclusive: the difference is not significant",
-    }[result.verdict]
-    return f"{result.claim} — {words} ({measured})."
+    return f"{result.claim} — {VERDICT_WORDS[result.verdict]} ({measured})."
 
 
 def summarize_comparison(comparison: PaperComparison) -> list[str]:

@@ -3,10 +3,10 @@ effects.png}``.
 
 It reads what the experiment's evaluation wrote (``tasks/<task>/evaluation.json`` and the per-query metrics of every
 system, ``runs/<task>/<system>.metrics.parquet``) and the ``needs_context`` labels of the evaluated queries, compares
-the paper's headline effects with ours (:mod:`evaluation.reports.paper`) and renders them with the shared document model
+the authors' headline effects with ours (:mod:`evaluation.reports.paper`: each figure beside the effect its source
+measured, none beside an anchored-window effect) and renders them with the shared document model
 (:mod:`evaluation.reports.document`, :mod:`evaluation.reports.markdown`, :mod:`evaluation.reports.html`). ``setup``
-lines
-state what was run and what was scaled down.
+lines state what was run and what was scaled down.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import dataclasses
 import json
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -37,7 +38,16 @@ from evaluation.reports.document import (
 )
 from evaluation.reports.html import render_html
 from evaluation.reports.markdown import render_markdown
-from evaluation.reports.paper import PAPER_EFFECTS, EffectResult, PaperComparison, compare_with_paper
+from evaluation.reports.paper import (
+    PAPER,
+    PAPER_EFFECTS,
+    RELEASE_POST,
+    SOURCES,
+    EffectResult,
+    PaperComparison,
+    authors_figure,
+    compare_with_paper,
+)
 from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, TaskEvaluation
 from evaluation.runner import load_evaluation, read_per_query
 
@@ -74,11 +84,10 @@ def _points(value: float | None) -> str:
 def _effect_row(result: EffectResult):
     ci = "–" if result.ci_low is None else f"[{result.ci_low:+.1f}, {result.ci_high:+.1f}]"
     p = "–" if result.p_value is None else f"{result.p_value:.3g}"
-    paper = "positive" if result.paper_points is None else f"{result.paper_points:+.1f}"
     return (
         text(result.claim),
         text(result.subset),
-        number(paper),
+        number(authors_figure(result)),
         number(_points(result.points)),
         number(ci),
         number(p),
@@ -87,35 +96,84 @@ def _effect_row(result: EffectResult):
     )
 
 
+VERDICT_COLOURS = {
+    "reproduces": "#2a9d8f",
+    "gain": "#2a9d8f",
+    "opposite": "#d62828",
+    "loss": "#d62828",
+    "inconclusive": "#8d99ae",
+}
+AUTHOR_MARKERS = {PAPER: "D", RELEASE_POST: "s"}
+"""The authors' figure on the plot: a diamond for the paper's, a square for the release post's."""
+
+
+@dataclass(frozen=True)
+class EffectMark:
+    """One row of the effects plot: ours (points, 95% CI, verdict) and the authors' figure, only where they measured
+    the effect (``authors_points`` and ``authors_source`` None otherwise: anchored windows, a direction-only claim)."""
+
+    label: str
+    points: float
+    ci_low: float
+    ci_high: float
+    verdict: str
+    authors_points: float | None
+    authors_source: str | None
+
+
+def effect_marks(comparison: PaperComparison) -> list[EffectMark]:
+    """The measured paired effects of ``comparison`` as plot rows, in order (see :class:`EffectMark`)."""
+    marks = []
+    for r in comparison.effects:
+        if r.verdict == "not measured" or r.points is None or r.ci_low is None or r.ci_high is None:
+            continue  # a measured effect has all three (paper.paired_effect)
+        figure = r.paper_points if r.paper_source is not None else None
+        marks.append(
+            EffectMark(
+                f"{r.system_a} − {r.system_b}\n({r.subset})",
+                r.points,
+                r.ci_low,
+                r.ci_high,
+                r.verdict,
+                figure,
+                r.paper_source if figure is not None else None,
+            )
+        )
+    return marks
+
+
 def plot_effects(comparison: PaperComparison, dpi: int = 110) -> bytes:
-    """Ours (with 95% CI) beside the paper's figure, per paired effect and subset, in nDCG@10 points."""
+    """Ours (with 95% CI) beside the authors' figure (:func:`effect_marks`), in nDCG@10 points; an effect the authors
+    did not measure (anchored windows) has no figure beside it."""
     from matplotlib.figure import Figure
 
-    measured = [r for r in comparison.effects if r.verdict != "not measured"]
-    labels = [f"{r.system_a} − {r.system_b}\n({r.subset})" for r in measured]
-    figure = Figure(figsize=(9, 0.55 * max(3, len(measured)) + 1.2), layout="constrained")
+    marks = effect_marks(comparison)
+    figure = Figure(figsize=(9, 0.55 * max(3, len(marks)) + 1.2), layout="constrained")
     axis = figure.subplots()
-    ys = list(range(len(measured)))
-    for y, result in zip(ys, measured, strict=True):
-        color = {"reproduces": "#2a9d8f", "opposite": "#d62828", "inconclusive": "#8d99ae"}[result.verdict]
-        points, low, high = result.points, result.ci_low, result.ci_high
-        if points is None or low is None or high is None:  # a measured effect has all three (paired_effect)
-            continue
+    ys = list(range(len(marks)))
+    for y, mark in zip(ys, marks, strict=True):
         axis.errorbar(
-            points,
+            mark.points,
             y,
-            xerr=[[points - low], [high - points]],
+            xerr=[[mark.points - mark.ci_low], [mark.ci_high - mark.points]],
             fmt="o",
-            color=color,
+            color=VERDICT_COLOURS[mark.verdict],
             capsize=3,
-            label=result.verdict,
+            label=mark.verdict,
         )
-        if result.paper_points is not None:
-            axis.plot(result.paper_points, y, marker="D", color="#333333", markersize=5, label="paper")
+        if mark.authors_points is not None and mark.authors_source is not None:
+            axis.plot(
+                mark.authors_points,
+                y,
+                marker=AUTHOR_MARKERS[mark.authors_source],
+                color="#333333",
+                markersize=5,
+                label=mark.authors_source,
+            )
     axis.axvline(0, color="#999999", linewidth=0.8)
-    axis.set_yticks(ys, labels, fontsize=7)
+    axis.set_yticks(ys, [mark.label for mark in marks], fontsize=7)
     axis.invert_yaxis()
-    axis.set_xlabel("nDCG@10 difference (points); dots: ours with 95% CI, diamonds: the paper")
+    axis.set_xlabel("nDCG@10 difference (points); dots: ours with 95% CI, diamond: the paper, square: the release post")
     handles, names = axis.get_legend_handles_labels()
     unique = dict(zip(names, handles, strict=True))
     axis.legend(unique.values(), unique.keys(), fontsize=7, loc="lower right")
@@ -131,26 +189,29 @@ def reproduce_document(
     blocks: list[Block] = [
         Heading("What reproduces here", 2),
         BulletList(tuple((Span(line),) for line in comparison.summary) or ((Span("nothing was measured"),),)),
-        Heading("Headline effects: the paper beside ours", 2),
+        Heading("Headline effects: the authors' beside ours", 2),
         Paragraph(
             (
                 Span(
                     f"Differences in nDCG@10 points on the {evaluation.split} split of task {evaluation.task} "
                     f"({comparison.subsets.get(ALL, 0):,} queries; "
-                    f"{comparison.subsets.get(NEEDS_CONTEXT, 0):,} labelled needs_context). Paper: "
-                    "ModernBERT-embed-large on the ConTEB average (Conti et al., 2025). Verdicts: paired randomization "
-                    "test, p < 0.05."
+                    f"{comparison.subsets.get(NEEDS_CONTEXT, 0):,} labelled needs_context). The authors' figures "
+                    f"(ConTEB averages), each marked with its source: paper = {SOURCES[PAPER]} (ModernBERT); release "
+                    f"post = {SOURCES[RELEASE_POST]}. The authors measured no anchored windows (this project's own "
+                    "rule): no figure stands beside those effects, whose verdicts (gain, loss) are about our numbers "
+                    "only. "
+                    "Verdicts: paired randomization test, p < 0.05."
                 ),
             )
         ),
         Table(
             "effects",
-            ("effect", "queries", "paper", "ours", "95% CI", "p", "n", "verdict"),
+            ("effect", "queries", "authors (source)", "ours", "95% CI", "p", "n", "verdict"),
             tuple(_effect_row(r) for r in comparison.effects),
         ),
     ]
     if "effects" in images:
-        blocks.append(Image("effects: ours vs the paper", images["effects"]))
+        blocks.append(Image("effects: ours vs the authors'", images["effects"]))
     rows = []
     for run in evaluation.runs:
         summary = run.metrics.get(HEADLINE)
@@ -222,7 +283,11 @@ def write_reproduce_report(
             paths["chunk_sizes.png"] = write_bytes_atomic(chunk_sizes, folder / "chunk_sizes.png")
             images["chunk_sizes"] = "chunk_sizes.png"
         document = reproduce_document(comparison, evaluation, setup, images)
-        record = {"paper_effects": [dataclasses.asdict(e) for e in PAPER_EFFECTS], **dataclasses.asdict(comparison)}
+        record = {
+            "sources": SOURCES,
+            "paper_effects": [dataclasses.asdict(e) for e in PAPER_EFFECTS],
+            **dataclasses.asdict(comparison),
+        }
         record["setup"] = list(setup)
         paths["comparison.json"] = write_text_atomic(json.dumps(record, indent=2), folder / "comparison.json")
         paths["report.md"] = write_text_atomic(render_markdown(document), folder / "report.md")

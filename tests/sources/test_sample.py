@@ -2,8 +2,12 @@
 
 from collections import Counter
 
+from conteb.config import ChunkingConfig
+from curation.chunking import chunk_documents
+from curation.dataset import conteb_documents
+from curation.necessity import document_variants
 from curation.sources.sample import load_sample
-from curation.themes import find_mentions, theme_from_title, theme_variants
+from curation.themes import find_mentions, offline_theme, theme_from_title, theme_variants
 from tests.conftest import SAMPLE_DIR
 
 CITIES = {"arlenmouth", "corvessa", "drevnik", "pellbridge", "salvenne", "torrisk"}
@@ -54,3 +58,20 @@ def test_bundled_sample_is_context_dependent() -> None:
     starts = [(q.answers[0][1], first_end[q.doc_id]) for q in result.queries]
     assert sum(start >= 1000 for start, _ in starts) / len(starts) >= 0.6  # most answers after the first chunk
     assert sum(start < end for start, end in starts) >= len(CITIES | CLUBS)  # controls in the naming paragraph
+
+
+def test_sample_themes_come_from_its_titles_and_its_heads_name_the_same_entities() -> None:
+    """The sample's titles are informative: the offline theme is the title rule, as before the head rule; and
+    each document's first chunk names the same entity (its subject), so a copy without titles keeps its themes."""
+    documents = load_sample(SAMPLE_DIR).documents_table()
+    chunks = chunk_documents(documents, ChunkingConfig(chunk_size=1000, chunk_overlap=0)).chunks
+    variants = document_variants(conteb_documents(chunks))
+    rows = zip(
+        *(chunks.column(name).to_pylist() for name in ("doc_id", "chunk_index", "og_chunk", "title")), strict=True
+    )
+    heads = {doc_id: (text, title) for doc_id, index, text, title in rows if index == 0}
+    assert set(heads) == set(documents.column("doc_id").to_pylist())
+    for doc_id, (head, title) in heads.items():
+        assert offline_theme(title, head, doc_id) == (*theme_from_title(title), "title"), doc_id
+        assert variants[doc_id] == theme_variants(*theme_from_title(title)), doc_id
+        assert offline_theme(None, head, doc_id) == (*theme_from_title(title), "head"), doc_id

@@ -9,16 +9,20 @@ import numpy as np
 import pytest
 
 from evaluation.reports.paper import (
+    PAPER,
     PAPER_EFFECTS,
+    RELEASE_POST,
     PaperEffect,
+    authors_figure,
     compare_with_paper,
     paired_effect,
     retention,
     verdict_of,
 )
+from evaluation.reports.reproduce import effect_marks, reproduce_document
 from evaluation.results import ChunkSizePoint, Summary, SystemRun, TaskEvaluation
 
-EFFECT = PaperEffect("late_chunking", "late chunking beats independent chunks", "late", "indep", 9.0)
+EFFECT = PaperEffect("late_chunking", "late chunking beats independent chunks", "late", "indep", 9.0, RELEASE_POST)
 
 
 def test_verdicts():
@@ -110,8 +114,93 @@ def test_compare_with_paper_subsets_and_summary():
     assert "not trained yet" in by_key[("insent_anchored", "all")].reason
     assert by_key[("late_chunking_anchored", "all")].reason == "late-chunking-anchored: not evaluated"
     first = comparison.summary[0]
-    assert first.startswith("late chunking beats independent chunks") and "the paper reports +9.0" in first
+    assert first.startswith("late chunking beats independent chunks") and "the release post reports +9.0" in first
     assert "2 queries that need context: +50.0 points" in first
     unlabelled = compare_with_paper(_evaluation(), per_query, None, resamples=200)
     assert unlabelled.subsets == {"all": 4} and all(r.subset == "all" for r in unlabelled.effects)
     assert not math.isnan(by_key[("late_chunking", "all")].p_value)
+
+
+def test_each_figure_is_the_one_its_source_measured() -> None:
+    """The paper: InSeNT +14.6 over untrained late chunking, InSeNT above the +Training control; the authors' release
+    post: late chunking +9.0, late chunking + InSeNT +23.6; anchored windows: ours, no figure."""
+    by_name = {e.name: e for e in PAPER_EFFECTS}
+    assert (by_name["insent_vs_late"].paper_points, by_name["insent_vs_late"].source) == (14.6, PAPER)
+    assert (by_name["insent_vs_control"].paper_points, by_name["insent_vs_control"].source) == (None, PAPER)
+    assert (by_name["late_chunking"].paper_points, by_name["late_chunking"].source) == (9.0, RELEASE_POST)
+    assert (by_name["insent"].paper_points, by_name["insent"].source) == (23.6, RELEASE_POST)
+    anchored = [e for e in PAPER_EFFECTS if "anchored" in e.system_a or "anchored" in e.system_b]
+    assert {e.name for e in anchored} == {"late_chunking_anchored", "insent_anchored", "insent_anchored_vs_control"}
+    assert all(e.paper_points is None and e.source is None for e in anchored)
+    with pytest.raises(ValueError, match="needs its source"):
+        PaperEffect("x", "x beats y", "x", "y", 5.0, None)
+    with pytest.raises(ValueError, match="unknown source"):
+        PaperEffect("x", "x beats y", "x", "y", 5.0, "a blog")
+
+
+def test_our_own_effects_get_gain_or_loss_not_reproduces() -> None:
+    assert verdict_of(5.0, 0.001, authors_measured=False) == "gain"
+    assert verdict_of(-5.0, 0.001, authors_measured=False) == "loss"
+    assert verdict_of(5.0, 0.2, authors_measured=False) == "inconclusive"
+    ids = [f"q{i}" for i in range(50)]
+    values = {"anchored": dict.fromkeys(ids, 0.8), "indep": dict.fromkeys(ids, 0.5)}
+    ours = PaperEffect("anchored", "anchored beats independent", "anchored", "indep", None, None)
+    result = paired_effect(ours, "all", values, ids, {}, resamples=200)
+    assert result.verdict == "gain" and result.paper_source is None and authors_figure(result) == "—"
+    theirs = paired_effect(
+        EFFECT, "all", {"late": values["anchored"], "indep": values["indep"]}, ids, {}, resamples=200
+    )
+    assert theirs.verdict == "reproduces" and authors_figure(theirs) == "+9.0 (release post)"
+
+
+def test_the_report_and_its_plot_show_a_figure_only_beside_the_effect_its_source_measured() -> None:
+    ids = ["q0", "q1", "q2", "q3"]
+    systems = (
+        "independent",
+        "late-chunking",
+        "late-chunking-anchored",
+        "insent",
+        "insent-anchored",
+        "finetune-control",
+    )
+    per_query = {s: {q: 0.25 * (i + 1) * (0.5 + 0.1 * n) for i, q in enumerate(ids)} for n, s in enumerate(systems)}
+    runs = [SystemRun("t", name, "dense", "ok", metrics={"ndcg@10": Summary(0.5, 0.4, 0.6, 4)}) for name in systems]
+    evaluation = TaskEvaluation("t", "folder", "test", 2, 8, 4, runs=runs)
+    comparison = compare_with_paper(evaluation, per_query, None, resamples=200)
+    rows = {(r.effect, r.subset): r for r in comparison.effects}
+    figures = {name: authors_figure(rows[(name, "all")]) for name in (e.name for e in PAPER_EFFECTS)}
+    assert figures == {
+        "late_chunking": "+9.0 (release post)",
+        "late_chunking_anchored": "—",
+        "insent": "+23.6 (release post)",
+        "insent_anchored": "—",
+        "insent_vs_control": "positive (paper)",
+        "insent_anchored_vs_control": "—",
+        "insent_vs_late": "+14.6 (paper)",
+    }
+    assert all(rows[(n, "all")].verdict in {"gain", "loss", "inconclusive"} for n in figures if figures[n] == "—")
+    marks = {m.label.split("\n")[0]: m for m in effect_marks(comparison)}
+    assert len(marks) == len(PAPER_EFFECTS)
+    assert (
+        marks["late-chunking − independent"].authors_points,
+        marks["late-chunking − independent"].authors_source,
+    ) == (
+        9.0,
+        RELEASE_POST,
+    )
+    assert (marks["insent − late-chunking"].authors_points, marks["insent − late-chunking"].authors_source) == (
+        14.6,
+        PAPER,
+    )
+    assert marks["insent − finetune-control"].authors_points is None  # a direction: nothing to plot
+    for label, mark in marks.items():
+        if "anchored" in label:
+            assert mark.authors_points is None and mark.authors_source is None, label
+    from evaluation.reports.markdown import render_markdown
+
+    report = render_markdown(reproduce_document(comparison, evaluation, [], {}))
+    table = [line for line in report.splitlines() if line.startswith("| late chunking")]
+    assert any("| +9.0 (release post) |" in line for line in table)
+    assert all("| — |" in line for line in table if "anchored" in line)
+    assert "n = 4; the authors measured no anchored windows)" in report
+    assert "the paper reports +14.6" in report and "the release post reports +23.6" in report

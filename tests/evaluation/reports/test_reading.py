@@ -1,8 +1,23 @@
-"""Readings generated from hand-built evaluations (evaluation/reports/reading.py)."""
+"""Readings from hand-built evaluations (evaluation/reports/reading.py): each rule's precondition, both ways."""
 
 from __future__ import annotations
 
-from evaluation.reports.reading import overall_reading, task_reading
+from evaluation.reports.reading import (
+    cause_long_documents,
+    cause_plain_windows,
+    cause_untrained,
+    comparisons_sentences,
+    late_versus_baseline,
+    lead,
+    necessity_share,
+    overall_comparisons,
+    overall_lead,
+    overall_necessity,
+    overall_reading,
+    overall_subset,
+    subset_scores,
+    task_reading,
+)
 from evaluation.results import Comparison, Summary, SystemRun, TaskEvaluation
 
 TEST = ("randomization", 1000)
@@ -27,105 +42,265 @@ def evaluation(runs: list[SystemRun], comparisons=(), needs: int | None = 50, su
     )  # fmt: skip
 
 
-def comparison(a: str, b: str, diff: float, p: float, n: int = 200, subset: str = "all") -> Comparison:
-    return Comparison("t", a, b, "ndcg@10", 0.5 + diff, 0.5, diff, p, n, *TEST, subset=subset)
+def comparison(
+    a: str, b: str, diff: float, p: float, n: int = 200, subset: str = "all", metric: str = "ndcg@10"
+) -> Comparison:
+    return Comparison("t", a, b, metric, 0.5 + diff, 0.5, diff, p, n, *TEST, subset=subset)
 
 
 UNTRAINED_LONG = {"model": "offline-minilm", "max_length": 512, "windows": 100, "trained": None}
+PLAIN = run("late-chunking", 0.625, context="late", **UNTRAINED_LONG)
+ANCHORED = run("late-chunking-anchored", 0.70, context="late", window_policy="anchored", trained=None)
+TRAINED = run("insent", 0.69, context="late", model="m", trained="insent_model")
+INDEPENDENT = run("independent", 0.744, context="independent")
 
 
-def test_best_system_significance_and_the_needs_context_subset() -> None:
-    e = evaluation(
-        [
-            run("bm25", 0.61, 0.40),
-            run("independent", 0.744, 0.628, context="independent"),
-            run("late-chunking", 0.625, 0.529, context="late", **UNTRAINED_LONG),
-        ],
-        [comparison("late-chunking", "independent", -0.119, 1e-5), comparison("independent", "bm25", 0.134, 0.2)],
-        subset_comparisons=[comparison("late-chunking", "independent", -0.099, 0.03, 50, "needs_context")],
+# --- rule 1: the lead ------------------------------------------------------------------------------------------------
+
+
+def test_lead_says_best_only_when_the_paired_test_finds_it() -> None:
+    runs = [run("independent", 0.744), run("late-chunking", 0.625)]
+    significant = evaluation(runs, [comparison("late-chunking", "independent", -0.119, 1e-5)])
+    assert lead(significant) == (
+        "Best system: independent, nDCG@10 0.744 [0.724, 0.764] over 200 queries; next late-chunking 0.625, "
+        "significantly lower (+0.119, p = 1.0e-05, 200 queries)."
     )
-    sentences = task_reading(e)
-    assert sentences[0] == (
-        "Best system: independent, nDCG@10 0.744 [0.724, 0.764] over 200 queries; next late-chunking 0.625 "
-        "(outside its CI)."
+    not_significant = evaluation(runs, [comparison("independent", "late-chunking", 0.119, 0.2)])
+    assert lead(not_significant) == (
+        "Highest nDCG@10: independent, nDCG@10 0.744 [0.724, 0.764] over 200 queries; next late-chunking 0.625, not "
+        "significantly different (+0.119, p = 0.200, 200 queries): no system is shown best."
     )
-    assert sentences[1] == (
-        "Significant differences (p < 0.05): late-chunking vs independent -0.119 (p = 1.0e-05, 200 queries)."
+    close = [run("a", 0.50), run("b", 0.49)]
+    assert lead(evaluation(close)) == (
+        "Highest nDCG@10: a, nDCG@10 0.500 [0.480, 0.520] over 200 queries; next b 0.490 (the CIs overlap; no paired "
+        "test of the two was run)."
     )
-    assert sentences[2] == "Not significant: independent vs bm25 +0.134 (p = 0.200, 200 queries)."
-    assert sentences[3] == "50 of 200 queries (25%) need context."
-    assert sentences[4] == (
-        "On them the best is independent with nDCG@10 0.628 [0.578, 0.678]; independent 0.628 (all queries 0.744), "
-        "late-chunking 0.529 (all queries 0.625), bm25 0.400 (all queries 0.610)."
+    assert "(outside the leader's CI; no paired test of the two was run)" in lead(
+        evaluation([run("a", 0.6), run("b", 0.5)])
     )
-    assert sentences[5].startswith("Significant differences on them (p < 0.05): late-chunking vs independent -0.099")
-
-
-def test_late_chunking_loss_names_the_causes_that_apply() -> None:
-    late = run("late-chunking", 0.625, context="late", **UNTRAINED_LONG)
-    anchored = run("late-chunking-anchored", 0.70, context="late", window_policy="anchored")
-    [loss] = [
-        s
-        for s in task_reading(evaluation([run("independent", 0.744), late, anchored]))
-        if s.startswith("late-chunking loses")
-    ]
-    assert loss.startswith("late-chunking loses to independent (0.625 vs 0.744); known causes that apply: ")
-    assert "longer than the 512-token window (2.5 windows per document on average)" in loss
-    assert "plain windows lose the document's head" in loss and "(late-chunking-anchored) score 0.700" in loss
-    assert "not trained for late chunking" in loss
-    # The anchored run does not lose (0.700 < 0.744 but it is anchored, trained facts unknown): its own causes
-    # leave the plain-window one out.
-    [anchored_loss] = [s for s in task_reading(evaluation([run("independent", 0.744), anchored])) if "loses" in s]
-    assert "plain windows" not in anchored_loss and "not trained" not in anchored_loss
-
-
-def test_causes_that_do_not_apply_are_left_out_or_ruled_out() -> None:
-    one_window = {"model": "m", "max_length": 8192, "windows": 40, "trained": "insent_model"}
-    late = run("insent", 0.70, context="late", **one_window)
-    [loss] = [s for s in task_reading(evaluation([run("independent", 0.744), late])) if "loses" in s]
-    assert "every document fit in one 8,192-token window, so document length is not the cause" in loss
-    assert "not trained" not in loss and "no anchored run to compare" in loss
-    unknown = run("late-chunking", 0.60, context="late")  # nothing recorded (an older evaluation)
-    [loss] = [s for s in task_reading(evaluation([run("independent", 0.744), unknown])) if "loses" in s]
-    assert "windows per document were not recorded" in loss and "not trained" not in loss
-    # A late-chunking run that wins has no loss sentence; neither has one without a baseline.
-    assert not [s for s in task_reading(evaluation([run("independent", 0.5), unknown])) if "loses" in s]
-    assert not [s for s in task_reading(evaluation([run("bm25", 0.9), unknown])) if "loses" in s]
-
-
-def test_unlabelled_empty_and_untested_tasks_say_so() -> None:
-    sentences = task_reading(evaluation([run("bm25", 0.5)], needs=None))
-    assert "No paired comparison was run." in sentences
-    assert "The queries carry no context-necessity labels, so the needs_context subset is not reported." in sentences
-    assert "None of the 200 queries is labelled as needing context." in task_reading(
-        evaluation([run("bm25", 0.5)], needs=0)
+    # A test on another metric, or one in the other direction, shows nothing about nDCG@10's leader.
+    other_metric = evaluation(close, [comparison("a", "b", 0.01, 1e-4, metric="map@10")])
+    wrong_way = evaluation(close, [comparison("a", "b", -0.01, 1e-4)])
+    assert "no paired test" in lead(other_metric) and not lead(wrong_way).startswith("Best system")
+    assert (
+        lead(evaluation([run("bm25", 0.5)]))
+        == "Only system scored: bm25, nDCG@10 0.500 [0.480, 0.520] over 200 queries."
     )
+
+
+def test_nothing_scored_is_the_whole_reading() -> None:
     failed = SystemRun("t", "bm25", "bm25", "failed", reason="boom")
+    assert lead(evaluation([failed])) is None
     assert task_reading(evaluation([failed])) == ["No system ran on t: nothing to read."]
-    nothing_significant = task_reading(evaluation([run("a", 0.5), run("b", 0.49)], [comparison("a", "b", 0.01, 0.6)]))
-    assert "No difference is significant (p ≥ 0.05): a vs b +0.010 (p = 0.600, 200 queries)." in nothing_significant
 
 
-def test_overall_reading() -> None:
+# --- rules 2 and 5: the comparisons ----------------------------------------------------------------------------------
+
+
+def test_every_comparison_is_named_significant_or_not() -> None:
+    assert comparisons_sentences([]) == ["No paired comparison was run."]
+    assert comparisons_sentences([], " on them") == ["No paired comparison was run on them."]
+    mixed = comparisons_sentences(
+        [comparison("late-chunking", "independent", -0.119, 1e-5), comparison("independent", "bm25", 0.134, 0.2)]
+    )
+    assert mixed == [
+        "Significant differences (p < 0.05): late-chunking vs independent -0.119 (p = 1.0e-05, 200 queries).",
+        "Not significant: independent vs bm25 +0.134 (p = 0.200, 200 queries).",
+    ]
+    assert comparisons_sentences([comparison("a", "b", 0.01, 0.6)]) == [
+        "No difference is significant (p ≥ 0.05): a vs b +0.010 (p = 0.600, 200 queries)."
+    ]
+
+
+# --- rule 3: the share of queries that need context ------------------------------------------------------------------
+
+
+def test_the_share_is_always_stated_and_an_absent_label_says_why() -> None:
+    for needs, expected in (
+        (50, "50 of 200 queries (25%) need context."),
+        (0, "None of the 200 queries (0%) is labelled as needing context: no query names its document's theme"),
+        (None, "The queries carry no context-necessity labels (no needs_context column: a dataset not curated"),
+    ):
+        e = evaluation([run("bm25", 0.5)], needs=needs)
+        assert necessity_share(e).startswith(expected)
+        assert necessity_share(e) in task_reading(e)
+    assert "subset is not reported" in necessity_share(evaluation([run("bm25", 0.5)], needs=0))
+
+
+# --- rules 4 and 5: the needs_context subset -------------------------------------------------------------------------
+
+
+def test_subset_scores_and_tests_only_when_some_queries_need_context() -> None:
+    runs = [run("bm25", 0.61, 0.40), run("independent", 0.744, 0.628), run("late-chunking", 0.625, 0.529)]
+    labelled = evaluation(runs)
+    assert subset_scores(labelled) == (
+        "nDCG@10 on them, highest first: independent 0.628 [0.578, 0.678] (all queries 0.744), late-chunking 0.529 "
+        "[0.479, 0.579] (all queries 0.625), bm25 0.400 [0.350, 0.450] (all queries 0.610)."
+    )
+    assert "No paired comparison was run on them." in task_reading(labelled)
+    tested = evaluation(runs, subset_comparisons=[comparison("late-chunking", "independent", -0.099, 0.03, 50)])
+    assert any(
+        s.startswith("Significant differences on them (p < 0.05): late-chunking vs") for s in task_reading(tested)
+    )
+    # none need context: no subset sentence at all; no system scored on them: no scores, the tests still said
+    none_need = evaluation(runs, needs=0)
+    assert subset_scores(none_need) is None and not any("on them" in s for s in task_reading(none_need))
+    unscored = evaluation([run("bm25", 0.6)])
+    assert subset_scores(unscored) is None and "No paired comparison was run on them." in task_reading(unscored)
+
+
+# --- rule 6: late chunking below its baseline, and its causes --------------------------------------------------------
+
+
+def test_a_loss_only_when_the_paired_test_finds_it() -> None:
+    significant = evaluation([INDEPENDENT, PLAIN], [comparison("late-chunking", "independent", -0.119, 1e-5)])
+    loss = late_versus_baseline(significant, PLAIN)
+    assert loss.startswith(
+        "late-chunking loses to independent (0.625 vs 0.744, -0.119, p = 1.0e-05, 200 queries); causes this report "
+        "measures: documents are longer than the 512-token window (2.5 windows per document on average)"
+    )
+    not_significant = evaluation([INDEPENDENT, PLAIN], [comparison("late-chunking", "independent", -0.119, 0.3)])
+    assert late_versus_baseline(not_significant, PLAIN) == (
+        "late-chunking scores below independent (0.625 vs 0.744), not significantly (-0.119, p = 0.300, 200 queries): "
+        "no loss to explain."
+    )
+    untested = late_versus_baseline(evaluation([INDEPENDENT, PLAIN]), PLAIN)
+    assert untested.endswith("no paired test of the two was run: no loss is claimed and no cause named.")
+    assert "causes" not in untested and "windows" not in untested
+    # no sentence: the late run scores above its baseline, has no baseline, or is not a late-chunking run
+    assert late_versus_baseline(evaluation([run("independent", 0.5), PLAIN]), PLAIN) is None
+    assert late_versus_baseline(evaluation([run("bm25", 0.9), PLAIN]), PLAIN) is None
+    assert late_versus_baseline(significant, INDEPENDENT) is None
+
+
+def test_cause_long_documents() -> None:
+    e = evaluation([INDEPENDENT, PLAIN])
+    named, _ = cause_long_documents(e, PLAIN)
+    assert named.startswith("documents are longer than the 512-token window (2.5 windows per document")
+    one_window = run("insent", 0.7, context="late", max_length=8192, windows=40)
+    assert cause_long_documents(e, one_window) == (
+        "every document fit in one 8,192-token window, so document length is not the cause",
+        None,
+    )
+    assert cause_long_documents(e, run("late-chunking", 0.6, context="late")) == (
+        None,
+        "long documents (windows per document were not recorded)",
+    )
+
+
+def test_cause_plain_windows_needs_a_significant_anchored_gain_in_the_same_report() -> None:
+    shown = evaluation(
+        [INDEPENDENT, PLAIN, ANCHORED], [comparison("late-chunking-anchored", "late-chunking", 0.075, 1e-4)]
+    )
+    assert cause_plain_windows(shown, PLAIN) == (
+        "plain windows lose the document's head after the first window: late-chunking-anchored scores above it "
+        "(+0.075, p = 1.0e-04, 200 queries)",
+        None,
+    )
+    # the same comparison written the other way round counts the same
+    reversed_order = evaluation(
+        [PLAIN, ANCHORED], [comparison("late-chunking", "late-chunking-anchored", -0.075, 1e-4)]
+    )
+    assert cause_plain_windows(reversed_order, PLAIN)[0] is not None
+    not_significant = evaluation([PLAIN, ANCHORED], [comparison("late-chunking-anchored", "late-chunking", 0.01, 0.4)])
+    assert cause_plain_windows(not_significant, PLAIN) == (
+        None,
+        "plain windows (late-chunking-anchored vs late-chunking +0.010, p = 0.400, 200 queries: not significant)",
+    )
+    anchored_lower = evaluation([PLAIN, ANCHORED], [comparison("late-chunking-anchored", "late-chunking", -0.02, 0.01)])
+    assert cause_plain_windows(anchored_lower, PLAIN) == (
+        None,
+        "plain windows (late-chunking-anchored vs late-chunking -0.020, p = 0.010, 200 queries: significantly lower)",
+    )
+    assert cause_plain_windows(evaluation([PLAIN, ANCHORED]), PLAIN) == (
+        None,
+        "plain windows (no paired comparison of an anchored run with it)",
+    )
+    assert cause_plain_windows(shown, ANCHORED) == (None, None)  # an anchored run: the rule does not apply
+
+
+def test_cause_untrained_needs_a_significant_training_gain_in_the_same_report() -> None:
+    shown = evaluation([PLAIN, TRAINED], [comparison("insent", "late-chunking", 0.064, 1e-4)])
+    assert cause_untrained(shown, PLAIN) == (
+        "the model is not trained for late chunking (no InSeNT): insent scores above it (+0.064, p = 1.0e-04, "
+        "200 queries)",
+        None,
+    )
+    not_significant = evaluation([PLAIN, TRAINED], [comparison("insent", "late-chunking", 0.01, 0.5)])
+    assert cause_untrained(not_significant, PLAIN)[0] is None
+    assert "not significant" in cause_untrained(not_significant, PLAIN)[1]
+    assert cause_untrained(evaluation([PLAIN, TRAINED]), PLAIN) == (
+        None,
+        "the untrained model (no paired comparison of a trained late-chunking model with it)",
+    )
+    assert cause_untrained(shown, TRAINED) == (None, None)  # a trained model
+    assert cause_untrained(shown, run("late-chunking", 0.6, context="late")) == (None, None)  # not recorded
+
+
+def test_a_loss_names_the_measured_causes_and_lists_the_others() -> None:
+    e = evaluation(
+        [INDEPENDENT, PLAIN, ANCHORED, TRAINED],
+        [
+            comparison("late-chunking", "independent", -0.119, 1e-5),
+            comparison("late-chunking-anchored", "late-chunking", 0.075, 1e-4),
+            comparison("insent", "late-chunking", 0.01, 0.5),
+        ],
+    )
+    loss = late_versus_baseline(e, PLAIN)
+    measured, _, not_shown = loss.partition("; not shown by this report: ")
+    assert "longer than the 512-token window" in measured and "plain windows lose the document's head" in measured
+    assert "not trained" not in measured and not_shown.startswith("the untrained model (insent vs late-chunking")
+    nothing = evaluation([INDEPENDENT, PLAIN], [comparison("late-chunking", "independent", -0.119, 1e-5)])
+    assert "plain windows (no paired comparison of an anchored run with it)" in late_versus_baseline(nothing, PLAIN)
+
+
+# --- the overall reading ---------------------------------------------------------------------------------------------
+
+
+def _two_tasks() -> list[TaskEvaluation]:
     first = evaluation(
         [run("independent", 0.744, 0.628), run("late-chunking", 0.625, 0.529, context="late", **UNTRAINED_LONG)],
         [comparison("late-chunking", "independent", -0.119, 1e-5)],
     )
     second = evaluation(
-        [run("independent", 0.415), run("late-chunking", 0.353, context="late"), run("bm25", 0.9)], needs=None
+        [run("independent", 0.415), run("late-chunking", 0.353, context="late"), run("bm25", 0.9)],
+        [comparison("late-chunking", "independent", -0.062, 0.08)],
+        needs=None,
     )
     second.task = "covid"
-    sentences = overall_reading([first, second])
-    assert sentences[0] == (
-        "Best system over the 2 task(s): independent, mean nDCG@10 0.580, best on 1 of 2 task(s); next late-chunking "
-        "0.489."
+    for c in second.comparisons:
+        c.task = "covid"
+    return [first, second]
+
+
+def test_overall_reading() -> None:
+    first, second = _two_tasks()
+    assert overall_lead([first, second]) == (
+        "Highest mean nDCG@10 over the 2 task(s): independent 0.580, highest on 1 of 2 task(s); next late-chunking "
+        "0.489 (a mean over tasks has no paired test: each task's reading tests its systems)."
     )  # bm25 ran on one task only: not in the mean
-    assert sentences[1] == (
-        "1 of 1 paired comparisons are significant: t: late-chunking vs independent -0.119 (p = 1.0e-05, 200 queries)."
+    assert overall_comparisons([first, second]) == (
+        "1 of 2 paired comparisons are significant: t: late-chunking vs independent -0.119 (p = 1.0e-05, 200 queries); "
+        "not significant: covid: late-chunking vs independent -0.062 (p = 0.080, 200 queries)."
     )
-    assert sentences[2] == "50 of 200 labelled queries need context (t 50/200); unlabelled: covid."
-    assert sentences[3] == "Best on those queries: t: independent 0.628."
-    assert sentences[4].startswith("t: late-chunking loses to independent (0.625 vs 0.744)")
-    assert sentences[5].startswith("covid: late-chunking loses to independent (0.353 vs 0.415)")
+    assert overall_comparisons([evaluation([run("bm25", 0.5)])]) == "No paired comparison was run."
+    assert overall_necessity([first, second]).startswith(
+        "50 of 200 labelled queries (25%) need context (t 50/200); unlabelled: covid (no needs_context column"
+    )
+    assert "none labelled in t" in overall_necessity([evaluation([run("bm25", 0.5)], needs=0)])
+    assert overall_necessity([second]).startswith("No task carries context-necessity labels (no needs_context column")
+    assert overall_subset([first, second]).endswith("t: independent 0.628.")
+    assert overall_subset([second]) is None
+    sentences = overall_reading([first, second])
+    assert sentences[:4] == [
+        overall_lead([first, second]),
+        overall_comparisons([first, second]),
+        overall_necessity([first, second]),
+        overall_subset([first, second]),
+    ]
+    assert sentences[4].startswith("t: late-chunking loses to independent (0.625 vs 0.744")
+    assert sentences[5].startswith("covid: late-chunking scores below independent (0.353 vs 0.415), not significantly")
     assert overall_reading([]) == ["No task was evaluated: nothing to read."]
-    assert "No task carries context-necessity labels" in " ".join(overall_reading([second]))
+    no_common = evaluation([run("bm25", 0.5)])
+    other = evaluation([run("independent", 0.5)])
+    assert overall_lead([no_common, other]) == "No system ran on every task, so no mean over tasks is compared."

@@ -422,8 +422,8 @@ def test_reports_open_with_their_reading(written: dict[str, Path], evaluations: 
         assert md.split("\n## ", 2)[1].startswith("Reading\n")  # the first section
     task_md = written["tasks/squad-ctx/report.md"].read_text()
     best = max((r for r in evaluations[0].runs if r.status == "ok"), key=lambda r: r.metrics["ndcg@10"].value)
-    assert f"Best system: {markdown_escape(best.system)}, nDCG@10 {format_metric(best.metrics['ndcg@10'].value)}" in (
-        task_md
-    )
+    # "Best system" only when the report's paired test finds it (evaluation/reports/reading.py), else "Highest"
+    figures = f"{markdown_escape(best.system)}, nDCG@10 {format_metric(best.metrics['ndcg@10'].value)}"
+    assert f"Best system: {figures}" in task_md or f"Highest nDCG@10: {figures}" in task_md
     assert "30 of 100 queries (30%) need context" in task_md
     assert "<h2>Reading</h2>" in written["tasks/squad-ctx/report.html"].read_text().replace(' id="reading"', "")
