@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from conteb.config import ChunkingConfig, ConfigError, ControlledSource
+from conteb.config import MAX_CONTROLLED_DOCUMENTS, ChunkingConfig, ConfigError, ControlledSource
 from conteb.content import passage_prints
 from conteb.ids import is_valid_doc_id
 from curation.chunking import chunk_text, make_splitter
@@ -221,6 +221,11 @@ def test_title_modes(corpus: SourceResult) -> None:
     assert [q.query for q in plain.queries] == [
         q.query for q in corpus.queries if q.doc_id in {d.doc_id for d in plain.documents}
     ]
+
+
+def test_every_template_holds_the_most_documents_the_registry_allows() -> None:
+    result = generate_controlled(TEMPLATES, MAX_CONTROLLED_DOCUMENTS, seed=1, titles="uninformative")
+    assert len(result.documents) == MAX_CONTROLLED_DOCUMENTS * len(TEMPLATES)
 
 
 def test_same_template_documents_share_no_passage_print(corpus: SourceResult) -> None:

@@ -14,23 +14,24 @@ domain                    templates                       module
 ``things``                ``ship``, ``grape_variety``     :mod:`.things`
 ========================  ==============================  ==========================================================
 
-Every document of a template has the same 9 to 12 paragraphs in the same order (:mod:`.template`); only the facts
-differ. The entity (an invented name, :mod:`.names`) is named in the first paragraph only; later paragraphs say "the
-city", "the club", "she". Each template asks 9 questions, one per fact slot, in the same words for every document
-("In which year did the <entity> tram network open?"); one is answered in the first paragraph (the control), the
-others later. Answers are unique among the documents of a template and occur once in their document, so a chunk
-embedded alone cannot be told from the same paragraph of another document, while the question names the entity that
-only the document's head carries. :func:`.generate.generate_controlled` checks all of it and refuses (raises
-:class:`~curation.sources.model.SourceError`) a corpus that breaks a rule.
+Every document of a template has the same 11 or 12 paragraphs (the rule allows 8 to 12) in the same order
+(:mod:`.template`); only the facts differ. The entity (an invented name, :mod:`.names`) is named in the first
+paragraph only; later paragraphs say "the city", "the club", "she". Each template asks 9 questions, one per fact
+slot, in the same words for every document ("In which year did the <entity> tram network open?"); one is answered in
+the first paragraph (the control), the others later. Answers are unique among the documents of a template and occur
+once in their document, so a chunk embedded alone cannot be told from the same paragraph of another document, while
+the question names the entity that only the document's head carries. :func:`.generate.generate_controlled` checks
+all of it and refuses (raises :class:`~curation.sources.model.SourceError`) a corpus that breaks a rule.
 
 Measured with seed 0, 20 documents per template: bodies of 4,139 to 4,521 characters, 6 chunks each at 1,000
-characters; 78% of the answers start at character 1,000 or later. Fixed prose never runs 45 words without a value
-unique to the document, so two documents of a template share no passage fingerprint (:mod:`conteb.content`).
+characters; 78% of the answers start at character 1,000 or later. Fixed prose never runs more than 44 words without
+a value unique to the document, so two documents of a template share no passage fingerprint (:mod:`conteb.content`).
 
 Adding a template: write it in a domain module (a new module for a new domain), add it to that module's
-``TEMPLATES`` and append the module to :data:`.catalog.TEMPLATES` (appending keeps every existing document as it is);
-:meth:`.template.Template.check` runs when the catalogue is imported, and ``tests/sources/test_controlled.py`` checks
-the generated corpus.
+``TEMPLATES`` and append the module to :data:`.catalog.TEMPLATES`; :meth:`.template.Template.check` runs when the
+catalogue is imported, and ``tests/sources/test_controlled.py`` checks the generated corpus. Invented names are
+handed out over the whole catalogue and avoid every word of every template, so a new or edited template changes
+some names of the others: a corpus is reproducible for a given version of the catalogue, not across versions.
 
 License of the generated text: CC0 1.0 (written for this project; the entities and facts are fictional).
 """

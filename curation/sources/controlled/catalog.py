@@ -1,7 +1,7 @@
 """The templates of the ``controlled`` source, by name and domain, and how the registry selects them.
 
-The catalogue's order is fixed (it decides how invented names are handed out, :mod:`.generate`): append new
-templates at the end, so existing ones keep their documents.
+The catalogue's order decides how invented names are handed out (:mod:`.generate`): keep it, and append new
+templates at the end (a new template still changes some names of the others, see the package docstring).
 """
 
 from __future__ import annotations
