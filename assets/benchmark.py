@@ -1,6 +1,5 @@
 """Published output: the ConTEB dataset folder of a task, and its asset checks (ERROR severity)."""
 
-import os
 from pathlib import Path
 
 import dagster as dg
@@ -19,6 +18,7 @@ from curation.dataset import publish_task, published_documents
 from curation.llm_pairing import combine_pairings
 from curation.necessity import label_queries, necessity_counts
 from curation.reviewed import queries_after_rejections
+from curation.sources import source_label
 
 STAGE_OF_QUARANTINE = {
     name: stage.replace("_", " ")  # the dataset card's label of the stage: "llm pairing", "synthetic queries"
@@ -108,7 +108,7 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
         published = publish_task(
             out_dir,
             task,
-            display_path(task.source.path, settings.config_dir),
+            source_label(task.source, settings.config_dir),
             tables["chunks"],
             queries,
             quarantines,
@@ -220,8 +220,3 @@ def read_splits(folder: Path, config: str, splits: tuple[str, ...]) -> dict[str,
         path = folder / data_file(config, split)
         tables[split] = pq.read_table(path) if path.is_file() else schema.empty_table()
     return tables
-
-
-def display_path(path: Path | str, base: Path) -> str:
-    """``path`` relative to ``base`` when it is a local path, else unchanged (a hub dataset name)."""
-    return os.path.relpath(path, base) if os.path.isabs(path) else str(path)

@@ -8,7 +8,7 @@ from assets.resources import ConTEBSettings
 from conteb.config import TaskConfig
 from conteb.names import StageTable
 from curation.quarantine import count_reasons
-from curation.sources import SourceError, load_source
+from curation.sources import SourceError, load_source, source_label
 
 
 def build_source_asset(task: TaskConfig) -> dg.AssetsDefinition:
@@ -29,7 +29,8 @@ def build_source_asset(task: TaskConfig) -> dg.AssetsDefinition:
         },
     )
     def source(context: dg.AssetExecutionContext, settings: ConTEBSettings):
-        context.log.info(f"{task.name}: loading {task.source.kind} source {task.source.path}")
+        label = source_label(task.source, settings.config_dir)
+        context.log.info(f"{task.name}: loading {task.source.kind} source {label}")
         try:
             result = load_source(task.source, settings.config_dir)
         except SourceError as error:

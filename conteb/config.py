@@ -120,8 +120,54 @@ class SampleSource(StrictModel):
     path: Path = Path("data/sample")
 
 
+MAX_CONTROLLED_DOCUMENTS = 100
+"""The most documents a ``controlled`` source generates per template (every template's value pools hold more)."""
+
+
+class ControlledSource(StrictModel):
+    """Generated same-template documents about invented entities (:mod:`curation.sources.controlled`).
+
+    ``templates`` or ``domains`` (not both; neither: every template) select the templates; their names are checked
+    against the catalogue when the registry is loaded (:func:`project.config.load_config`). ``titles``:
+    ``informative`` (the entity's name) or ``uninformative`` (``"City profile 7"``: the template's noun and a
+    number). The same settings give the same documents; another ``seed`` other entities and facts.
+    """
+
+    kind: Literal["controlled"]
+    templates: tuple[str, ...] | None = Field(None, min_length=1)
+    domains: tuple[str, ...] | None = Field(None, min_length=1)
+    documents_per_template: int = Field(20, ge=1, le=MAX_CONTROLLED_DOCUMENTS)
+    seed: int = Field(0, ge=0)
+    titles: Literal["informative", "uninformative"] = "informative"
+
+    @model_validator(mode="after")
+    def _templates_or_domains(self) -> ControlledSource:
+        if self.templates is not None and self.domains is not None:
+            raise ValueError("set either templates or domains, not both")
+        for field, names in (("templates", self.templates), ("domains", self.domains)):
+            if names is not None and len(set(names)) != len(names):
+                twice = sorted({name for name in names if names.count(name) > 1})
+                raise ValueError(f"{field}: named twice: {', '.join(twice)}")
+        return self
+
+    @property
+    def label(self) -> str:
+        """What the dataset card and the logs call this source (it has no path)."""
+        selection = (
+            f"templates {', '.join(self.templates)}"
+            if self.templates
+            else f"domains {', '.join(self.domains)}"
+            if self.domains
+            else "every template"
+        )
+        return (
+            f"controlled ({selection}; {self.documents_per_template} documents per template; seed {self.seed}; "
+            f"{self.titles} titles)"
+        )
+
+
 SourceConfig = Annotated[
-    SquadJsonSource | TextFolderSource | HFDatasetSource | SampleSource,
+    SquadJsonSource | TextFolderSource | HFDatasetSource | SampleSource | ControlledSource,
     Field(discriminator="kind"),
 ]
 

@@ -21,6 +21,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from conteb.config import (
     ConfigError,
+    ControlledSource,
     HFDatasetSource,
     SampleSource,
     StrictModel,
@@ -264,7 +265,15 @@ def _resolve_paths(config: ProjectConfig) -> ProjectConfig:
     for index, task in enumerate(config.tasks):
         source = task.source
         where = f"{shown}: task '{task.name}' (tasks[{index}]): source.path"
-        if isinstance(source, HFDatasetSource):
+        if isinstance(source, ControlledSource):  # generated: no path; its template names are checked here
+            from curation.sources.controlled import select_templates  # the catalogue, only where a task uses it
+
+            try:
+                select_templates(source.templates, source.domains)
+            except ValueError as error:
+                field = "source.domains" if source.domains is not None else "source.templates"
+                raise ConfigError(f"{shown}: task '{task.name}' (tasks[{index}]): {field}: {error}") from None
+        elif isinstance(source, HFDatasetSource):
             local = (base / source.path).resolve()
             looks_local = source.path.startswith((".", "/", "~"))
             if local.exists():

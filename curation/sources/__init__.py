@@ -11,19 +11,20 @@ import dataclasses
 import os
 from pathlib import Path
 
-from conteb.config import HFDatasetSource, SampleSource, SquadJsonSource, TextFolderSource
+from conteb.config import ControlledSource, HFDatasetSource, SampleSource, SquadJsonSource, TextFolderSource
+from curation.sources.controlled import load_controlled
 from curation.sources.hf_dataset import load_hf_dataset
 from curation.sources.model import SourceDocument, SourceError, SourceQuery, SourceResult
 from curation.sources.sample import load_sample
 from curation.sources.squad import load_squad_json
 from curation.sources.text_folder import load_text_folder
 
-__all__ = ["SourceError", "SourceResult", "load_source"]
+__all__ = ["SourceError", "SourceResult", "load_source", "source_label"]
+
+SourceConfigs = SquadJsonSource | TextFolderSource | HFDatasetSource | SampleSource | ControlledSource
 
 
-def load_source(
-    source: SquadJsonSource | TextFolderSource | HFDatasetSource | SampleSource, base_dir: Path | None = None
-) -> SourceResult:
+def load_source(source: SourceConfigs, base_dir: Path | None = None) -> SourceResult:
     """Dispatch on ``source.kind``; paths are already resolved by :func:`conteb.config.load_config`.
 
     With ``base_dir`` (the config file's folder), ``source`` columns hold file paths relative to
@@ -38,9 +39,20 @@ def load_source(
             result = load_hf_dataset(source.path, source.name, source.split, source.columns)
         case SampleSource():
             result = load_sample(source.path)
+        case ControlledSource():
+            result = load_controlled(source)
         case _:  # pragma: no cover
             raise TypeError(f"unknown source config {source!r}")
     return relabel_sources(result, base_dir) if base_dir else result
+
+
+def source_label(source: SourceConfigs, base_dir: Path) -> str:
+    """What the dataset card and the logs call ``source``: its path relative to ``base_dir`` (the registry's folder)
+    when it is a local path, a hub dataset's name as given, a generated source's settings."""
+    if isinstance(source, ControlledSource):
+        return source.label
+    path = str(source.path)
+    return os.path.relpath(path, base_dir) if os.path.isabs(path) else path
 
 
 def relabel_sources(result: SourceResult, base_dir: Path) -> SourceResult:

@@ -1,0 +1,55 @@
+"""``controlled``: generated same-template documents about invented entities, in the style of the ConTEB paper's
+Geography and Football tasks (and of the hand-written ``data/sample``, see its README).
+
+The catalogue (:data:`TEMPLATES`, in this order; each module's docstring lists its paragraphs and questions):
+
+========================  ==============================  ==========================================================
+domain                    templates                       module
+========================  ==============================  ==========================================================
+``geography``             ``city``, ``island``            :mod:`.geography`
+``sport``                 ``football_club``,              :mod:`.sport`
+                          ``cycling_team``
+``organisations``         ``company``, ``university``     :mod:`.organisations`
+``people``                ``composer``, ``scientist``     :mod:`.people`
+``things``                ``ship``, ``grape_variety``     :mod:`.things`
+========================  ==============================  ==========================================================
+
+Every document of a template has the same 11 or 12 paragraphs (the rule allows 8 to 12) in the same order
+(:mod:`.template`); only the facts differ. The entity (an invented name, :mod:`.names`) is named in the first
+paragraph only; later paragraphs say "the city", "the club", "she". Each template asks 9 questions, one per fact
+slot, in the same words for every document ("In which year did the <entity> tram network open?"); one is answered in
+the first paragraph (the control), the others later. Answers are unique among the documents of a template and occur
+once in their document, so a chunk embedded alone cannot be told from the same paragraph of another document, while
+the question names the entity that only the document's head carries. :func:`.generate.generate_controlled` checks
+all of it and refuses (raises :class:`~curation.sources.model.SourceError`) a corpus that breaks a rule.
+
+Measured with seed 0, 20 documents per template: bodies of 4,139 to 4,521 characters, 6 chunks each at 1,000
+characters; 78% of the answers start at character 1,000 or later. Fixed prose never runs more than 44 words without
+a value unique to the document, so two documents of a template share no passage fingerprint (:mod:`conteb.content`).
+
+Adding a template: write it in a domain module (a new module for a new domain), add it to that module's
+``TEMPLATES`` and append the module to :data:`.catalog.TEMPLATES`; :meth:`.template.Template.check` runs when the
+catalogue is imported, and ``tests/sources/test_controlled.py`` checks the generated corpus. Invented names are
+handed out over the whole catalogue and avoid every word of every template, so a new or edited template changes
+some names of the others: a corpus is reproducible for a given version of the catalogue, not across versions.
+
+License of the generated text: CC0 1.0 (written for this project; the entities and facts are fictional).
+"""
+
+from __future__ import annotations
+
+from conteb.config import ControlledSource
+from curation.sources.controlled.catalog import BY_NAME, DOMAINS, TEMPLATES, select_templates
+from curation.sources.controlled.generate import generate_controlled
+from curation.sources.model import SourceError, SourceResult
+
+__all__ = ["BY_NAME", "DOMAINS", "TEMPLATES", "generate_controlled", "load_controlled", "select_templates"]
+
+
+def load_controlled(source: ControlledSource) -> SourceResult:
+    """The tables of a ``kind: controlled`` source; :class:`SourceError` for an unknown template or domain."""
+    try:
+        templates = select_templates(source.templates, source.domains)
+    except ValueError as error:
+        raise SourceError(f"controlled source: {error}") from None
+    return generate_controlled(templates, source.documents_per_template, source.seed, source.titles)
