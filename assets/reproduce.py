@@ -10,6 +10,7 @@
   ``<data>/reports/reproduce/``.
 """
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import dagster as dg
@@ -20,7 +21,7 @@ from assets.models import pipes_training_asset
 from assets.resources import ConTEBSettings
 from conteb.config import TaskConfig
 from conteb.names import StageTable
-from conteb.reproduce import REPRODUCE_TASK, ReproduceConfig
+from conteb.reproduce import REPRODUCE_TASK, ExperimentTask, ReproduceConfig
 from conteb.storage import dataset_dir, models_dir, reports_dir
 from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
 from evaluation.experiment import model_folder, training_settings
@@ -43,17 +44,27 @@ def experiment_models_dir(data_path: Path) -> Path:
     return models_dir(data_path) / REPRODUCE_TASK
 
 
-def setup_lines(block: ReproduceConfig, task: TaskConfig) -> list[str]:
+def setup_lines(block: ReproduceConfig, tasks: Sequence[tuple[ExperimentTask, TaskConfig]]) -> list[str]:
     """What was run, and what differs from the paper's setting (shown in the report)."""
     profile = block.settings
     training = profile.training
-    source = task.source.path
+    main = tasks[0][1]
+    source = main.source.path
     lines = [
         f"Profile `{block.profile}`: base model `{profile.base_model}`; source `{source}` "
         f"({'the first ' + str(profile.max_documents) + ' articles' if profile.max_documents else 'every article'}); "
         f"document splits {block.split_fields} (hash of seed and document id).",
-        "Context-dependent variant: the reformulation stage ("
-        + ("the configured LLM" if task.chunk_contexts else MASK_NOTE)
+        "Tasks: "
+        + "; ".join(
+            f"`{task.name}` ({about.about}; "
+            + " and ".join(part for part, on in (("trained on", about.trains), ("evaluated", about.evaluates)) if on)
+            + (f", first {task.max_documents} documents" if task.max_documents else "")
+            + ")"
+            for about, task in tasks
+        )
+        + ".",
+        "Context-dependent variant of the SQuAD task: the reformulation stage ("
+        + ("the configured LLM" if main.chunk_contexts else MASK_NOTE)
         + ").",
         f"Training: {training.get('epochs', 2)} epochs, {training.get('batch_docs', 4)} documents per batch, lr "
         f"{training.get('lr', 5e-5)}, λ_seq {training.get('lambda_seq', 0.1)}; anchored windows cap the head at "
@@ -69,7 +80,8 @@ def setup_lines(block: ReproduceConfig, task: TaskConfig) -> list[str]:
             else ""
         )
         + ".",
-        f"Chunk-size study on the test documents: {', '.join(map(str, profile.chunk_sizes)) or 'not run'} characters.",
+        f"Chunk-size study on the SQuAD test documents: {', '.join(map(str, profile.chunk_sizes)) or 'not run'} "
+        "characters.",
     ]
     if block.profile == "cpu":
         lines.append(
@@ -81,23 +93,32 @@ def setup_lines(block: ReproduceConfig, task: TaskConfig) -> list[str]:
     return lines
 
 
-def build_reproduce_assets(config: ProjectConfig, task: TaskConfig) -> list[dg.AssetsDefinition]:
-    """The experiment's models, evaluation and comparison (its curation assets come from the task factories)."""
+def build_reproduce_assets(
+    config: ProjectConfig, tasks: Sequence[tuple[ExperimentTask, TaskConfig]]
+) -> list[dg.AssetsDefinition]:
+    """The experiment's models (trained on every training task), one evaluation per evaluated task and the comparison
+    (the tasks' curation assets come from the task factories; the SQuAD task is first)."""
     block = config.reproduce
-    dataset = dg.AssetKey([task.name, StageTable.CONTEB_DATASET])
-    assets = [_model_asset(block, task, name, dataset) for name in MODELS]
-    assets += [_evaluation_asset(config, task), _comparison_asset(block, task)]
+    main = tasks[0][1]
+    training = [task for about, task in tasks if about.trains]
+    evaluated = [task for about, task in tasks if about.evaluates]
+    datasets = [dg.AssetKey([task.name, StageTable.CONTEB_DATASET]) for task in training]
+    assets = [_model_asset(block, main, name, training, datasets) for name in MODELS]
+    assets += [_evaluation_asset(config, main, task, chunk_sizes=task is main) for task in evaluated]
+    assets.append(_comparison_asset(block, tasks))
     return assets
 
 
-def _model_asset(block: ReproduceConfig, task: TaskConfig, name: str, dataset: dg.AssetKey) -> dg.AssetsDefinition:
+def _model_asset(
+    block: ReproduceConfig, main: TaskConfig, name: str, training: Sequence[TaskConfig], datasets: list[dg.AssetKey]
+) -> dg.AssetsDefinition:
     system, description = MODELS[name]
     profile = block.settings
 
     def run_config(data_path: Path) -> dict:
         return training_settings(
             profile.training,
-            data=[dataset_dir(data_path, task.name)],
+            data=[dataset_dir(data_path, task.name) for task in training],
             output=model_folder(experiment_models_dir(data_path), system),
             base_model=profile.base_model,
             system=system,
@@ -105,11 +126,13 @@ def _model_asset(block: ReproduceConfig, task: TaskConfig, name: str, dataset: d
             window_overlap_chunks=profile.window_overlap_chunks,
         )
 
-    return pipes_training_asset(dg.AssetKey([task.name, name]), GROUP, [dataset], description, run_config)
+    return pipes_training_asset(dg.AssetKey([main.name, name]), GROUP, datasets, description, run_config)
 
 
-def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefinition:
-    deps = [key(task, StageTable.CONTEB_DATASET), *(dg.AssetKey([task.name, name]) for name in MODELS)]
+def _evaluation_asset(
+    config: ProjectConfig, main: TaskConfig, task: TaskConfig, *, chunk_sizes: bool
+) -> dg.AssetsDefinition:
+    deps = [key(task, StageTable.CONTEB_DATASET), *(dg.AssetKey([main.name, name]) for name in MODELS)]
     if task.chunk_contexts:
         deps.append(key(task, StageTable.CHUNK_CONTEXTS))
 
@@ -148,7 +171,7 @@ def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefin
             device=profile.device,
             contextual=task.chunk_contexts,
         )
-        evaluation_settings = evaluation_config(config.evaluation, systems, profile.chunk_sizes)
+        evaluation_settings = evaluation_config(config.evaluation, systems, profile.chunk_sizes if chunk_sizes else ())
         try:
             loaded = load_target(target, evaluation_settings)
         except CorpusError as error:
@@ -169,14 +192,19 @@ def _evaluation_asset(config: ProjectConfig, task: TaskConfig) -> dg.AssetsDefin
     return experiment_evaluation
 
 
-def _comparison_asset(block: ReproduceConfig, task: TaskConfig) -> dg.AssetsDefinition:
+def _comparison_asset(
+    block: ReproduceConfig, tasks: Sequence[tuple[ExperimentTask, TaskConfig]]
+) -> dg.AssetsDefinition:
+    main = tasks[0][1]
+    evaluated = [task for about, task in tasks if about.evaluates]
+
     @dg.asset(
-        key=dg.AssetKey([task.name, COMPARISON]),
+        key=dg.AssetKey([main.name, COMPARISON]),
         group_name=GROUP,
-        deps=[dg.AssetKey([task.name, EVALUATION])],
+        deps=[dg.AssetKey([task.name, EVALUATION]) for task in evaluated],
         kinds={"python", "markdown", "html"},
-        description="The paper's headline effects beside ours, with CIs, paired tests and a verdict per effect "
-        "(data/reports/reproduce/).",
+        description="The paper's headline effects beside ours, with CIs, paired tests and a verdict per effect, and "
+        "the experiment's target on every evaluated task (data/reports/reproduce/).",
     )
     def paper_comparison(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
         from conteb.storage import data_file
@@ -184,9 +212,9 @@ def _comparison_asset(block: ReproduceConfig, task: TaskConfig) -> dg.AssetsDefi
         from evaluation.reports.reproduce import build_comparison, reproduce_document, write_reproduce_report
 
         data = settings.data_path
-        queries = dataset_dir(data, task.name) / data_file("queries", task.evaluation_split)
-        comparison, evaluation = build_comparison(reports_dir(data), task.name, queries)
-        setup = setup_lines(block, task)
+        queries = dataset_dir(data, main.name) / data_file("queries", main.evaluation_split)
+        comparison, evaluation = build_comparison(reports_dir(data), main.name, queries)
+        setup = setup_lines(block, tasks)
         paths = write_reproduce_report(comparison, evaluation, reports_dir(data), setup)
         for line in comparison.summary:
             context.log.info(line)

@@ -12,8 +12,9 @@ for plain and anchored windows, with the untrained offline MiniLM (512-token win
   head-dependent case);
 * ``xquad``, ``squad``, ``covidqa``: real corpora from ``../shared/data`` (original chunks and the ``masked``
   context-dependent variant the pipeline builds offline, as ``bench/anchored_windows.py``);
-* ``controlled:<templates>``: a generated controlled task (``curation/sources/controlled.py``; e.g.
-  ``controlled:city,football_club``), when that source kind is available.
+* ``controlled:<templates>[/<documents per template>]``: a generated controlled task (``curation/sources/controlled``,
+  seed 0, uninformative titles; e.g. ``controlled:city,composer/10``): same-template documents whose entity is named
+  only in the first paragraph, two windows long.
 
 Ownership changes only which window's token states a chunk is pooled from, never the windows forwarded, so the
 token states of each (policy, overlap) are computed once and reused for every ownership rule (a memo on the
@@ -67,14 +68,19 @@ def load_source(corpus: str, max_documents: int | None):
 
         source = load_sample(ROOT / "data" / "sample")
     elif corpus.startswith("controlled:"):
-        from conteb.config import TaskConfig
+        from conteb.config import ControlledSource
         from curation.sources import load_source as load_registry_source
 
-        templates = corpus.split(":", 1)[1].split(",")
-        task = TaskConfig.model_validate(
-            {"name": "controlled", "source": {"kind": "controlled", "templates": templates, "seed": 0}}
+        templates, _, per_template = corpus.split(":", 1)[1].partition("/")
+        source = load_registry_source(
+            ControlledSource(
+                kind="controlled",
+                templates=tuple(templates.split(",")),
+                documents_per_template=int(per_template or 10),
+                seed=0,
+                titles="uninformative",
+            )
         )
-        source = load_registry_source(task, ROOT)
     else:
         from curation.sources.squad import load_squad_json
 

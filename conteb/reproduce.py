@@ -2,15 +2,29 @@
 
 The experiment (job ``reproduce_conteb``, asset group ``reproduce``):
 
-1. **Task** ``reproduce``: SQuAD v1.1 dev (``source``; the bundled sample when that file is absent), split by
-   document (``splits``), made context-dependent by the reformulation stage (the configured LLM, else the labelled
-   offline mask). It is built by the same asset factories as any registry task, but it is not in
-   ``build_conteb`` or ``evaluate_conteb``: its group is ``reproduce``.
+1. **Tasks** (:func:`experiment_tasks`), each built by the same asset factories as any registry task but in the
+   group ``reproduce``, outside ``build_conteb`` and ``evaluate_conteb``:
+
+   * ``reproduce``: SQuAD v1.1 dev (``source``; the bundled sample when that file is absent), split by document
+     (``splits``), made context-dependent by the reformulation stage (the configured LLM, else the labelled offline
+     mask); trained on (``train``) and evaluated (``test``);
+   * ``reproduce-covidqa``: COVID-QA (``covidqa``), the same splits and reformulation; its ``train`` split is
+     trained on;
+   * ``reproduce-sotu``: the State of the Union addresses (``sotu``), documents only: offline inverse-cloze
+     pseudo-queries on its ``train`` split (``curation/pseudo_queries.py``), trained on;
+   * ``reproduce-controlled``: generated same-template documents (``curation/sources/controlled``) of the
+     ``controlled.train_domains``, all trained on;
+   * ``reproduce-heldout`` and ``reproduce-heldout-untitled``: generated documents of the
+     ``controlled.heldout_domains`` (templates and domains never trained on), with informative and with
+     uninformative titles (the same documents otherwise), evaluated.
+
+   A corpus whose file is absent, or that the profile sizes to 0 documents, is left out (the report says so).
 2. **Models**: InSeNT with plain windows, InSeNT with anchored windows, and the "+Training" control (each chunk
-   alone), all trained on the ``train`` split with the profile's settings.
-3. **Evaluation** of every baseline on the ``test`` split, on all queries and on the ``needs_context`` subset,
-   and the chunk-size study on the test documents.
-4. **Report**: the paper's headline effects beside ours (``evaluation/reports/paper.py``).
+   alone), all trained on the ``train`` splits of the training tasks with the profile's settings.
+3. **Evaluation** of every baseline on the ``test`` split of each evaluated task, on all queries and on the
+   ``needs_context`` subset, and the chunk-size study on SQuAD's test documents.
+4. **Report**: the paper's headline effects beside ours (``evaluation/reports/paper.py``) and the experiment's
+   target on every evaluated task.
 
 ``profile`` is the one switch between the scaled-down CPU run (the offline MiniLM, ``max_documents`` articles) and
 the paper-sized GPU run (ModernBERT-embed-large, every article); the profiles' values are defaults a user may
@@ -25,6 +39,8 @@ on ``train`` and evaluates on ``test``); a missing one is named, with the closes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +53,15 @@ REPRODUCE_TASK = "reproduce"
 
 DEFAULT_SOURCE = Path("../shared/data/squad-v1.1-dev.json.gz")
 """SQuAD v1.1 dev where the shared corpora sit beside the checkout (relative to ``conteb.yaml``)."""
+DEFAULT_COVIDQA = Path("../shared/data/covidqa-2020-04-23.json.gz")
+DEFAULT_SOTU = Path("../shared/data/sotu")
 FALLBACK_SOURCE = Path("data/sample")
+SOTU_PSEUDO_QUERIES: dict[str, Any] = {
+    "title_pattern": r"(?P<year>\d{4})-(?P<president>[A-Za-z]+)(?:-\d+)?",
+    "subject": "the {year} State of the Union address ({president})",
+    "template": "In {subject}: {sentence}",
+}
+"""How a State of the Union file name (``YEAR-President.txt``) names the address in its pseudo-queries."""
 REQUIRED_SPLITS = ("train", "test")
 """The splits the experiment reads: its models train on ``train``, every system is evaluated on ``test``."""
 
@@ -59,6 +83,13 @@ class ReproduceProfile(StrictModel):
     query_prefix: str | None = None  # None: the model's own (see evaluation/systems/embedders.py)
     document_prefix: str | None = None
     device: str | None = None  # None: CUDA when present, else CPU
+    # The other training corpora (0: left out; None: every document): their first N documents, split as `splits`
+    covidqa_documents: int | None = Field(None, ge=0)
+    sotu_documents: int | None = Field(None, ge=0)
+    pseudo_queries_per_document: int = Field(20, ge=1)
+    # generated documents per template: trained on (controlled.train_domains), evaluated (heldout_domains)
+    controlled_documents_per_template: int = Field(20, ge=0, le=100)
+    heldout_documents_per_template: int = Field(20, ge=1, le=100)
 
 
 CPU_PROFILE = ReproduceProfile(
@@ -121,10 +152,30 @@ def merged_profile(name: str, given: Any) -> Any:
     return merged
 
 
+class ControlledPlan(StrictModel):
+    """The generated tasks of the experiment: which domains are trained on, which are held out (never trained on)."""
+
+    train_domains: tuple[str, ...] = ("geography", "sport", "things")
+    heldout_domains: tuple[str, ...] = ("organisations", "people")
+    seed: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> ControlledPlan:
+        both = sorted(set(self.train_domains) & set(self.heldout_domains))
+        if both:
+            raise ValueError(f"heldout_domains: {both} also in train_domains; held-out domains are never trained on")
+        if not self.heldout_domains:
+            raise ValueError("heldout_domains: name at least one domain to evaluate on")
+        return self
+
+
 class ReproduceConfig(StrictModel):
     """The ``reproduce:`` block (every key optional)."""
 
     source: Path | None = None  # SQuAD-format JSON file or sample-format folder; default: DEFAULT_SOURCE or the sample
+    covidqa: Path | None = None  # default: DEFAULT_COVIDQA when present
+    sotu: Path | None = None  # a folder of State of the Union texts; default: DEFAULT_SOTU when present
+    controlled: ControlledPlan = ControlledPlan()
     splits: SplitsConfig = SplitsConfig(fractions={"train": 0.5, "test": 0.5}, seed=0)
     profile: Literal["cpu", "gpu"] = "cpu"
     profiles: dict[str, ReproduceProfile] = Field(default_factory=lambda: dict(BUILT_IN_PROFILES))
@@ -197,3 +248,102 @@ def reproduce_task_fields(block: ReproduceConfig, config_dir: Path, llm_availabl
         "description": "The paper's controlled experiment: SQuAD v1.1 dev split by document, later chunks "
         "rewritten so that they no longer name the article.",
     }
+
+
+@dataclass(frozen=True)
+class ExperimentTask:
+    """One task of the experiment: its registry fields (validated as a ``TaskConfig`` by the caller), whether its
+    ``train`` split is trained on, whether its ``test`` split is evaluated, and what it is (for the report)."""
+
+    fields: dict[str, Any]
+    trains: bool
+    evaluates: bool
+    about: str
+
+    @property
+    def name(self) -> str:
+        return str(self.fields["name"])
+
+
+def _corpus_path(configured: Path | None, default: Path, config_dir: Path) -> Path | None:
+    """``configured`` (must exist: a typo is an error later, at the source), else ``default`` when present."""
+    if configured is not None:
+        return (config_dir / configured).resolve()
+    path = (config_dir / default).resolve()
+    return path if path.exists() else None
+
+
+def _controlled(domains: Sequence[str], per_template: int, seed: int, titles: str) -> dict[str, Any]:
+    return {
+        "kind": "controlled",
+        "domains": list(domains),
+        "documents_per_template": per_template,
+        "seed": seed,
+        "titles": titles,
+    }
+
+
+def experiment_tasks(block: ReproduceConfig, config_dir: Path, llm_available: bool) -> list[ExperimentTask]:
+    """Every task of the experiment, the SQuAD task first (module docstring, item 1)."""
+    profile = block.settings
+    main = reproduce_task_fields(block, config_dir, llm_available)
+    tasks = [ExperimentTask(main, True, True, "SQuAD v1.1 dev (or the sample), split by document, reformulated")]
+    covidqa = _corpus_path(block.covidqa, DEFAULT_COVIDQA, config_dir)
+    fields: dict[str, Any]
+    if covidqa is not None and profile.covidqa_documents != 0:
+        fields = {
+            "name": f"{REPRODUCE_TASK}-covidqa",
+            "source": {"kind": "squad_json", "path": str(covidqa)},
+            "splits": block.split_fields,
+            "max_documents": profile.covidqa_documents,
+            "pairing": "span",
+            "reformulation": True,
+            "review": {"auto_accept_methods": ["mask"]},
+            "license": "apache-2.0",
+            "description": "COVID-QA, split by document: the experiment trains on its train split.",
+        }
+        tasks.append(ExperimentTask(fields, True, False, "COVID-QA, split by document, reformulated"))
+    sotu = _corpus_path(block.sotu, DEFAULT_SOTU, config_dir)
+    if sotu is not None and profile.sotu_documents != 0:
+        fields = {
+            "name": f"{REPRODUCE_TASK}-sotu",
+            "source": {"kind": "text_folder", "path": str(sotu), "patterns": ["*.txt"]},
+            "splits": block.split_fields,
+            "max_documents": profile.sotu_documents,
+            "pairing": "span",
+            "reformulation": False,
+            "pseudo_queries": {**SOTU_PSEUDO_QUERIES, "per_document": profile.pseudo_queries_per_document},
+            "license": "other",
+            "description": "State of the Union addresses (public domain): inverse-cloze pseudo-queries on the "
+            "train split, trained on.",
+        }
+        tasks.append(ExperimentTask(fields, True, False, "State of the Union addresses, pseudo-queries"))
+    plan = block.controlled
+    if profile.controlled_documents_per_template:
+        fields = {
+            "name": f"{REPRODUCE_TASK}-controlled",
+            "source": _controlled(
+                plan.train_domains, profile.controlled_documents_per_template, plan.seed, "informative"
+            ),
+            "splits": {"train": 1.0, "seed": plan.seed},
+            "pairing": "span",
+            "reformulation": False,
+            "license": "cc0-1.0",
+            "description": "Generated same-template documents (trained-on domains).",
+        }
+        tasks.append(
+            ExperimentTask(fields, True, False, f"generated documents, domains {', '.join(plan.train_domains)}")
+        )
+    for suffix, titles in (("heldout", "informative"), ("heldout-untitled", "uninformative")):
+        fields = {
+            "name": f"{REPRODUCE_TASK}-{suffix}",
+            "source": _controlled(plan.heldout_domains, profile.heldout_documents_per_template, plan.seed, titles),
+            "splits": {"test": 1.0, "seed": plan.seed},
+            "pairing": "span",
+            "reformulation": False,
+            "license": "cc0-1.0",
+            "description": f"Generated same-template documents of held-out domains, {titles} titles.",
+        }
+        about = f"generated documents, held-out domains {', '.join(plan.heldout_domains)}, {titles} titles"
+        tasks.append(ExperimentTask(fields, False, True, about))
+    return tasks

@@ -72,10 +72,12 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
         assets += task_defs
         checks += task_checks
     # The paper's controlled experiment: its own task and group, outside build_conteb and evaluate_conteb.
-    experiment = config.reproduce_task(llm_configured(config))
-    experiment_defs, experiment_checks = task_assets(experiment, config.execution.shard_documents)
-    assets += experiment_defs + build_reproduce_assets(config, experiment)
-    checks += experiment_checks
+    experiment = config.reproduce_tasks(llm_configured(config))
+    for _, task in experiment:
+        experiment_defs, experiment_checks = task_assets(task, config.execution.shard_documents)
+        assets += experiment_defs
+        checks += experiment_checks
+    assets += build_reproduce_assets(config, experiment)
     assets += build_model_assets(config)
     evaluation_assets, evaluation_checks = build_evaluation_assets(config, Path(data_dir))
     assets += evaluation_assets
@@ -88,7 +90,7 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
             build_conteb_job(config),
             *([build_train_job()] if config.training.tasks else []),
             *([build_evaluate_job(config)] if evaluation_assets else []),
-            build_reproduce_job(),
+            build_reproduce_job([task.dagster_name for _, task in experiment]),
         ],
         sensors=[sensor] if sensor else [],
         # Runs launched from the UI ("Materialize all", a selection) get build_conteb's executor choice too.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import dagster as dg
 
 from conteb.names import Job
@@ -73,11 +75,12 @@ def build_evaluate_job(config: ProjectConfig | None = None) -> dg.UnresolvedAsse
     )
 
 
-def build_reproduce_job() -> dg.UnresolvedAssetJobDefinition:
-    """``reproduce_conteb``: the paper's controlled experiment, curation to report (group ``reproduce``)."""
+def build_reproduce_job(groups: Sequence[str] = (REPRODUCE_TASK,)) -> dg.UnresolvedAssetJobDefinition:
+    """``reproduce_conteb``: the paper's controlled experiment, curation to report: the group ``reproduce`` (its
+    models, evaluations and report, and the SQuAD task) and the ``groups`` of its other tasks."""
     return dg.define_asset_job(
         Job.REPRODUCE.value,
-        selection=dg.AssetSelection.groups(REPRODUCE_TASK),
+        selection=dg.AssetSelection.groups(*dict.fromkeys([REPRODUCE_TASK, *groups])),
         executor_def=dg.in_process_executor,  # training runs in Pipes subprocesses; one model load serves evaluation
         config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         description="The paper's controlled experiment (conteb.yaml reproduce:): split SQuAD by document, make it "

@@ -30,7 +30,7 @@ from conteb.config import (
     describe_validation_error,
     display_path,
 )
-from conteb.reproduce import ReproduceConfig, reproduce_task_fields
+from conteb.reproduce import ExperimentTask, ReproduceConfig, experiment_tasks
 from conteb.storage import resolve_data_dir
 from evaluation.config import EvaluationConfig
 from llm.settings import LLMSettings
@@ -182,12 +182,23 @@ class ProjectConfig(StrictModel):
         return self.config_path.parent if self.config_path else Path.cwd()
 
     def reproduce_task(self, llm_available: bool) -> TaskConfig:
-        """The task of the paper's controlled experiment (``reproduce:`` block; see conteb/reproduce.py)."""
-        fields = reproduce_task_fields(self.reproduce, self.config_dir, llm_available)
-        try:
-            return TaskConfig.model_validate(fields)
-        except ValidationError as error:
-            raise ConfigError(f"{self.config_path}: reproduce: {error}") from None
+        """The SQuAD task of the paper's controlled experiment (``reproduce:`` block; see conteb/reproduce.py)."""
+        return self.reproduce_tasks(llm_available)[0][1]
+
+    def reproduce_tasks(self, llm_available: bool) -> list[tuple[ExperimentTask, TaskConfig]]:
+        """Every task of the experiment (:func:`conteb.reproduce.experiment_tasks`), the SQuAD task first, each with
+        its validated ``TaskConfig``."""
+        out = []
+        for task in experiment_tasks(self.reproduce, self.config_dir, llm_available):
+            try:
+                config = TaskConfig.model_validate(task.fields)
+            except ValidationError as error:
+                raise ConfigError(f"{self.config_path}: reproduce: task {task.name}: {error}") from None
+            problem = controlled_source_problem(config.source)
+            if problem:
+                raise ConfigError(f"{self.config_path}: reproduce: controlled: {problem}")
+            out.append((task, config))
+        return out
 
     def task(self, name: str) -> TaskConfig:
         for task in self.tasks:
@@ -258,6 +269,20 @@ def _as_written(written: str | Path, base: Path, resolved: Path) -> str:
     return f"{str(written)!r} (relative to {base}, the registry's folder: {resolved})"
 
 
+def controlled_source_problem(source: object) -> str | None:
+    """Why a ``controlled`` source names templates or domains the catalogue does not have (``field: reason``), or
+    None (also for any other kind of source)."""
+    if not isinstance(source, ControlledSource):
+        return None
+    from curation.sources.controlled import select_templates  # the catalogue, only where a task uses it
+
+    try:
+        select_templates(source.templates, source.domains)
+    except ValueError as error:
+        return f"{'source.domains' if source.domains is not None else 'source.templates'}: {error}"
+    return None
+
+
 def _resolve_paths(config: ProjectConfig) -> ProjectConfig:
     base = config.config_dir
     shown = display_path(config.config_path) if config.config_path else DEFAULT_CONFIG_NAME
@@ -266,13 +291,9 @@ def _resolve_paths(config: ProjectConfig) -> ProjectConfig:
         source = task.source
         where = f"{shown}: task '{task.name}' (tasks[{index}]): source.path"
         if isinstance(source, ControlledSource):  # generated: no path; its template names are checked here
-            from curation.sources.controlled import select_templates  # the catalogue, only where a task uses it
-
-            try:
-                select_templates(source.templates, source.domains)
-            except ValueError as error:
-                field = "source.domains" if source.domains is not None else "source.templates"
-                raise ConfigError(f"{shown}: task '{task.name}' (tasks[{index}]): {field}: {error}") from None
+            problem = controlled_source_problem(source)
+            if problem:
+                raise ConfigError(f"{shown}: task '{task.name}' (tasks[{index}]): {problem}")
         elif isinstance(source, HFDatasetSource):
             local = (base / source.path).resolve()
             looks_local = source.path.startswith((".", "/", "~"))
