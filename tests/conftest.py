@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,35 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 SAMPLE_DIR = ROOT / "data" / "sample"
+
+
+@dataclass(frozen=True)
+class SampleCounts:
+    """What ``data/sample`` holds, counted with the project's own loader and chunker (its README, "Counts")."""
+
+    documents: int
+    chunks: int  # at 1000 characters, no overlap: the chunking of conteb.yaml's sample task
+    queries: int
+
+    def shard_size(self, shards: int) -> int:
+        """Documents per shard for about ``shards`` shards of the sample: ``ceil(documents / shards)``."""
+        return math.ceil(self.documents / shards)
+
+    def shard_count(self, size: int) -> int:
+        """How many shards of ``size`` documents the sample makes: ``ceil(documents / size)``."""
+        return math.ceil(self.documents / size)
+
+
+@cache
+def sample_counts() -> SampleCounts:
+    """The sample's counts, computed from its files, so that tests about something else do not hard-code them."""
+    from conteb.config import ChunkingConfig
+    from curation.chunking import chunk_documents
+    from curation.sources.sample import load_sample
+
+    source = load_sample(SAMPLE_DIR)
+    chunks = chunk_documents(source.documents_table(), ChunkingConfig(chunk_size=1000, chunk_overlap=0)).chunks
+    return SampleCounts(len(source.documents), chunks.num_rows, len(source.queries))
 
 
 @pytest.fixture

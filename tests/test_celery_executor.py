@@ -38,7 +38,7 @@ import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
-from tests.conftest import ROOT, SAMPLE_DIR
+from tests.conftest import ROOT, SAMPLE_DIR, sample_counts
 from tests.support.celery_cluster import (
     EXECUTE_ASSETS,
     REDIS_SERVER,
@@ -57,8 +57,8 @@ API_KEY = "sk-test-celery"
 LLM_STAGE = "chunk_contexts"  # the LLM stage under test; its steps are found by this name in their keys
 MAX_CONCURRENCY = 2  # llm.max_concurrency of the registry: at most this many requests are in flight in a step
 LLM_STAGE_ASSETS = ("demo/chunk_contexts", "demo/context_quarantine")  # the stage's asset keys (README)
-SHARD_DOCUMENTS = 4  # execution.shard_documents: the sample's 12 documents make several LLM steps (when sharded)
-ENCODE_SHARD_DOCUMENTS = 6  # execution.encode_shard_documents: two encode steps, one per worker
+SHARD_DOCUMENTS = sample_counts().shard_size(3)  # execution.shard_documents: three LLM steps (when sharded)
+ENCODE_SHARD_DOCUMENTS = sample_counts().shard_size(2)  # execution.encode_shard_documents: two encode steps
 
 pytestmark = pytest.mark.skipif(
     REDIS_SERVER is None,
@@ -273,7 +273,7 @@ def test_evaluate_sends_its_encode_shards_to_both_workers(
 
     workers = celery_workers_by_step(run_events(instance, record.run_id))
     encode_steps = sorted(key for key in workers if "__evaluation__encode[" in key)
-    assert len(encode_steps) == 2, sorted(workers)  # the sample's 12 documents in shards of 6
+    assert len(encode_steps) == 2, sorted(workers)  # the sample in shards of ENCODE_SHARD_DOCUMENTS
     assert {workers[key][0].split("@")[0] for key in encode_steps} == {"conteb-1", "conteb-2"}, workers
 
     evaluation = json.loads((cluster.data_dir / "reports" / "tasks" / "demo" / "evaluation.json").read_text())
@@ -304,7 +304,7 @@ def test_a_signal_stops_the_run_and_its_step_on_the_worker(
     instance = cluster.instance()
     earlier = {run.run_id for run in instance.get_runs()}
     workers_before = cluster.worker_pids()
-    llm_server.latency_s = 0.25  # the step lasts: 50 contexts, 2 at a time
+    llm_server.latency_s = 0.25  # the step lasts: one context per chunk of the sample, 2 at a time
     try:
         stopped = run_then_signal(
             [sys.executable, "-c", EXECUTE_ASSETS, "build_conteb", *LLM_STAGE_ASSETS],

@@ -12,7 +12,7 @@ import pytest
 
 from pipelines.definitions import build_definitions
 from project.config import load_config
-from tests.conftest import ROOT, load_conteb
+from tests.conftest import ROOT, load_conteb, sample_counts
 
 
 def run_build(config_path: Path) -> tuple[dg.ExecuteInProcessResult, dg.DagsterInstance]:
@@ -39,8 +39,8 @@ def test_build_conteb_on_the_sample(isolated_env: Path) -> None:
     folder = isolated_env / "conteb" / "sample"
     documents = load_conteb(folder, "documents", "test")
     queries = load_conteb(folder, "queries", "test")
-    assert documents.num_rows >= 40
-    assert queries.num_rows == 77  # every question of data/sample/queries.jsonl
+    assert documents.num_rows == sample_counts().chunks  # every chunk of data/sample at 1000 characters
+    assert queries.num_rows == sample_counts().queries  # every question of data/sample/queries.jsonl
     chunk_ids = set(documents["chunk_id"])
     assert all(cid in chunk_ids for cid in queries["chunk_id"])
     assert documents["chunk"] == documents["og_chunk"]

@@ -20,7 +20,7 @@ from cli.main import main as conteb_cli
 from evaluation.metrics.trec import read_qrels, read_run
 from pipelines.definitions import build_definitions
 from project.config import load_config
-from tests.conftest import SAMPLE_DIR
+from tests.conftest import SAMPLE_DIR, sample_counts
 from tests.support.openai_server import OpenAICompatibleServer
 
 SYSTEMS = """\
@@ -131,15 +131,17 @@ def test_evaluate_conteb_on_the_sample(tmp_path: Path, isolated_env: Path, serve
     assert checks == {"metrics_match_trec_eval": True}
     report_event = instance.get_latest_materialization_event(dg.AssetKey("evaluation_report"))
     assert "ndcg@10/sample/bm25" in report_event.asset_materialization.metadata
-    assert metadata["encode_shards"].value == 1  # 12 documents, 1,000 per encode shard by default
+    assert sample_counts().documents <= 1000 and metadata["encode_shards"].value == 1  # 1,000 a shard by default
 
-    # Encoding in shards: 12 documents in shards of 5 are three encode steps; the same chunks are ranked, the
-    # vectors differ only by float rounding (tests/evaluation/test_sharding.py), so the numbers agree.
+    # Encoding in shards: the sample in three encode steps; the same chunks are ranked, the vectors differ only
+    # by float rounding (tests/evaluation/test_sharding.py), so the numbers agree.
+    size = sample_counts().shard_size(3)
+    assert sample_counts().shard_count(size) == 3
     before = {r["system"]: r["value"] for r in records if r["metric"] == "ndcg@10" and r["subset"] == "all"}
     sharded = tmp_path / "sharded.yaml"
     sharded.write_text(
         config.read_text().split("evaluation:")[0]
-        + "execution:\n  encode_shard_documents: 5\n"
+        + f"execution:\n  encode_shard_documents: {size}\n"
         + "evaluation:\n  systems:\n"
         + "    - {name: independent, kind: dense, model: offline-minilm, context: independent}\n"
         + "  chunk_sizes: {enabled: false, systems: []}\n  significance: {comparisons: []}\n"

@@ -23,7 +23,7 @@ from llm.cache import AnswerCache, UsageSummary
 from pipelines.definitions import build_definitions
 from project.config import load_config
 from tests.builders import chunks_from_texts
-from tests.conftest import SAMPLE_DIR
+from tests.conftest import SAMPLE_DIR, sample_counts
 from tests.support.openai_server import OpenAICompatibleServer
 from tests.test_llm_stages_e2e import scripted_llm, stopped_at_review_gate
 
@@ -39,7 +39,7 @@ SHARDED = {  # the multi-asset of each LLM stage of task "full" (all LLM stages)
 
 def registry(folder: Path, base_url: str | None, shard_documents: int, tasks: str = "both") -> Path:
     """Task ``full`` (every LLM stage; stops at its review gate) and/or ``plain`` (span pairing, answerability;
-    published), both on the 12-document sample."""
+    published), both on the sample."""
     folder.mkdir(parents=True, exist_ok=True)
     llm = f"llm: {{base_url: {base_url}, backoff_initial_s: 0.01, max_concurrency: 1}}\n" if base_url else ""
     full = (
@@ -93,11 +93,13 @@ def server(monkeypatch):
 def test_three_shards_give_the_tables_of_one_with_one_step_per_shard(tmp_path: Path, server, monkeypatch) -> None:
     one, _ = build(registry(tmp_path / "one", server.url, 100), tmp_path / "data-one", monkeypatch)
     asked_one = len(server.chat_requests())
-    three, instance = build(registry(tmp_path / "three", server.url, 5), tmp_path / "data-three", monkeypatch)
+    size = sample_counts().shard_size(3)
+    three, instance = build(registry(tmp_path / "three", server.url, size), tmp_path / "data-three", monkeypatch)
     assert stopped_at_review_gate(one) and stopped_at_review_gate(three)  # "full" waits for review
     assert len(server.chat_requests()) == 2 * asked_one  # the same requests (separate answer stores)
 
-    for name in SHARDED:  # 12 documents: one shard of 100, three of 5
+    assert sample_counts().shard_count(size) == 3
+    for name in SHARDED:  # the sample: one shard of 100 documents, three of `size`
         assert shard_steps(one, name) == [f"{name}.{name}__shard[s0000]"]
         assert shard_steps(three, name) == [f"{name}.{name}__shard[s000{i}]" for i in range(3)]
         assert {f"{name}.{name}__split", f"{name}.{name}__merge"} <= set(steps(three))
@@ -117,14 +119,15 @@ def test_three_shards_give_the_tables_of_one_with_one_step_per_shard(tmp_path: P
         for table in tables:
             assert llm_metadata(instance_one, task, table).keys() == llm_metadata(instance, task, table).keys()
     sharded_meta = llm_metadata(instance, "full", "chunk_contexts")
-    assert sharded_meta["llm/requests"] == 50 and sharded_meta["llm/calls"] == 50 and sharded_meta["llm/cached"] == 0
+    n_chunks, n_documents, n_queries = sample_counts().chunks, sample_counts().documents, sample_counts().queries
+    assert sharded_meta["llm/requests"] == n_chunks == sharded_meta["llm/calls"] and sharded_meta["llm/cached"] == 0
     assert sharded_meta["llm/cost_usd"] > 0 and sharded_meta["llm/task_cost_usd"] >= sharded_meta["llm/cost_usd"]
     cached_meta = llm_metadata(instance_one, "full", "chunk_contexts")
-    assert cached_meta["llm/cached"] == 50 and cached_meta["llm/calls"] == 0 and cached_meta["llm/cost_usd"] == 0
+    assert cached_meta["llm/cached"] == n_chunks and cached_meta["llm/calls"] == 0 and cached_meta["llm/cost_usd"] == 0
     reformulated = llm_metadata(instance, "full", "reformulated_chunks")
-    assert reformulated["method"] == "llm" and reformulated["themes/llm/requests"] == 12
-    assert reformulated["count/rewritten"] + reformulated["count/unchanged"] == 50
-    assert llm_metadata(instance, "full", "llm_paired_queries")["agreement/count"] == 77
+    assert reformulated["method"] == "llm" and reformulated["themes/llm/requests"] == n_documents
+    assert reformulated["count/rewritten"] + reformulated["count/unchanged"] == n_chunks
+    assert llm_metadata(instance, "full", "llm_paired_queries")["agreement/count"] == n_queries
 
 
 def test_offline_shards_give_the_tables_of_one(tmp_path: Path, monkeypatch) -> None:
@@ -134,7 +137,7 @@ def test_offline_shards_give_the_tables_of_one(tmp_path: Path, monkeypatch) -> N
     written_one, written_four = files(tmp_path / "data-one"), files(tmp_path / "data-four")
     assert written_one.keys() == written_four.keys() and "conteb/full/README.md" in written_one
     assert [path for path in written_one if written_one[path] != written_four[path]] == []
-    assert len(shard_steps(four, "full__reformulation")) == 3  # the fallback runs shard by shard
+    assert len(shard_steps(four, "full__reformulation")) == sample_counts().shard_count(4) > 1  # shard by shard
     assert shard_steps(four, "full__chunk_contexts") == ["full__chunk_contexts.full__chunk_contexts__shard[s0000]"]
     assert llm_metadata(instance, "full", "chunk_contexts")["llm/status"].startswith("not run")
     assert llm_metadata(instance, "full", "reformulated_chunks")["method"].startswith("mask: no LLM configured")
@@ -160,16 +163,17 @@ def test_a_shard_failing_midway_is_retried_and_a_rerun_asks_only_for_the_missing
 ) -> None:
     """The answer store breaks at the first chunk of shard s0001's third document, each time it is asked: the step
     fails three times (RetryPolicy: 2 retries), keeping the answers it got before; a rerun asks for the rest only."""
+    size = sample_counts().shard_size(3)
     config = tmp_path / "conteb.yaml"
     config.write_text(
         f"llm: {{base_url: {server.url}, backoff_initial_s: 0.01, max_concurrency: 1}}\n"
-        "execution: {shard_documents: 4}\n"
+        f"execution: {{shard_documents: {size}}}\n"
         f"tasks:\n  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n"
         "    chunk_contexts: true\n    answerability: false\n"
     )
     chunks = chunk_documents(load_sample(SAMPLE_DIR).documents_table(), ChunkingConfig()).chunks
-    shards = plan_shards(chunks.column("doc_id").to_pylist(), 4)
-    assert len(shards) == 3 and chunks.num_rows == 50
+    shards = plan_shards(chunks.column("doc_id").to_pylist(), size)
+    assert len(shards) == 3 and len(shards[1]) >= 3
     doc_ids = chunks.column("doc_id").to_pylist()
     before_break = sum(doc in shards[0] or doc in shards[1][:2] for doc in doc_ids)
     breaking = f"context:{shards[1][2]}_0"
@@ -197,10 +201,11 @@ def test_a_shard_failing_midway_is_retried_and_a_rerun_asks_only_for_the_missing
 
     rerun, instance = build(config, data_dir, monkeypatch)
     assert rerun.success
-    assert len(asked_contexts(server)) - first_run == 50 - len(kept)  # only the missing answers
-    assert len(saved(data_dir)) == 50
+    assert len(asked_contexts(server)) - first_run == chunks.num_rows - len(kept)  # only the missing answers
+    assert len(saved(data_dir)) == chunks.num_rows
     meta = instance.get_latest_materialization_event(dg.AssetKey(["demo", "chunk_contexts"])).asset_materialization
-    assert meta.metadata["dagster/row_count"].value == 50 and meta.metadata["llm/cached"].value == len(kept)
+    assert meta.metadata["dagster/row_count"].value == chunks.num_rows
+    assert meta.metadata["llm/cached"].value == len(kept)
 
 
 def test_merge_llm_metadata_sums_counts_and_reads_the_ledger_window() -> None:

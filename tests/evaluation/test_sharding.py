@@ -27,7 +27,7 @@ from evaluation.rechunk import SpanSources, rechunk_corpus
 from evaluation.runner import evaluate_task
 from evaluation.sharding import encode_in_shards, encoding_jobs, encoding_shards
 from evaluation.systems.dispatch import encode_system
-from tests.conftest import SAMPLE_DIR
+from tests.conftest import SAMPLE_DIR, sample_counts
 from tests.evaluation.toy import save_tiny_model
 
 
@@ -50,6 +50,8 @@ def registry(model: str) -> EvaluationConfig:
 
 
 SIZE = 500
+SHARD = sample_counts().shard_size(3) + 1  # documents a shard: three shards of the sample, the last one shorter
+LAST = sample_counts().documents - 2 * SHARD
 
 
 @pytest.fixture(scope="module")
@@ -88,9 +90,9 @@ def one(sample, models, config):
 
 @pytest.fixture(scope="module")
 def three(sample, models, config):
-    """Every job encoded in shards of 5 documents (5 + 5 + 2)."""
+    """Every job encoded in three shards (SHARD + SHARD + LAST documents)."""
     corpus, sources = sample
-    return encode_in_shards(corpus, jobs_of(sample, models, config), models, 5, sources=sources)
+    return encode_in_shards(corpus, jobs_of(sample, models, config), models, SHARD, sources=sources)
 
 
 def test_jobs_are_the_model_based_systems_that_can_run(sample, models, config):
@@ -113,8 +115,8 @@ def test_jobs_are_the_model_based_systems_that_can_run(sample, models, config):
 
 def test_shards_partition_the_documents_in_corpus_order(sample):
     corpus, sources = sample
-    shards = encoding_shards(corpus, sources, 5)
-    assert [len(shard.doc_ids) for shard in shards] == [5, 5, 2]
+    shards = encoding_shards(corpus, sources, SHARD)
+    assert [len(shard.doc_ids) for shard in shards] == [SHARD, SHARD, LAST] and 0 < LAST < SHARD
     assert [d for shard in shards for d in shard.doc_ids] == corpus.document_order
     assert [c for shard in shards for c in shard.corpus.chunk_ids] == corpus.chunk_ids
     for shard in shards:
@@ -188,7 +190,7 @@ def test_an_evaluation_on_one_shards_encodings_equals_the_unsharded_one(sample, 
 
 def test_a_shards_failure_fails_its_system_only(sample, models, config, tmp_path, monkeypatch):
     corpus, _ = sample
-    broken_doc = corpus.document_order[7]
+    broken_doc = corpus.document_order[SHARD + 2]  # in shard s0001
     real = sharding.encode_system
 
     def flaky(system, shard_corpus, *args, **kwargs):
@@ -200,7 +202,7 @@ def test_a_shards_failure_fails_its_system_only(sample, models, config, tmp_path
 
     monkeypatch.setattr(sharding, "encode_system", flaky)
     systems = ["independent", "late", "maxsim", "insent"]
-    encodings = encode_in_shards(corpus, jobs_of(sample, models, config, systems=systems), models, 5)
+    encodings = encode_in_shards(corpus, jobs_of(sample, models, config, systems=systems), models, SHARD)
     assert encodings[EncodingKey("late")] == EncodingProblem(
         "failed", "sample shard s0001: RuntimeError: CUDA out of memory"
     )

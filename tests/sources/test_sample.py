@@ -10,8 +10,15 @@ from curation.sources.sample import load_sample
 from curation.themes import find_mentions, offline_theme, theme_from_title, theme_variants
 from tests.conftest import SAMPLE_DIR
 
-CITIES = {"arlenmouth", "corvessa", "drevnik", "pellbridge", "salvenne", "torrisk"}
-CLUBS = {"brackwater-rovers", "dynamo-korvel", "fc-eisenau", "olimpia-vescara", "redcliffe-albion", "sporting-almadra"}
+CITIES = {
+    *("arlenmouth", "caldrany", "corvessa", "drevnik", "holmsvar", "istrena", "ostherm", "pellbridge"),
+    *("pordane", "quenlow", "ruvenga", "salvenne", "tarnwick", "torrisk", "velmora"),
+}
+CLUBS = {
+    *("as-vaurenne", "brackwater-rovers", "deportivo-sarrena", "dynamo-korvel", "ethnikos-kalydra", "fc-eisenau"),
+    *("gorsefield-harriers", "inverallan-thistle", "metalist-drasnov", "olimpia-vescara", "radnik-velebor"),
+    *("redcliffe-albion", "sporting-almadra", "sv-drechtwijk", "vestvik-if"),
+}
 PARAGRAPHS = 7  # the template of both families: overview naming the entity, then six indirect paragraphs
 
 

@@ -17,7 +17,7 @@ from curation.dataset import DatasetCard, conteb_documents, write_conteb_dataset
 from curation.pairing import pair_by_span
 from curation.sources.sample import load_sample
 from curation.splits import assign_splits
-from tests.conftest import SAMPLE_DIR
+from tests.conftest import SAMPLE_DIR, sample_counts
 from training.data import (
     DataStats,
     count_tokens,
@@ -33,7 +33,14 @@ SYNTHETIC = [
     ("What is built in the yards of Arlenmouth?", "arlenmouth", 1),
     ("Where is Corvessa?", "corvessa", 0),
 ]
-N_DOCUMENTS = load_sample(SAMPLE_DIR).documents_table().num_rows
+N_DOCUMENTS = sample_counts().documents
+
+
+def batch_sizes(n: int, k: int) -> list[int]:
+    """Sizes of ``n`` documents in batches of ``k``: the last holds the rest; a rest of one joins the batch before."""
+    full, rest = divmod(n, k)
+    sizes = [k] * full + ([rest] if rest else [])
+    return [*sizes[:-2], k + 1] if rest == 1 and full else sizes
 
 
 def build_sample_conteb(
@@ -177,7 +184,7 @@ def test_validation_split_by_document_is_seeded(tmp_path: Path) -> None:
     train, validation = split_by_document(samples, 0.2, seed=3)
     again = split_by_document(samples, 0.2, seed=3)
     assert [s.doc_id for s in validation] == [s.doc_id for s in again[1]]
-    assert len(validation) == 2 and all(s.queries for s in validation)
+    assert len(validation) == round(0.2 * N_DOCUMENTS) and all(s.queries for s in validation)  # every one has some
     assert {s.doc_id for s in train}.isdisjoint({s.doc_id for s in validation})
     assert len(train) + len(validation) == len(samples)
     others = {tuple(s.doc_id for s in split_by_document(samples, 0.2, seed=seed)[1]) for seed in range(10)}
@@ -189,17 +196,19 @@ def test_validation_split_by_document_is_seeded(tmp_path: Path) -> None:
 def test_batches_are_k_documents_seeded_per_epoch(tmp_path: Path) -> None:
     samples, _ = load_samples([build_sample_conteb(tmp_path / "sample")])
     batches = make_batches(samples, 5, seed=0, epoch=0)
-    assert [len(b) for b in batches] == [5, 5, N_DOCUMENTS - 10]
+    assert [len(b) for b in batches] == batch_sizes(N_DOCUMENTS, 5)
     assert sorted(i for b in batches for i in b) == list(range(N_DOCUMENTS))
     assert make_batches(samples, 5, seed=0, epoch=0) == batches
     assert make_batches(samples, 5, seed=0, epoch=1) != batches
     lone = N_DOCUMENTS - 1  # N - 1 documents a batch leave one alone: it joins the previous batch
     assert [len(b) for b in make_batches(samples, lone, seed=0, epoch=0)] == [N_DOCUMENTS]
-    shards = [shard_batches(batches, rank, 2) for rank in range(2)]
-    assert [len(s) for s in shards] == [2, 2]
-    assert Counter(tuple(b) for s in shards for b in s).keys() == {tuple(b) for b in batches}
+    odd = batches[:3]  # an odd number of batches on two ranks: the second wraps round to the first batch
+    shards = [shard_batches(odd, rank, 2) for rank in range(2)]
+    assert shards == [[odd[0], odd[2]], [odd[1], odd[0]]]
+    assert Counter(tuple(b) for s in shards for b in s).keys() == {tuple(b) for b in odd}
     groups = validation_groups(samples, 5)
-    assert [len(g) for g in groups] == [5, 5, N_DOCUMENTS - 10]
+    full, rest = divmod(N_DOCUMENTS, 5)
+    assert [len(g) for g in groups] == [5] * full + ([rest] if rest else [])  # groups keep a lone document
 
 
 def test_token_counts_flag_windowed_documents(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from sentence_transformers import SentenceTransformer
 from embedding.models import offline_minilm_path
 from tests.conftest import ROOT
 from tests.support.tiny_models import tiny_modernbert
-from tests.training.test_data import build_sample_conteb
+from tests.training.test_data import N_DOCUMENTS, build_sample_conteb
 from training.checkpoints import latest_checkpoint
 from training.config import TrainingConfig, make_config
 from training.loop import train
@@ -98,7 +98,8 @@ def test_events_and_saved_model(
     assert len(done["loss_history"]) == 6 and np.isfinite(done["final_loss"])
     assert 0 <= done["validation"]["ndcg10_in_document"] <= 1 and 0 <= done["validation"]["ndcg10_in_batch"] <= 1
     start = events[0][1]
-    assert start["stats"]["validation_documents"] == 2 and start["stats"]["windowed_documents"] > 0
+    assert start["stats"]["validation_documents"] == round(0.2 * N_DOCUMENTS)  # validation_fraction 0.2
+    assert start["stats"]["windowed_documents"] > 0
     json.dumps([payload for _, payload in events])  # Pipes forwards them as JSON
 
     output = workspace["root"] / "full"
