@@ -429,6 +429,11 @@ class _Token:
         return self.text[0].isupper()
 
     @property
+    def acronym(self) -> bool:
+        """All capitals, two letters or more (``"AS"``, ``"FC"``): a name word even where a sentence starts."""
+        return len(self.text) > 1 and self.text.isupper()
+
+    @property
     def folded(self) -> str:
         return fold(self.text)
 
@@ -533,7 +538,7 @@ def _subject_name(head: str, piece: list[_Token], defined: bool) -> str | None:
         return None  # too long, or words not separated by spaces alone ("V&A", a quoted word)
     for index, token in enumerate(piece):
         inside = 0 < index < len(piece) - 1 and piece[index - 1].capitalised and piece[index + 1].capitalised
-        name_word = token.capitalised and not token.sentence_start
+        name_word = token.capitalised and (not token.sentence_start or token.acronym)
         if token.folded in _NOT_IN_NAME and not name_word and not (inside and token.folded in _SUBJECT_CONNECTORS):
             return None
     name = _name_text(head, piece)

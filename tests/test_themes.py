@@ -263,6 +263,7 @@ def test_is_informative_title(title: str | None, informative: bool) -> None:
         ),
         ("Super Bowl 50 was an American football game.", "Super Bowl 50"),
         ("Warsaw (Polish: Warszawa) is the capital of Poland.", "Warsaw"),
+        ("AS Vaurenne is a professional football club based in Vaurenne.", "AS Vaurenne"),  # an acronym first
         ("Doctor Who is a British television programme.", "Doctor Who"),
         (
             "The Intergovernmental Panel on Climate Change (IPCC) is a scientific body.",

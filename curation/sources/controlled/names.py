@@ -40,6 +40,9 @@ RESERVED_NAMES = frozenset(
         *("Arlenmouth", "Corvessa", "Drevnik", "Pellbridge", "Salvenne", "Torrisk"),
         *("Brackwater", "Rovers", "Dynamo", "Korvel", "Eisenau", "Olimpia", "Vescara", "Redcliffe", "Albion"),
         *("Sporting", "Almadra"),
+        *("Caldrany", "Holmsvar", "Istrena", "Ostherm", "Pordane", "Quenlow", "Ruvenga", "Tarnwick", "Velmora"),
+        *("Vaurenne", "Deportivo", "Sarrena", "Ethnikos", "Kalydra", "Gorsefield", "Harriers", "Inverallan"),
+        *("Thistle", "Metalist", "Drasnov", "Radnik", "Velebor", "Drechtwijk", "Vestvik"),
     }
 )
 """The entity names of ``data/sample`` word by word (``tests/sources/test_controlled.py`` checks it covers every
