@@ -133,6 +133,7 @@ def test_pooled_vectors_equal_hand_mean(name: str, request: pytest.FixtureReques
 
 def test_windows_cover_each_chunk_once_and_match_hand_mean(minilm: SentenceTransformer) -> None:
     enc = LateChunkingEncoder(minilm, max_length=64, window_overlap_chunks=2)
+    enc.planner.ownership = "balanced"  # the rule checked at the end (every rule: test_ownership_rules_...)
     windows = enc.layout(LONG_DOC)
     assert len(windows) > 1
     assert all(len(w.input_ids) <= 64 for w in windows)
@@ -145,7 +146,7 @@ def test_windows_cover_each_chunk_once_and_match_hand_mean(minilm: SentenceTrans
     for window in windows:
         expected = hand_vectors(minilm, window, window.owned, with_cls=True)
         np.testing.assert_allclose(vectors[window.owned], expected.numpy(), atol=1e-5)
-    # Ownership rule: the window where the chunk has the most context on its poorer side.
+    # Ownership rule "balanced": the window where the chunk has the most context on its poorer side.
     for chunk in range(len(LONG_DOC)):
         contexts = [
             (min(w.spans[w.chunk_ids.index(chunk)][0], len(w.input_ids) - w.spans[w.chunk_ids.index(chunk)][1]), -i)
