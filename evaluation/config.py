@@ -10,6 +10,11 @@ Systems (``kind``):
   filled with the document's title and the chunk, embedded alone; a chunk without a title is embedded alone).
   ``model`` names a model (``offline-minilm``, a hub id, a folder); ``trained`` names a training asset
   (``insent_model`` / ``finetune_control_model``) whose folder is ``<data>/models/<name>``.
+  ``header: title`` (``context: late`` only) puts the same header inside the late-chunking sequence: each chunk's
+  text there is its ``title_template`` text, so the header's tokens are pooled with the chunk's (plain or anchored
+  windows).
+* ``bm25`` with ``context: title``: BM25 over the same header-prefixed text the dense ``context: title`` system embeds
+  (contextual BM25; the formatting is :mod:`evaluation.systems.headers`'s).
 * ``contextual``: Anthropic's contextual retrieval: the LLM-written context of each chunk (the task's
   ``chunk_contexts`` stage) prepended to the chunk, embedded independently.
 * ``late_interaction``: MaxSim over per-token vectors of each chunk (``context: late`` or ``independent``).
@@ -20,7 +25,7 @@ from __future__ import annotations
 import string
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from conteb.config import StrictModel
 from conteb.names import SystemName
@@ -69,9 +74,38 @@ class ModelOptions(StrictModel):
         return self
 
 
+DEFAULT_TITLE_TEMPLATE = "{title}\n\n{chunk}"
+TITLE_TEMPLATE_FIELDS = frozenset({"title", "chunk"})
+
+
+def check_title_template(template: str) -> str:
+    """``template`` when it is a format string with ``{chunk}`` and no field but ``title`` and ``chunk``; else
+    ValueError saying why (the validation of every ``title_template``)."""
+    try:
+        fields = template_fields(template)
+    except ValueError as error:
+        raise ValueError(f"title_template {template!r} is not a format string: {error}") from None
+    unknown = sorted(fields - TITLE_TEMPLATE_FIELDS)
+    if unknown or "chunk" not in fields:
+        raise ValueError(
+            f"title_template {template!r} must contain {{chunk}} and may use only {sorted(TITLE_TEMPLATE_FIELDS)}"
+            f"{f'; unknown: {unknown}' if unknown else ''}"
+        )
+    return template
+
+
+TitleTemplate = Annotated[str, AfterValidator(check_title_template)]
+"""The text of a chunk under a title header (fields ``title``, ``chunk``): dense ``context: title`` and ``header:
+title``, ``bm25`` ``context: title``."""
+
+
 class BM25System(StrictModel):
     kind: Literal["bm25"]
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    # title: each chunk indexed as title_template filled with its document's title (contextual BM25); a chunk without
+    # a title is indexed alone
+    context: Literal["independent", "title"] = "independent"
+    title_template: TitleTemplate = DEFAULT_TITLE_TEMPLATE
     tokenizer: Literal["words", "model"] = "words"
     model: str = "offline-minilm"  # tokenizer: model: whose tokenizer gives the subword ids
     stemmer: str | None = "english"  # PyStemmer language; null: no stemming
@@ -81,29 +115,24 @@ class BM25System(StrictModel):
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
 
 
-TITLE_TEMPLATE_FIELDS = frozenset({"title", "chunk"})
-
-
 class DenseSystem(ModelOptions):
     kind: Literal["dense"]
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
     context: Literal["independent", "late", "title"] = "independent"
-    title_template: str = "{title}\n\n{chunk}"  # context: title: what is embedded per chunk (fields: title, chunk)
+    # context: title, or header: title: the text of each chunk (fields: title, chunk)
+    title_template: TitleTemplate = DEFAULT_TITLE_TEMPLATE
+    # context: late only: each chunk's text inside the late-chunking sequence is its title_template text, so the
+    # header's tokens are pooled with the chunk's own (plain or anchored windows)
+    header: Literal["title"] | None = None
 
-    @field_validator("title_template")
-    @classmethod
-    def _title_template(cls, template: str) -> str:
-        try:
-            fields = template_fields(template)
-        except ValueError as error:
-            raise ValueError(f"title_template {template!r} is not a format string: {error}") from None
-        unknown = sorted(fields - TITLE_TEMPLATE_FIELDS)
-        if unknown or "chunk" not in fields:
+    @model_validator(mode="after")
+    def _header_needs_late(self):
+        if self.header is not None and self.context != "late":
             raise ValueError(
-                f"title_template {template!r} must contain {{chunk}} and may use only {sorted(TITLE_TEMPLATE_FIELDS)}"
-                f"{f'; unknown: {unknown}' if unknown else ''}"
+                f"header: {self.header} applies to context: late only (context: title already embeds the header "
+                "with each chunk alone)"
             )
-        return template
+        return self
 
 
 class ContextualSystem(ModelOptions):
