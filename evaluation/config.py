@@ -18,14 +18,18 @@ Systems (``kind``):
 * ``contextual``: Anthropic's contextual retrieval: the LLM-written context of each chunk (the task's
   ``chunk_contexts`` stage) prepended to the chunk, embedded independently.
 * ``late_interaction``: MaxSim over per-token vectors of each chunk (``context: late`` or ``independent``).
+* ``hybrid``: reciprocal rank fusion of declared systems (``systems``, by name; Cormack, Clarke and Büttcher, SIGIR
+  2009): ``score(c) = sum_s 1 / (k + rank_s(c))``, ``rank_s`` 1-based over the whole corpus in trec order,
+  ``k`` default 60 (the paper's); see :mod:`evaluation.systems.hybrid`.
 """
 
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from conteb.config import StrictModel
 from conteb.names import SystemName
@@ -147,8 +151,26 @@ class LateInteractionSystem(ModelOptions):
     context: Literal["independent", "late"] = "late"
 
 
+class HybridSystem(StrictModel):
+    """Reciprocal rank fusion of the declared systems ``systems`` (their names; none a hybrid): see
+    :mod:`evaluation.systems.hybrid`. ``k`` >= 0 (Cormack, Clarke and Büttcher, SIGIR 2009, use 60)."""
+
+    kind: Literal["hybrid"]
+    name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    systems: tuple[str, ...] = Field(min_length=2)
+    k: float = Field(60.0, ge=0.0)
+
+    @field_validator("systems")
+    @classmethod
+    def _distinct(cls, systems: tuple[str, ...]) -> tuple[str, ...]:
+        repeated = sorted({name for name in systems if systems.count(name) > 1})
+        if repeated:
+            raise ValueError(f"systems: {repeated} named more than once")
+        return systems
+
+
 SystemConfig = Annotated[
-    BM25System | DenseSystem | ContextualSystem | LateInteractionSystem, Field(discriminator="kind")
+    BM25System | DenseSystem | ContextualSystem | LateInteractionSystem | HybridSystem, Field(discriminator="kind")
 ]
 
 
@@ -282,6 +304,16 @@ class EvaluationConfig(StrictModel):
         for a, b in self.significance.comparisons:
             if a == b:
                 raise ValueError(f"significance.comparisons: {a} compared with itself")
+        hybrids = {s.name for s in self.systems if isinstance(s, HybridSystem)}
+        for system in self.systems:
+            if not isinstance(system, HybridSystem):
+                continue
+            undeclared = [n for n in system.systems if n not in names]
+            if undeclared:
+                raise ValueError(f"systems: hybrid {system.name} fuses undeclared system(s) {undeclared}")
+            nested = [n for n in system.systems if n in hybrids]
+            if nested:
+                raise ValueError(f"systems: hybrid {system.name} fuses hybrid(s) {nested}; fuse their systems instead")
         unknown = [n for n in self.chunk_sizes.systems if n not in names]
         if unknown:
             raise ValueError(f"chunk_sizes.systems: unknown system(s) {unknown}; declared: {names}")
@@ -295,3 +327,16 @@ class EvaluationConfig(StrictModel):
             if system.name == name:
                 return system
         raise KeyError(f"no evaluation system named {name!r}; declared: {[s.name for s in self.systems]}")
+
+    def components(self, system: SystemConfig) -> tuple[SystemConfig, ...]:
+        """The systems a hybrid fuses (in its order); ``()`` for any other system."""
+        if not isinstance(system, HybridSystem):
+            return ()
+        return tuple(self.system(name) for name in system.systems)
+
+    def with_components(self, systems: Sequence[SystemConfig]) -> list[SystemConfig]:
+        """``systems``, then the components of their hybrids that ``systems`` lacks (what an evaluation of
+        ``systems`` must prepare: a hybrid reuses its components' encodings)."""
+        names = {s.name for s in systems}
+        extra = [c for s in systems for c in self.components(s) if c.name not in names]
+        return [*systems, *{c.name: c for c in extra}.values()]
