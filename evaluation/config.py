@@ -37,6 +37,10 @@ from evaluation.results import HEADLINE
 
 SYSTEM_NAME_PATTERN = r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$"
 
+Role = Literal["baseline", "tested"]
+"""A system's part in the comparisons (:mod:`evaluation.comparisons`): a cheap baseline, or a system under test. Every
+system may set ``role``; null (the default) lets the rule of :func:`evaluation.comparisons.system_role` decide."""
+
 
 def template_fields(template: str) -> set[str]:
     """The field names of a ``str.format`` template (``""`` for a positional ``{}``); ValueError when the template
@@ -52,6 +56,7 @@ class ModelOptions(StrictModel):
     """
 
     model: str | None = None  # default: offline-minilm unless ``trained`` is set
+    role: Role | None = None  # null: by the rule (a model given by name or folder counts as untrained)
     trained: Literal["insent_model", "finetune_control_model"] | None = None
     query_prefix: str | None = None
     document_prefix: str | None = None
@@ -106,6 +111,7 @@ title``, ``bm25`` ``context: title``."""
 class BM25System(StrictModel):
     kind: Literal["bm25"]
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    role: Role | None = None  # null: a cheap baseline (evaluation/comparisons.py)
     # title: each chunk indexed as title_template filled with its document's title (contextual BM25); a chunk without
     # a title is indexed alone
     context: Literal["independent", "title"] = "independent"
@@ -159,6 +165,7 @@ class HybridSystem(StrictModel):
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
     systems: tuple[str, ...] = Field(min_length=2)
     k: float = Field(60.0, ge=0.0)
+    role: Role | None = None  # null: a baseline when every component is one (evaluation/comparisons.py)
 
     @field_validator("systems")
     @classmethod
@@ -189,7 +196,9 @@ class BootstrapConfig(StrictModel):
 
 
 class SignificanceConfig(StrictModel):
-    """Paired tests between systems on the same queries (``a`` vs ``b``, two-sided).
+    """Paired tests between systems on the same queries (``a`` vs ``b``, two-sided): these configured pairs, after
+    the comparisons every report makes of each tested system with the best cheap baseline
+    (:mod:`evaluation.comparisons`).
 
     The default names are :class:`~conteb.names.SystemName` members, validated (``validate_default``) so that the
     model holds plain strings, as for names read from ``conteb.yaml``.

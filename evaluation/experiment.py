@@ -86,7 +86,8 @@ def experiment_systems(
     systems = [with_model(defaults[name], base_model) for name in UNTRAINED]
     for name, (template, _) in TRAINED_MODELS.items():
         trained = with_model(defaults[template], str(model_folder(models_root, name)))
-        systems.append(trained.model_copy(update={"name": str(name)}))  # model_copy does not validate: a plain str
+        # model_copy does not validate: a plain str; a model folder reads as untrained to the comparison rule: tested
+        systems.append(trained.model_copy(update={"name": str(name), "role": "tested"}))
     if contextual:
         systems.append(with_model(defaults[SystemName.CONTEXTUAL], base_model))
     return tuple(systems)

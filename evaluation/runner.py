@@ -10,7 +10,9 @@ Files under ``reports_dir`` (fixed layout, other tools read it)::
 
 Every metric summary and every paired comparison is computed on all queries and, when the corpus is
 labelled (``EvalCorpus.needs_context``) and some queries need context, again on that subset
-(``SystemRun.subset_metrics``, ``TaskEvaluation.subset_comparisons``).
+(``SystemRun.subset_metrics``, ``TaskEvaluation.subset_comparisons``). Which comparisons: the plan of
+:mod:`evaluation.comparisons` (each tested system against the best cheap baseline on the same queries, then the
+configured pairs).
 
 A ``hybrid`` fuses systems prepared once per corpus: the components of the selected hybrids are kept prepared
 (:class:`~evaluation.indexed.IndexedSystem`, their encodings and query vectors) while the task's systems run, and a
@@ -36,6 +38,7 @@ import pyarrow.parquet as pq
 
 from conteb.schemas import per_query_metrics_schema
 from conteb.storage import write_parquet_atomic, write_text_atomic
+from evaluation.comparisons import comparison_plan
 from evaluation.config import EvaluationConfig, HybridSystem, SystemConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.encoded import EncodingKey, EncodingOutcome
@@ -47,6 +50,8 @@ from evaluation.metrics.views import by_position, sample_subsets, scaling_curve,
 from evaluation.rechunk import SpanSources, rechunk_corpus
 from evaluation.results import (
     ALL,
+    BEST_BASELINE,
+    CONFIGURED,
     HEADLINE,
     NEEDS_CONTEXT,
     PROVENANCE_RECORDED,
@@ -169,6 +174,7 @@ class _Evaluator:
         self.reports_dir = reports_dir
         self.log = log
         self.show_progress = show_progress
+        self.plan = comparison_plan(config)
         self.needed = needed or set()
         self.prepared: dict[tuple[str, int | None], _Prepared] = {}
         sizes = scaling_sizes(corpus.n_documents, config.scaling.points)
@@ -282,7 +288,8 @@ class _Evaluator:
         encodings: Mapping[EncodingKey, EncodingOutcome],
     ) -> SystemRun:
         corpus = self.corpus
-        base = SystemRun(task=corpus.name, system=system.name, kind=system.kind, status="not_run")
+        role = self.plan.role(system.name)
+        base = SystemRun(task=corpus.name, system=system.name, kind=system.kind, status="not_run", role=role)
         provenance = system_provenance(system, self.models_dir)
         if provenance is not None:
             base.provenance, base.provenance_note = provenance.status, provenance.note
@@ -336,6 +343,7 @@ class _Evaluator:
             subset_metrics=self._subset_metrics(per_query),
             provenance=base.provenance,
             provenance_note=base.provenance_note,
+            role=role,
         )
         self.log(
             f"{system.name}: nDCG@10 {run.metrics[HEADLINE].value:.3f} "
@@ -395,38 +403,61 @@ def compare_systems(
     query_ids: Sequence[str],
     subset: str = ALL,
 ) -> list[Comparison]:
-    """The configured paired tests between systems that both ran, on ``query_ids`` (the task's current
-    queries, or those of ``subset``, recorded in each comparison)."""
+    """The paired tests of the comparison plan (:mod:`evaluation.comparisons`) between systems that ran, on
+    ``query_ids`` (the task's current queries, or those of ``subset``, recorded in each comparison): first each tested
+    system against the best cheap baseline on these queries (``plan`` :data:`~evaluation.results.BEST_BASELINE`, the
+    candidates' means in ``baselines``), then the configured pairs not already tested."""
     significance = config.significance
+    plan = comparison_plan(config)
     ok = {run.system for run in evaluation.runs if run.status == "ok"}
-    comparisons = []
-    for a, b in significance.comparisons:
-        if a not in ok or b not in ok:
-            continue
-        values_a = read_per_query(reports_dir, evaluation.task, a, significance.metric)
-        values_b = read_per_query(reports_dir, evaluation.task, b, significance.metric)
+    per_query: dict[str, dict[str, float] | None] = {}
+
+    def values(system: str) -> dict[str, float] | None:
+        if system not in per_query:
+            per_query[system] = read_per_query(reports_dir, evaluation.task, system, significance.metric)
+        return per_query[system]
+
+    def test(a: str, b: str, kind: str, baselines: dict[str, float] | None = None) -> Comparison | None:
+        values_a, values_b = values(a), values(b)
         if values_a is None or values_b is None:
-            continue
+            return None
         shared = [q for q in query_ids if q in values_a and q in values_b]
         x = np.array([values_a[q] for q in shared], dtype=np.float64)
         y = np.array([values_b[q] for q in shared], dtype=np.float64)
         p_value = paired_test(x, y, significance.method, significance.resamples, config.bootstrap.seed)
-        comparisons.append(
-            Comparison(
-                task=evaluation.task,
-                system_a=a,
-                system_b=b,
-                metric=significance.metric,
-                mean_a=float(x.mean()),
-                mean_b=float(y.mean()),
-                difference=float(x.mean() - y.mean()),
-                p_value=float(p_value),
-                n_queries=len(shared),
-                method=significance.method,
-                resamples=significance.resamples,
-                subset=subset,
-            )
+        return Comparison(
+            task=evaluation.task,
+            system_a=a,
+            system_b=b,
+            metric=significance.metric,
+            mean_a=float(x.mean()),
+            mean_b=float(y.mean()),
+            difference=float(x.mean() - y.mean()),
+            p_value=float(p_value),
+            n_queries=len(shared),
+            method=significance.method,
+            resamples=significance.resamples,
+            subset=subset,
+            plan=kind,
+            baselines=dict(baselines or {}),
         )
+
+    means: dict[str, float] = {}
+    for name in plan.baselines:
+        scores = values(name) if name in ok else None
+        on_queries = [scores[q] for q in query_ids if q in scores] if scores is not None else []
+        if on_queries:
+            means[name] = float(np.mean(on_queries))
+    best = plan.best_baseline(means)
+    comparisons: list[Comparison] = []
+    if best is not None:
+        for name in plan.tested:
+            if name in ok and (comparison := test(name, best, BEST_BASELINE, means)) is not None:
+                comparisons.append(comparison)
+    done = {(c.system_a, c.system_b) for c in comparisons}
+    for a, b in plan.configured:
+        if a in ok and b in ok and (a, b) not in done and (comparison := test(a, b, CONFIGURED)) is not None:
+            comparisons.append(comparison)
     return comparisons
 
 
