@@ -5,7 +5,8 @@ this order; the reports put them at the top and the Dagster assets record them a
 
 1. the best system with its nDCG@10 and 95% CI (overall: the best mean over the tasks every system
    ran on);
-2. which paired comparisons are significant (p < 0.05) and which are not;
+2. which paired comparisons are significant (p < 0.05) and which are not (a comparison with the best cheap
+   baseline names it so, ``evaluation/comparisons.py``);
 3. how many queries need context (``needs_context``, ``curation/necessity.py``) and how the systems
    do on them; unlabelled corpora say so;
 4. when a late-chunking run (``details["context"] == "late"``) scores below its independent-chunk
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 from conteb.names import SystemName
 from evaluation.reports.formatting import format_metric, format_p, format_summary
 from evaluation.results import (
+    BEST_BASELINE,
     HEADLINE,
     NEEDS_CONTEXT,
     SIGNIFICANCE_LEVEL,
@@ -55,7 +57,8 @@ def _scored(evaluation: TaskEvaluation, subset: str | None = None) -> list[tuple
 
 
 def _comparison_text(c: Comparison) -> str:
-    return f"{c.system_a} vs {c.system_b} {c.difference:+.3f} (p = {format_p(c.p_value)}, {c.n_queries:,} queries)"
+    against = f"the best cheap baseline ({c.system_b})" if c.plan == BEST_BASELINE else c.system_b
+    return f"{c.system_a} vs {against} {c.difference:+.3f} (p = {format_p(c.p_value)}, {c.n_queries:,} queries)"
 
 
 def _significance(comparisons: Sequence[Comparison], where: str = "") -> list[str]:

@@ -1,5 +1,5 @@
 """The comparisons with the best cheap baseline in every report: the task and overall reports (Markdown and HTML),
-the needs_context section, the reproduce report, the Dagster metadata."""
+the needs_context section, the reproduce report, the reading, the Dagster metadata."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from evaluation.reports.html import render_html
 from evaluation.reports.markdown import render_markdown
 from evaluation.reports.overall import overall_document
 from evaluation.reports.paper import PaperComparison
+from evaluation.reports.reading import task_reading
 from evaluation.reports.reproduce import reproduce_document
 from evaluation.reports.task import task_document
 from evaluation.results import BEST_BASELINE, NEEDS_CONTEXT, Comparison, Summary, SystemRun, TaskEvaluation
@@ -79,7 +80,7 @@ def test_task_report_shows_each_tested_system_against_the_best_baseline():
     assert "bm25 0.690, title-prefix 0.720, hybrid 0.700" in markdown
 
 
-def test_overall_and_reproduce_reports():
+def test_overall_and_reproduce_reports_and_the_reading():
     e = evaluation()
     overall = render_html(overall_document([e], {}))
     rows = html_tables(overall)["baseline-comparisons"][1:]
@@ -93,6 +94,9 @@ def test_overall_and_reproduce_reports():
     )
     assert "## Against the best cheap baseline" in reproduce and "On the 20 queries that need context" in reproduce
     assert "| late-chunking | **title-prefix** |" in reproduce
+    reading = " ".join(task_reading(e))
+    assert "late-chunking vs the best cheap baseline (hybrid) -0.230 (p = 1.0e-05, 50 queries)" in reading
+    assert "late-chunking vs independent -0.110" in reading
 
 
 def test_untested_when_no_baseline_ran():
