@@ -215,6 +215,9 @@ class SignificanceConfig(StrictModel):
             (SystemName.CONTEXTUAL, SystemName.INDEPENDENT),
             (SystemName.LATE_CHUNKING_ANCHORED, SystemName.LATE_CHUNKING),
             (SystemName.LATE_CHUNKING_ANCHORED, SystemName.INDEPENDENT),
+            (SystemName.LATE_CHUNKING_TITLE, SystemName.LATE_CHUNKING),
+            (SystemName.LATE_CHUNKING_ANCHORED_TITLE, SystemName.LATE_CHUNKING_ANCHORED),
+            (SystemName.BM25_TITLE, SystemName.BM25),
         ),
         validate_default=True,
     )
@@ -241,26 +244,45 @@ class ChunkSizeConfig(StrictModel):
     systems: tuple[str, ...] = Field(
         (
             SystemName.BM25,
+            SystemName.BM25_TITLE,
             SystemName.INDEPENDENT,
             SystemName.LATE_CHUNKING,
             SystemName.TITLE_PREFIX,
             SystemName.LATE_CHUNKING_ANCHORED,
+            SystemName.LATE_CHUNKING_TITLE,
+            SystemName.LATE_CHUNKING_ANCHORED_TITLE,
+            SystemName.HYBRID,
+            SystemName.HYBRID_TITLE,
         ),
         validate_default=True,
     )
 
 
 def default_systems() -> tuple[SystemConfig, ...]:
-    """Every baseline of the paper with the offline model; late interaction needs a multi-vector model.
+    """Every baseline of the paper with the offline model, and the cheap baselines a user tries first (a title
+    header for BM25 too, hybrids of BM25 and dense); late interaction needs a multi-vector model.
 
     Names are :class:`~conteb.names.SystemName` members; validation stores them as plain strings."""
     return (
         BM25System(kind="bm25", name=SystemName.BM25),
         BM25System(kind="bm25", name=SystemName.BM25_SUBWORD, tokenizer="model", stemmer=None, stopwords=None),
+        BM25System(kind="bm25", name=SystemName.BM25_TITLE, context="title"),
         DenseSystem(kind="dense", name=SystemName.INDEPENDENT, context="independent"),
         DenseSystem(kind="dense", name=SystemName.LATE_CHUNKING, context="late"),
         DenseSystem(kind="dense", name=SystemName.LATE_CHUNKING_ANCHORED, context="late", window_policy="anchored"),
         DenseSystem(kind="dense", name=SystemName.TITLE_PREFIX, context="title"),
+        DenseSystem(kind="dense", name=SystemName.LATE_CHUNKING_TITLE, context="late", header="title"),
+        DenseSystem(
+            kind="dense",
+            name=SystemName.LATE_CHUNKING_ANCHORED_TITLE,
+            context="late",
+            window_policy="anchored",
+            header="title",
+        ),
+        HybridSystem(kind="hybrid", name=SystemName.HYBRID, systems=(SystemName.BM25, SystemName.INDEPENDENT)),
+        HybridSystem(
+            kind="hybrid", name=SystemName.HYBRID_TITLE, systems=(SystemName.BM25_TITLE, SystemName.TITLE_PREFIX)
+        ),
         DenseSystem(kind="dense", name=SystemName.INSENT, trained="insent_model", context="late"),
         DenseSystem(
             kind="dense", name=SystemName.FINETUNE_CONTROL, trained="finetune_control_model", context="independent"

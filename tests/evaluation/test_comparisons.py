@@ -11,13 +11,40 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from conteb.names import SystemName
 from conteb.schemas import per_query_metrics_schema
 from conteb.storage import write_parquet_atomic
 from evaluation.comparisons import BASELINE, TESTED, comparison_plan, system_role
-from evaluation.config import EvaluationConfig
+from evaluation.config import EvaluationConfig, default_systems
 from evaluation.results import BEST_BASELINE, CONFIGURED, NEEDS_CONTEXT, SystemRun, TaskEvaluation, from_json
 from evaluation.runner import compare_systems, evaluate_task, evaluation_path, per_query_path
 from tests.evaluation.toy import save_tiny_model, toy_corpus
+
+
+def test_roles_of_the_default_systems():
+    config = EvaluationConfig()
+    roles = {s.name: system_role(s, config) for s in default_systems()}
+    assert {name for name, role in roles.items() if role == BASELINE} == {
+        SystemName.BM25,
+        SystemName.BM25_SUBWORD,
+        SystemName.BM25_TITLE,
+        SystemName.INDEPENDENT,
+        SystemName.TITLE_PREFIX,
+        SystemName.HYBRID,
+        SystemName.HYBRID_TITLE,
+    }
+    assert {name for name, role in roles.items() if role == TESTED} == {
+        SystemName.LATE_CHUNKING,
+        SystemName.LATE_CHUNKING_ANCHORED,
+        SystemName.LATE_CHUNKING_TITLE,
+        SystemName.LATE_CHUNKING_ANCHORED_TITLE,
+        SystemName.INSENT,
+        SystemName.FINETUNE_CONTROL,
+        SystemName.CONTEXTUAL,
+    }
+    plan = comparison_plan(config)
+    assert plan.baselines == tuple(n for n in roles if roles[n] == BASELINE)  # declared order
+    assert plan.configured == config.significance.comparisons and plan.metric == "ndcg@10"
 
 
 def test_roles_follow_the_declaration_not_the_name():
