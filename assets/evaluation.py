@@ -25,7 +25,7 @@ from curation.shards import shard_key
 from evaluation.encoded import EncodingJob, EncodingKey, EncodingOutcome, EncodingShard, merge_outcomes
 from evaluation.load import CorpusError
 from evaluation.reports.reading import overall_reading, task_reading
-from evaluation.results import HEADLINE, NEEDS_CONTEXT, TaskEvaluation
+from evaluation.results import ALL, BEST_BASELINE, HEADLINE, NEEDS_CONTEXT, TaskEvaluation
 from evaluation.targets import EvalTarget, LoadedTarget, evaluate_and_report, evaluation_targets, load_target
 from project.config import ProjectConfig
 
@@ -56,8 +56,11 @@ def _upstream(config: ProjectConfig, target: EvalTarget) -> list[dg.AssetKey]:
 
 
 def run_metadata(evaluation: TaskEvaluation) -> dict[str, object]:
-    """Numeric nDCG@10 per system (Dagster plots it across materializations), counts, reasons and each model's
-    provenance (``provenance/<system>``: ``provenance unknown: ...`` for a model without training_data.json)."""
+    """Numeric nDCG@10 per system (Dagster plots it across materializations), counts, reasons, each model's
+    provenance (``provenance/<system>``: ``provenance unknown: ...`` for a model without training_data.json) and the
+    p-value of every comparison: ``p_value/<a>_vs_<b>`` for a configured pair, ``p_value/<tested>_vs_best_baseline``
+    (with ``difference/...`` and the baseline's name under ``best_baseline``) against the best cheap baseline; the
+    ``needs_context`` subset's with ``/needs_context`` appended."""
     metadata: dict[str, object] = {
         "documents": evaluation.n_documents,
         "chunks": evaluation.n_chunks,
@@ -75,12 +78,17 @@ def run_metadata(evaluation: TaskEvaluation) -> dict[str, object]:
             metadata[f"{run.status}/{run.system}"] = dg.MetadataValue.text(run.reason or "")
         if run.provenance_note is not None:  # what is known of the model's training documents (evaluation/leakage.py)
             metadata[f"provenance/{run.system}"] = dg.MetadataValue.text(run.provenance_note)
-    for comparison in evaluation.comparisons:
-        name = f"p_value/{comparison.system_a}_vs_{comparison.system_b}"
-        metadata[name] = dg.MetadataValue.float(comparison.p_value)
-    for comparison in evaluation.subset_comparisons:
-        name = f"p_value/{comparison.system_a}_vs_{comparison.system_b}/{comparison.subset}"
-        metadata[name] = dg.MetadataValue.float(comparison.p_value)
+    for comparison in [*evaluation.comparisons, *evaluation.subset_comparisons]:
+        # against the best cheap baseline: one key per tested system whichever baseline is best (plotted over time),
+        # the baseline itself under best_baseline
+        against = "best_baseline" if comparison.plan == BEST_BASELINE else comparison.system_b
+        where = "" if comparison.subset == ALL else f"/{comparison.subset}"
+        metadata[f"p_value/{comparison.system_a}_vs_{against}{where}"] = dg.MetadataValue.float(comparison.p_value)
+        if comparison.plan == BEST_BASELINE:
+            metadata[f"difference/{comparison.system_a}_vs_best_baseline{where}"] = dg.MetadataValue.float(
+                round(comparison.difference, 6)
+            )
+            metadata[f"best_baseline{where}"] = dg.MetadataValue.text(comparison.system_b)
     return metadata
 
 

@@ -17,7 +17,7 @@ Systems (the same configs as ``evaluation.config.default_systems``): ``independe
 ``late-chunking`` (plain windows), ``late-chunking-anchored`` (``anchor_share`` 0.4 unless told). Chunks are encoded
 with the evaluation's own pieces (:func:`evaluation.systems.embedders.setup_encoder`,
 :func:`evaluation.systems.dense.encode_chunks`,
-:func:`~evaluation.systems.dense.title_texts`, :func:`~evaluation.systems.dense.document_titles`), as
+:func:`evaluation.systems.headers.title_texts`, :func:`~evaluation.systems.dense.document_titles`), as
 ``prepare_single_vector``
 does; the queries, the same for every system (one model, one query prefix), are encoded once per corpus, which is
 the only difference from ``prepare_system`` (it saves one query encode per system on CPU). Scoring:
@@ -69,8 +69,9 @@ from evaluation.corpus import EvalCorpus
 from evaluation.metrics.retrieval import metrics_from_gold_rank
 from evaluation.metrics.stats import paired_test, summarize
 from evaluation.rechunk import rechunk_corpus
-from evaluation.systems.dense import document_rows, document_titles, encode_chunks, title_texts
+from evaluation.systems.dense import document_rows, document_titles, encode_chunks
 from evaluation.systems.embedders import EncoderSetup, encode_queries_cached, setup_encoder
+from evaluation.systems.headers import title_texts
 from evaluation.systems.ranking import dense_scorer, rank_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -156,7 +157,7 @@ def encode_system(system: DenseSystem, corpus: EvalCorpus) -> tuple[np.ndarray, 
     setup = setup_encoder(system, ROOT / "data" / "models")
     groups = document_rows(corpus)
     if system.context == "title":
-        texts, missing = title_texts(system, corpus)
+        texts, missing = title_texts(system.title_template, corpus)
         mode = "independent"
     else:
         texts, missing, mode = list(corpus.chunks), None, system.context

@@ -46,7 +46,7 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
     # Imported after the checks above: an unknown name is told before torch and the models load.
     from evaluation.load import CorpusError
     from evaluation.reports.publish import write_reports
-    from evaluation.results import HEADLINE
+    from evaluation.results import BEST_BASELINE, HEADLINE
     from evaluation.runner import load_evaluation
     from evaluation.targets import evaluate_target, evaluation_targets, find_target
 
@@ -85,8 +85,11 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
                 click.echo(f"  {run.system:<20} {run.status}: {run.reason}")
                 failed = failed or run.status == "failed"
         for comparison in evaluation.comparisons:
+            against = comparison.system_b
+            if comparison.plan == BEST_BASELINE:
+                against = f"the best cheap baseline ({comparison.system_b})"
             click.echo(
-                f"  {comparison.system_a} vs {comparison.system_b}: {comparison.difference:+.3f} "
+                f"  {comparison.system_a} vs {against}: {comparison.difference:+.3f} "
                 f"(p = {comparison.p_value:.4f}, {comparison.n_queries} queries)"
             )
     if not evaluated:  # nothing new: the reports of earlier evaluations stay as they are

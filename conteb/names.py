@@ -70,6 +70,7 @@ class SystemName(StrEnum):
 
     BM25 = "bm25"
     BM25_SUBWORD = "bm25-subword"
+    BM25_TITLE = "bm25-title"  # BM25 over the title-prefix text (the contextual BM25 baseline)
     INDEPENDENT = "independent"
     LATE_CHUNKING = "late-chunking"
     LATE_CHUNKING_ANCHORED = "late-chunking-anchored"
@@ -78,6 +79,10 @@ class SystemName(StrEnum):
     FINETUNE_CONTROL = "finetune-control"
     INSENT_ANCHORED = "insent-anchored"  # the reproduce experiment's own system: InSeNT with anchored windows
     CONTEXTUAL = "contextual"
+    HYBRID = "hybrid"  # reciprocal rank fusion of bm25 and independent
+    HYBRID_TITLE = "hybrid-title"  # reciprocal rank fusion of bm25-title and title-prefix
+    LATE_CHUNKING_TITLE = "late-chunking-title"  # late chunking whose chunks carry the title header
+    LATE_CHUNKING_ANCHORED_TITLE = "late-chunking-anchored-title"  # the same with anchored windows
 
 
 class StageTable:

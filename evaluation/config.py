@@ -10,17 +10,26 @@ Systems (``kind``):
   filled with the document's title and the chunk, embedded alone; a chunk without a title is embedded alone).
   ``model`` names a model (``offline-minilm``, a hub id, a folder); ``trained`` names a training asset
   (``insent_model`` / ``finetune_control_model``) whose folder is ``<data>/models/<name>``.
+  ``header: title`` (``context: late`` only) puts the same header inside the late-chunking sequence: each chunk's
+  text there is its ``title_template`` text, so the header's tokens are pooled with the chunk's (plain or anchored
+  windows).
+* ``bm25`` with ``context: title``: BM25 over the same header-prefixed text the dense ``context: title`` system embeds
+  (contextual BM25; the formatting is :mod:`evaluation.systems.headers`'s).
 * ``contextual``: Anthropic's contextual retrieval: the LLM-written context of each chunk (the task's
   ``chunk_contexts`` stage) prepended to the chunk, embedded independently.
 * ``late_interaction``: MaxSim over per-token vectors of each chunk (``context: late`` or ``independent``).
+* ``hybrid``: reciprocal rank fusion of declared systems (``systems``, by name; Cormack, Clarke and Büttcher, SIGIR
+  2009): ``score(c) = sum_s 1 / (k + rank_s(c))``, ``rank_s`` 1-based over the whole corpus in trec order,
+  ``k`` default 60 (the paper's); see :mod:`evaluation.systems.hybrid`.
 """
 
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from conteb.config import StrictModel
 from conteb.names import SystemName
@@ -28,6 +37,10 @@ from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
 from evaluation.results import HEADLINE
 
 SYSTEM_NAME_PATTERN = r"^[a-z0-9]+(?:[-_.][a-z0-9]+)*$"
+
+Role = Literal["baseline", "tested"]
+"""A system's part in the comparisons (:mod:`evaluation.comparisons`): a cheap baseline, or a system under test. Every
+system may set ``role``; null (the default) lets the rule of :func:`evaluation.comparisons.system_role` decide."""
 
 
 def template_fields(template: str) -> set[str]:
@@ -44,6 +57,7 @@ class ModelOptions(StrictModel):
     """
 
     model: str | None = None  # default: offline-minilm unless ``trained`` is set
+    role: Role | None = None  # null: by the rule (a model given by name or folder counts as untrained)
     trained: Literal["insent_model", "finetune_control_model"] | None = None
     query_prefix: str | None = None
     document_prefix: str | None = None
@@ -70,9 +84,39 @@ class ModelOptions(StrictModel):
         return self
 
 
+DEFAULT_TITLE_TEMPLATE = "{title}\n\n{chunk}"
+TITLE_TEMPLATE_FIELDS = frozenset({"title", "chunk"})
+
+
+def check_title_template(template: str) -> str:
+    """``template`` when it is a format string with ``{chunk}`` and no field but ``title`` and ``chunk``; else
+    ValueError saying why (the validation of every ``title_template``)."""
+    try:
+        fields = template_fields(template)
+    except ValueError as error:
+        raise ValueError(f"title_template {template!r} is not a format string: {error}") from None
+    unknown = sorted(fields - TITLE_TEMPLATE_FIELDS)
+    if unknown or "chunk" not in fields:
+        raise ValueError(
+            f"title_template {template!r} must contain {{chunk}} and may use only {sorted(TITLE_TEMPLATE_FIELDS)}"
+            f"{f'; unknown: {unknown}' if unknown else ''}"
+        )
+    return template
+
+
+TitleTemplate = Annotated[str, AfterValidator(check_title_template)]
+"""The text of a chunk under a title header (fields ``title``, ``chunk``): dense ``context: title`` and ``header:
+title``, ``bm25`` ``context: title``."""
+
+
 class BM25System(StrictModel):
     kind: Literal["bm25"]
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    role: Role | None = None  # null: a cheap baseline (evaluation/comparisons.py)
+    # title: each chunk indexed as title_template filled with its document's title (contextual BM25); a chunk without
+    # a title is indexed alone
+    context: Literal["independent", "title"] = "independent"
+    title_template: TitleTemplate = DEFAULT_TITLE_TEMPLATE
     tokenizer: Literal["words", "model"] = "words"
     model: str = "offline-minilm"  # tokenizer: model: whose tokenizer gives the subword ids
     stemmer: str | None = "english"  # PyStemmer language; null: no stemming
@@ -82,29 +126,24 @@ class BM25System(StrictModel):
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
 
 
-TITLE_TEMPLATE_FIELDS = frozenset({"title", "chunk"})
-
-
 class DenseSystem(ModelOptions):
     kind: Literal["dense"]
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
     context: Literal["independent", "late", "title"] = "independent"
-    title_template: str = "{title}\n\n{chunk}"  # context: title: what is embedded per chunk (fields: title, chunk)
+    # context: title, or header: title: the text of each chunk (fields: title, chunk)
+    title_template: TitleTemplate = DEFAULT_TITLE_TEMPLATE
+    # context: late only: each chunk's text inside the late-chunking sequence is its title_template text, so the
+    # header's tokens are pooled with the chunk's own (plain or anchored windows)
+    header: Literal["title"] | None = None
 
-    @field_validator("title_template")
-    @classmethod
-    def _title_template(cls, template: str) -> str:
-        try:
-            fields = template_fields(template)
-        except ValueError as error:
-            raise ValueError(f"title_template {template!r} is not a format string: {error}") from None
-        unknown = sorted(fields - TITLE_TEMPLATE_FIELDS)
-        if unknown or "chunk" not in fields:
+    @model_validator(mode="after")
+    def _header_needs_late(self):
+        if self.header is not None and self.context != "late":
             raise ValueError(
-                f"title_template {template!r} must contain {{chunk}} and may use only {sorted(TITLE_TEMPLATE_FIELDS)}"
-                f"{f'; unknown: {unknown}' if unknown else ''}"
+                f"header: {self.header} applies to context: late only (context: title already embeds the header "
+                "with each chunk alone)"
             )
-        return template
+        return self
 
 
 class ContextualSystem(ModelOptions):
@@ -119,8 +158,27 @@ class LateInteractionSystem(ModelOptions):
     context: Literal["independent", "late"] = "late"
 
 
+class HybridSystem(StrictModel):
+    """Reciprocal rank fusion of the declared systems ``systems`` (their names; none a hybrid): see
+    :mod:`evaluation.systems.hybrid`. ``k`` >= 0 (Cormack, Clarke and Büttcher, SIGIR 2009, use 60)."""
+
+    kind: Literal["hybrid"]
+    name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    systems: tuple[str, ...] = Field(min_length=2)
+    k: float = Field(60.0, ge=0.0)
+    role: Role | None = None  # null: a baseline when every component is one (evaluation/comparisons.py)
+
+    @field_validator("systems")
+    @classmethod
+    def _distinct(cls, systems: tuple[str, ...]) -> tuple[str, ...]:
+        repeated = sorted({name for name in systems if systems.count(name) > 1})
+        if repeated:
+            raise ValueError(f"systems: {repeated} named more than once")
+        return systems
+
+
 SystemConfig = Annotated[
-    BM25System | DenseSystem | ContextualSystem | LateInteractionSystem, Field(discriminator="kind")
+    BM25System | DenseSystem | ContextualSystem | LateInteractionSystem | HybridSystem, Field(discriminator="kind")
 ]
 
 
@@ -139,7 +197,9 @@ class BootstrapConfig(StrictModel):
 
 
 class SignificanceConfig(StrictModel):
-    """Paired tests between systems on the same queries (``a`` vs ``b``, two-sided).
+    """Paired tests between systems on the same queries (``a`` vs ``b``, two-sided): these configured pairs, after
+    the comparisons every report makes of each tested system with the best cheap baseline
+    (:mod:`evaluation.comparisons`).
 
     The default names are :class:`~conteb.names.SystemName` members, validated (``validate_default``) so that the
     model holds plain strings, as for names read from ``conteb.yaml``.
@@ -156,6 +216,9 @@ class SignificanceConfig(StrictModel):
             (SystemName.CONTEXTUAL, SystemName.INDEPENDENT),
             (SystemName.LATE_CHUNKING_ANCHORED, SystemName.LATE_CHUNKING),
             (SystemName.LATE_CHUNKING_ANCHORED, SystemName.INDEPENDENT),
+            (SystemName.LATE_CHUNKING_TITLE, SystemName.LATE_CHUNKING),
+            (SystemName.LATE_CHUNKING_ANCHORED_TITLE, SystemName.LATE_CHUNKING_ANCHORED),
+            (SystemName.BM25_TITLE, SystemName.BM25),
         ),
         validate_default=True,
     )
@@ -182,26 +245,45 @@ class ChunkSizeConfig(StrictModel):
     systems: tuple[str, ...] = Field(
         (
             SystemName.BM25,
+            SystemName.BM25_TITLE,
             SystemName.INDEPENDENT,
             SystemName.LATE_CHUNKING,
             SystemName.TITLE_PREFIX,
             SystemName.LATE_CHUNKING_ANCHORED,
+            SystemName.LATE_CHUNKING_TITLE,
+            SystemName.LATE_CHUNKING_ANCHORED_TITLE,
+            SystemName.HYBRID,
+            SystemName.HYBRID_TITLE,
         ),
         validate_default=True,
     )
 
 
 def default_systems() -> tuple[SystemConfig, ...]:
-    """Every baseline of the paper with the offline model; late interaction needs a multi-vector model.
+    """Every baseline of the paper with the offline model, and the cheap baselines a user tries first (a title
+    header for BM25 too, hybrids of BM25 and dense); late interaction needs a multi-vector model.
 
     Names are :class:`~conteb.names.SystemName` members; validation stores them as plain strings."""
     return (
         BM25System(kind="bm25", name=SystemName.BM25),
         BM25System(kind="bm25", name=SystemName.BM25_SUBWORD, tokenizer="model", stemmer=None, stopwords=None),
+        BM25System(kind="bm25", name=SystemName.BM25_TITLE, context="title"),
         DenseSystem(kind="dense", name=SystemName.INDEPENDENT, context="independent"),
         DenseSystem(kind="dense", name=SystemName.LATE_CHUNKING, context="late"),
         DenseSystem(kind="dense", name=SystemName.LATE_CHUNKING_ANCHORED, context="late", window_policy="anchored"),
         DenseSystem(kind="dense", name=SystemName.TITLE_PREFIX, context="title"),
+        DenseSystem(kind="dense", name=SystemName.LATE_CHUNKING_TITLE, context="late", header="title"),
+        DenseSystem(
+            kind="dense",
+            name=SystemName.LATE_CHUNKING_ANCHORED_TITLE,
+            context="late",
+            window_policy="anchored",
+            header="title",
+        ),
+        HybridSystem(kind="hybrid", name=SystemName.HYBRID, systems=(SystemName.BM25, SystemName.INDEPENDENT)),
+        HybridSystem(
+            kind="hybrid", name=SystemName.HYBRID_TITLE, systems=(SystemName.BM25_TITLE, SystemName.TITLE_PREFIX)
+        ),
         DenseSystem(kind="dense", name=SystemName.INSENT, trained="insent_model", context="late"),
         DenseSystem(
             kind="dense", name=SystemName.FINETUNE_CONTROL, trained="finetune_control_model", context="independent"
@@ -254,6 +336,16 @@ class EvaluationConfig(StrictModel):
         for a, b in self.significance.comparisons:
             if a == b:
                 raise ValueError(f"significance.comparisons: {a} compared with itself")
+        hybrids = {s.name for s in self.systems if isinstance(s, HybridSystem)}
+        for system in self.systems:
+            if not isinstance(system, HybridSystem):
+                continue
+            undeclared = [n for n in system.systems if n not in names]
+            if undeclared:
+                raise ValueError(f"systems: hybrid {system.name} fuses undeclared system(s) {undeclared}")
+            nested = [n for n in system.systems if n in hybrids]
+            if nested:
+                raise ValueError(f"systems: hybrid {system.name} fuses hybrid(s) {nested}; fuse their systems instead")
         unknown = [n for n in self.chunk_sizes.systems if n not in names]
         if unknown:
             raise ValueError(f"chunk_sizes.systems: unknown system(s) {unknown}; declared: {names}")
@@ -267,3 +359,16 @@ class EvaluationConfig(StrictModel):
             if system.name == name:
                 return system
         raise KeyError(f"no evaluation system named {name!r}; declared: {[s.name for s in self.systems]}")
+
+    def components(self, system: SystemConfig) -> tuple[SystemConfig, ...]:
+        """The systems a hybrid fuses (in its order); ``()`` for any other system."""
+        if not isinstance(system, HybridSystem):
+            return ()
+        return tuple(self.system(name) for name in system.systems)
+
+    def with_components(self, systems: Sequence[SystemConfig]) -> list[SystemConfig]:
+        """``systems``, then the components of their hybrids that ``systems`` lacks (what an evaluation of
+        ``systems`` must prepare: a hybrid reuses its components' encodings)."""
+        names = {s.name for s in systems}
+        extra = [c for s in systems for c in self.components(s) if c.name not in names]
+        return [*systems, *{c.name: c for c in extra}.values()]

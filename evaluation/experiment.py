@@ -2,9 +2,12 @@
 
 Systems (names fixed: :mod:`evaluation.reports.paper` refers to them): ``bm25``, ``independent``, ``title-prefix``,
 ``late-chunking`` (plain windows), ``late-chunking-anchored`` — the untrained baselines of ``default_systems()``
-with the experiment's base model and prefixes — and the three trained models: ``insent`` (late chunking, plain
-windows), ``insent-anchored`` (anchored windows, trained that way), ``finetune-control`` (each chunk alone), read
-from their model folders; ``contextual`` joins when the task has LLM chunk contexts.
+with the experiment's base model and prefixes — the cheap baselines a user tries first (``bm25-title``, ``hybrid`` of
+``bm25`` and ``independent``, ``hybrid-title`` of ``bm25-title`` and ``title-prefix``), the title header inside the
+windows (``late-chunking-title``, ``late-chunking-anchored-title``), and the three trained models: ``insent`` (late
+chunking, plain windows), ``insent-anchored`` (anchored windows, trained that way), ``finetune-control`` (each chunk
+alone), read from their model folders; ``contextual`` joins when the task has LLM chunk contexts. Every tested system
+is also compared with the best cheap baseline (:mod:`evaluation.comparisons`), beside the paper's pairs.
 """
 
 from __future__ import annotations
@@ -17,10 +20,15 @@ from evaluation.config import ChunkSizeConfig, EvaluationConfig, SignificanceCon
 
 UNTRAINED = (
     SystemName.BM25,
+    SystemName.BM25_TITLE,
     SystemName.INDEPENDENT,
     SystemName.TITLE_PREFIX,
     SystemName.LATE_CHUNKING,
     SystemName.LATE_CHUNKING_ANCHORED,
+    SystemName.LATE_CHUNKING_TITLE,
+    SystemName.LATE_CHUNKING_ANCHORED_TITLE,
+    SystemName.HYBRID,
+    SystemName.HYBRID_TITLE,
 )
 TRAINED_MODELS: dict[str, tuple[str, str]] = {
     # system name -> (untrained system it is a copy of, model folder name)
@@ -40,15 +48,22 @@ COMPARISONS = (
     (SystemName.INSENT, SystemName.LATE_CHUNKING),
     (SystemName.INSENT_ANCHORED, SystemName.INSENT),
     (SystemName.CONTEXTUAL, SystemName.INDEPENDENT),
+    (SystemName.LATE_CHUNKING_TITLE, SystemName.LATE_CHUNKING),
+    (SystemName.LATE_CHUNKING_ANCHORED_TITLE, SystemName.LATE_CHUNKING_ANCHORED),
+    (SystemName.BM25_TITLE, SystemName.BM25),
 )
 CHUNK_SIZE_SYSTEMS = (
+    SystemName.BM25,
+    SystemName.BM25_TITLE,
+    SystemName.HYBRID,
     SystemName.INDEPENDENT,
     SystemName.LATE_CHUNKING,
     SystemName.LATE_CHUNKING_ANCHORED,
     SystemName.INSENT,
     SystemName.INSENT_ANCHORED,
 )
-"""The systems of the experiment's chunk-size study (those that ran)."""
+"""The systems of the experiment's chunk-size study (those that ran): the cheap baselines that encode nothing more
+(BM25, contextual BM25, the hybrid of BM25 and independent chunks), the untrained late chunking and InSeNT."""
 
 
 def model_folder(models_root: Path, system: str) -> Path:
@@ -74,7 +89,7 @@ def experiment_systems(
     model_fields = {"query_prefix": query_prefix, "document_prefix": document_prefix, "device": device}
 
     def with_model(system: SystemConfig, model: str) -> SystemConfig:
-        if system.kind == "bm25":
+        if system.kind in ("bm25", "hybrid"):  # no model (a hybrid fuses the experiment's own systems by name)
             return system
         update: dict[str, object] = {"model": model, **model_fields}
         if getattr(system, "window_policy", "plain") == "anchored":
@@ -86,7 +101,8 @@ def experiment_systems(
     systems = [with_model(defaults[name], base_model) for name in UNTRAINED]
     for name, (template, _) in TRAINED_MODELS.items():
         trained = with_model(defaults[template], str(model_folder(models_root, name)))
-        systems.append(trained.model_copy(update={"name": str(name)}))  # model_copy does not validate: a plain str
+        # model_copy does not validate: a plain str; a model folder reads as untrained to the comparison rule: tested
+        systems.append(trained.model_copy(update={"name": str(name), "role": "tested"}))
     if contextual:
         systems.append(with_model(defaults[SystemName.CONTEXTUAL], base_model))
     return tuple(systems)

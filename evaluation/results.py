@@ -34,6 +34,11 @@ ALL = "all"
 NEEDS_CONTEXT = "needs_context"
 """Query subsets a metric is reported on (module docstring)."""
 
+CONFIGURED = "configured"
+BEST_BASELINE = "best_baseline"
+"""``Comparison.plan``: a pair of ``significance.comparisons`` (``configured``), or a tested system against the best
+cheap baseline on the same queries (``best_baseline``; the rule: :mod:`evaluation.comparisons`)."""
+
 PROVENANCE_RECORDED = "recorded"
 PROVENANCE_IDS_ONLY = "ids only"
 PROVENANCE_UNKNOWN = "unknown"
@@ -127,6 +132,7 @@ class SystemRun:
     subset_metrics: dict[str, dict[str, Summary]] = field(default_factory=dict)
     provenance: str | None = None  # PROVENANCE_* (module constants); None: no model
     provenance_note: str | None = None  # one sentence: what is known of the model's training documents, and where
+    role: str | None = None  # "baseline" (a cheap baseline) or "tested" (evaluation/comparisons.py); None: older files
 
     def summary(self, metric: str = HEADLINE, subset: str = ALL) -> Summary | None:
         """``metric`` over the queries of ``subset`` (``None`` when not measured)."""
@@ -136,7 +142,10 @@ class SystemRun:
 
 @dataclass
 class Comparison:
-    """Paired significance test of ``system_a`` vs ``system_b`` on the same queries (two-sided)."""
+    """Paired significance test of ``system_a`` vs ``system_b`` on the same queries (two-sided).
+
+    ``plan``: :data:`CONFIGURED` or :data:`BEST_BASELINE` (``system_b`` is then the best cheap baseline on these
+    queries, picked among ``baselines``: every baseline that ran -> its mean of ``metric`` on the same queries)."""
 
     task: str
     system_a: str
@@ -150,6 +159,8 @@ class Comparison:
     method: str  # randomization | bootstrap
     resamples: int
     subset: str = ALL  # the queries tested: "all" | "needs_context"
+    plan: str = CONFIGURED  # CONFIGURED | BEST_BASELINE
+    baselines: dict[str, float] = field(default_factory=dict)  # BEST_BASELINE: each candidate's mean, these queries
 
     def significant(self) -> bool:
         """``p_value < SIGNIFICANCE_LEVEL`` (a missing p-value is not significant)."""
@@ -228,8 +239,13 @@ def from_json(text: str) -> TaskEvaluation:
             name: {k: summary(v) for k, v in metrics.items()} for name, metrics in r.get("subset_metrics", {}).items()
         }
         runs.append(SystemRun(**r))
-    comparisons = [Comparison(**{k: _nan(v) for k, v in c.items()}) for c in raw.pop("comparisons")]
-    subset_comparisons = [Comparison(**{k: _nan(v) for k, v in c.items()}) for c in raw.pop("subset_comparisons", [])]
+
+    def comparison(d: dict) -> Comparison:
+        baselines = {name: _nan(v) for name, v in (d.pop("baselines", None) or {}).items()}
+        return Comparison(**{k: _nan(v) for k, v in d.items()}, baselines=baselines)
+
+    comparisons = [comparison(c) for c in raw.pop("comparisons")]
+    subset_comparisons = [comparison(c) for c in raw.pop("subset_comparisons", [])]
     chunk_sizes = [ChunkSizePoint(**{k: _nan(v) for k, v in c.items()}) for c in raw.pop("chunk_sizes")]
     return TaskEvaluation(
         **raw, runs=runs, comparisons=comparisons, subset_comparisons=subset_comparisons, chunk_sizes=chunk_sizes

@@ -10,7 +10,14 @@ Files under ``reports_dir`` (fixed layout, other tools read it)::
 
 Every metric summary and every paired comparison is computed on all queries and, when the corpus is
 labelled (``EvalCorpus.needs_context``) and some queries need context, again on that subset
-(``SystemRun.subset_metrics``, ``TaskEvaluation.subset_comparisons``).
+(``SystemRun.subset_metrics``, ``TaskEvaluation.subset_comparisons``). Which comparisons: the plan of
+:mod:`evaluation.comparisons` (each tested system against the best cheap baseline on the same queries, then the
+configured pairs).
+
+A ``hybrid`` fuses systems prepared once per corpus: the components of the selected hybrids are kept prepared
+(:class:`~evaluation.indexed.IndexedSystem`, their encodings and query vectors) while the task's systems run, and a
+component that is not itself selected (or comes later) is prepared when its hybrid needs it. A component that cannot
+run makes the hybrid not run (``component <name> not run: <reason>``); one that fails makes it fail.
 
 Evaluating a subset of systems keeps the earlier results of the others (merged by system name), so
 comparisons can use per-query metrics written by an earlier run.
@@ -31,10 +38,11 @@ import pyarrow.parquet as pq
 
 from conteb.schemas import per_query_metrics_schema
 from conteb.storage import write_parquet_atomic, write_text_atomic
-from evaluation.config import EvaluationConfig, SystemConfig
+from evaluation.comparisons import comparison_plan
+from evaluation.config import EvaluationConfig, HybridSystem, SystemConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.encoded import EncodingKey, EncodingOutcome
-from evaluation.indexed import IndexedSystem, Log, NotRunnable
+from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
 from evaluation.metrics import trec
 from evaluation.metrics.retrieval import metrics_from_gold_rank
 from evaluation.metrics.stats import paired_test, summarize
@@ -42,6 +50,8 @@ from evaluation.metrics.views import by_position, sample_subsets, scaling_curve,
 from evaluation.rechunk import SpanSources, rechunk_corpus
 from evaluation.results import (
     ALL,
+    BEST_BASELINE,
+    CONFIGURED,
     HEADLINE,
     NEEDS_CONTEXT,
     PROVENANCE_RECORDED,
@@ -134,8 +144,19 @@ def _relative(path: Path, reports_dir: Path) -> str:
     return str(path.relative_to(reports_dir))
 
 
+class ComponentFailed(RuntimeError):
+    """A component of a hybrid failed while being prepared: the hybrid fails with the component's error."""
+
+
+_Prepared = IndexedSystem | Exception
+
+
 class _Evaluator:
-    """State shared by the systems of one task evaluation."""
+    """State shared by the systems of one task evaluation.
+
+    ``needed``: the names of the components of the hybrids that will run; their prepared systems (or the error that
+    preparing them raised) are kept per ``(name, chunk size)`` until :meth:`release`.
+    """
 
     def __init__(
         self,
@@ -145,6 +166,7 @@ class _Evaluator:
         reports_dir: Path,
         log: Log,
         show_progress: bool,
+        needed: set[str] | None = None,
     ) -> None:
         self.corpus = corpus
         self.config = config
@@ -152,6 +174,9 @@ class _Evaluator:
         self.reports_dir = reports_dir
         self.log = log
         self.show_progress = show_progress
+        self.plan = comparison_plan(config)
+        self.needed = needed or set()
+        self.prepared: dict[tuple[str, int | None], _Prepared] = {}
         sizes = scaling_sizes(corpus.n_documents, config.scaling.points)
         self.subsets, self.subset_size = sample_subsets(
             corpus.n_documents, sizes, config.scaling.repeats, config.scaling.seed
@@ -159,6 +184,74 @@ class _Evaluator:
         self.skipped: list[str] = []  # chunk-size study: systems left out at a size, and why
         mask = corpus.needs_context
         self.needs_context = mask if mask is not None and mask.any() else None  # bool [Q], None: not reported
+
+    def prepare(
+        self,
+        system: SystemConfig,
+        corpus: EvalCorpus,
+        encodings: Mapping[EncodingKey, EncodingOutcome],
+        size: int | None = None,
+        log: Log | None = None,
+    ) -> IndexedSystem:
+        """``system`` prepared on ``corpus`` (the task's, or its re-chunking at ``size``) with its encoding from
+        ``encodings``; a hybrid over its components (kept prepared, module docstring). Raises :class:`NotRunnable`
+        (a component's as ``component <name> not run: ...``) and :class:`ComponentFailed`."""
+        if isinstance(system, HybridSystem):
+            parts = []
+            for component in self.config.components(system):
+                reused = (component.name, size) in self.prepared
+                try:
+                    parts.append((component.name, self._single(component, corpus, encodings, size, log, keep=True)))
+                except NotRunnable as reason:
+                    raise NotRunnable(f"component {component.name} not run: {reason}") from reason
+                except Exception as error:
+                    raise ComponentFailed(
+                        f"component {component.name} failed: {type(error).__name__}: {error}"
+                    ) from error
+                if log is not None:
+                    log(f"{system.name}: fuses {component.name} ({'reused' if reused else 'prepared for it'})")
+            return prepare_system(system, corpus, self.models_dir, components=parts)
+        return self._single(system, corpus, encodings, size, log, keep=system.name in self.needed)
+
+    def _single(
+        self,
+        system: SystemConfig,
+        corpus: EvalCorpus,
+        encodings: Mapping[EncodingKey, EncodingOutcome],
+        size: int | None,
+        log: Log | None,
+        keep: bool,
+    ) -> IndexedSystem:
+        """:func:`prepare_system` for a system that is not a hybrid; with ``keep``, once per ``(system, size)``: later
+        calls return the same prepared system, or raise the same error."""
+
+        def prepared() -> IndexedSystem:
+            return prepare_system(
+                system,
+                corpus,
+                self.models_dir,
+                encoded=encodings.get(EncodingKey(system.name, size)),
+                show_progress=self.show_progress,
+                log=log or no_log,
+                require_provenance=self.config.require_provenance,
+            )
+
+        if not keep:
+            return prepared()
+        key = (system.name, size)
+        if key not in self.prepared:
+            try:
+                self.prepared[key] = prepared()
+            except Exception as error:
+                self.prepared[key] = error
+        kept = self.prepared[key]
+        if isinstance(kept, Exception):
+            raise kept
+        return kept
+
+    def release(self, size: int | None) -> None:
+        """Forget the components kept for ``size`` (None: the task's corpus)."""
+        self.prepared = {key: value for key, value in self.prepared.items() if key[1] != size}
 
     def _summary(self, values: np.ndarray):
         b = self.config.bootstrap
@@ -189,10 +282,14 @@ class _Evaluator:
         )
 
     def run_system(
-        self, system: SystemConfig, llm_usage: LLMUsage | None, encoded: EncodingOutcome | None = None
+        self,
+        system: SystemConfig,
+        llm_usage: LLMUsage | None,
+        encodings: Mapping[EncodingKey, EncodingOutcome],
     ) -> SystemRun:
         corpus = self.corpus
-        base = SystemRun(task=corpus.name, system=system.name, kind=system.kind, status="not_run")
+        role = self.plan.role(system.name)
+        base = SystemRun(task=corpus.name, system=system.name, kind=system.kind, status="not_run", role=role)
         provenance = system_provenance(system, self.models_dir)
         if provenance is not None:
             base.provenance, base.provenance_note = provenance.status, provenance.note
@@ -207,15 +304,7 @@ class _Evaluator:
             self.log(f"{system.name}: {provenance.note}")
         self.log(f"{system.name}: indexing {corpus.n_chunks:,} chunks of {corpus.n_documents:,} documents")
         try:
-            indexed = prepare_system(
-                system,
-                corpus,
-                self.models_dir,
-                encoded=encoded,
-                show_progress=self.show_progress,
-                log=self.log,
-                require_provenance=self.config.require_provenance,
-            )
+            indexed = self.prepare(system, corpus, encodings, log=self.log)
         except NotRunnable as reason:
             self.log(f"{system.name}: not run: {reason}")
             base.reason = str(reason)
@@ -254,6 +343,7 @@ class _Evaluator:
             subset_metrics=self._subset_metrics(per_query),
             provenance=base.provenance,
             provenance_note=base.provenance_note,
+            role=role,
         )
         self.log(
             f"{system.name}: nDCG@10 {run.metrics[HEADLINE].value:.3f} "
@@ -282,15 +372,7 @@ class _Evaluator:
             self.log(f"chunk size {size}: {corpus.n_chunks:,} chunks, {corpus.n_queries:,} queries")
             for system in systems:
                 try:
-                    encoded = encodings.get(EncodingKey(system.name, size))
-                    indexed = prepare_system(
-                        system,
-                        corpus,
-                        self.models_dir,
-                        encoded=encoded,
-                        show_progress=self.show_progress,
-                        require_provenance=self.config.require_provenance,
-                    )
+                    indexed = self.prepare(system, corpus, encodings, size)
                 except NotRunnable as reason:
                     self.skipped.append(f"chunk size {size}: {system.name} not run: {reason}")
                     self.log(self.skipped[-1])
@@ -310,6 +392,7 @@ class _Evaluator:
                     )
                 )
                 self.log(f"chunk size {size}: {system.name} nDCG@10 {summary.value:.3f}")
+            self.release(size)
         return points
 
 
@@ -320,38 +403,61 @@ def compare_systems(
     query_ids: Sequence[str],
     subset: str = ALL,
 ) -> list[Comparison]:
-    """The configured paired tests between systems that both ran, on ``query_ids`` (the task's current
-    queries, or those of ``subset``, recorded in each comparison)."""
+    """The paired tests of the comparison plan (:mod:`evaluation.comparisons`) between systems that ran, on
+    ``query_ids`` (the task's current queries, or those of ``subset``, recorded in each comparison): first each tested
+    system against the best cheap baseline on these queries (``plan`` :data:`~evaluation.results.BEST_BASELINE`, the
+    candidates' means in ``baselines``), then the configured pairs not already tested."""
     significance = config.significance
+    plan = comparison_plan(config)
     ok = {run.system for run in evaluation.runs if run.status == "ok"}
-    comparisons = []
-    for a, b in significance.comparisons:
-        if a not in ok or b not in ok:
-            continue
-        values_a = read_per_query(reports_dir, evaluation.task, a, significance.metric)
-        values_b = read_per_query(reports_dir, evaluation.task, b, significance.metric)
+    per_query: dict[str, dict[str, float] | None] = {}
+
+    def values(system: str) -> dict[str, float] | None:
+        if system not in per_query:
+            per_query[system] = read_per_query(reports_dir, evaluation.task, system, significance.metric)
+        return per_query[system]
+
+    def test(a: str, b: str, kind: str, baselines: dict[str, float] | None = None) -> Comparison | None:
+        values_a, values_b = values(a), values(b)
         if values_a is None or values_b is None:
-            continue
+            return None
         shared = [q for q in query_ids if q in values_a and q in values_b]
         x = np.array([values_a[q] for q in shared], dtype=np.float64)
         y = np.array([values_b[q] for q in shared], dtype=np.float64)
         p_value = paired_test(x, y, significance.method, significance.resamples, config.bootstrap.seed)
-        comparisons.append(
-            Comparison(
-                task=evaluation.task,
-                system_a=a,
-                system_b=b,
-                metric=significance.metric,
-                mean_a=float(x.mean()),
-                mean_b=float(y.mean()),
-                difference=float(x.mean() - y.mean()),
-                p_value=float(p_value),
-                n_queries=len(shared),
-                method=significance.method,
-                resamples=significance.resamples,
-                subset=subset,
-            )
+        return Comparison(
+            task=evaluation.task,
+            system_a=a,
+            system_b=b,
+            metric=significance.metric,
+            mean_a=float(x.mean()),
+            mean_b=float(y.mean()),
+            difference=float(x.mean() - y.mean()),
+            p_value=float(p_value),
+            n_queries=len(shared),
+            method=significance.method,
+            resamples=significance.resamples,
+            subset=subset,
+            plan=kind,
+            baselines=dict(baselines or {}),
         )
+
+    means: dict[str, float] = {}
+    for name in plan.baselines:
+        scores = values(name) if name in ok else None
+        on_queries = [scores[q] for q in query_ids if q in scores] if scores is not None else []
+        if on_queries:
+            means[name] = float(np.mean(on_queries))
+    best = plan.best_baseline(means)
+    comparisons: list[Comparison] = []
+    if best is not None:
+        for name in plan.tested:
+            if name in ok and (comparison := test(name, best, BEST_BASELINE, means)) is not None:
+                comparisons.append(comparison)
+    done = {(c.system_a, c.system_b) for c in comparisons}
+    for a, b in plan.configured:
+        if a in ok and b in ok and (a, b) not in done and (comparison := test(a, b, CONFIGURED)) is not None:
+            comparisons.append(comparison)
     return comparisons
 
 
@@ -402,7 +508,10 @@ def _evaluate_task(
 ) -> TaskEvaluation:
     """:func:`evaluate_task` without the warning summary."""
     selected = [config.system(name) for name in systems] if systems else list(config.systems)
-    evaluator = _Evaluator(corpus, config, models_dir, reports_dir, log, show_progress)
+    study = config.chunk_sizes
+    study_systems = [config.system(name) for name in study.systems if not systems or name in systems]
+    needed = {c.name for s in [*selected, *study_systems] for c in config.components(s)}
+    evaluator = _Evaluator(corpus, config, models_dir, reports_dir, log, show_progress, needed)
     task_runs = runs_dir(reports_dir, corpus.name)
     gold_ids = [corpus.chunk_ids[g] for g in corpus.gold]
     qrels_path = trec.write_qrels(task_runs / "qrels.trec", corpus.query_ids, gold_ids)
@@ -432,7 +541,7 @@ def _evaluate_task(
     )
     for system in selected:
         try:
-            run = evaluator.run_system(system, llm_usage, encodings.get(EncodingKey(system.name)))
+            run = evaluator.run_system(system, llm_usage, encodings)
         except Exception as error:  # one broken system must not hide the others' results
             logger.exception("system %s failed on %s", system.name, corpus.name)
             log(f"{system.name}: FAILED: {type(error).__name__}: {error}")
@@ -444,6 +553,7 @@ def _evaluate_task(
                 reason=f"{type(error).__name__}: {error}",
             )
         runs[system.name] = run
+    evaluator.release(None)
     order = [s.name for s in config.systems]
     evaluation = TaskEvaluation(
         task=corpus.name,
@@ -463,7 +573,6 @@ def _evaluate_task(
     evaluation.comparisons = compare_systems(evaluation, config, reports_dir, corpus.query_ids)
     if subset_ids is not None:
         evaluation.subset_comparisons = compare_systems(evaluation, config, reports_dir, subset_ids, NEEDS_CONTEXT)
-    study = config.chunk_sizes
     if not (study.enabled and chunk_sizes):
         evaluation.chunk_size_note = "chunk-size study disabled"
         if previous is not None and previous.chunk_sizes:
@@ -472,7 +581,6 @@ def _evaluate_task(
     elif sources is None:
         evaluation.chunk_size_note = no_sources_reason or "no span-annotated source documents: chunk-size study not run"
     else:
-        study_systems = [config.system(name) for name in study.systems if not systems or name in systems]
         evaluation.chunk_sizes = evaluator.chunk_size_points(sources, study_systems, encodings)
         evaluation.notes += evaluator.skipped
         if systems and previous is not None:

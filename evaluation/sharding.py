@@ -4,7 +4,8 @@ Encoding the chunks is the heavy part of an evaluation (a model forward over eve
 ranking is matrix products over the vectors. So the evaluation is split in three:
 
 * **Jobs** (:func:`encoding_jobs`): the encodings the evaluation will use, one :class:`EncodingJob` per
-  :class:`~evaluation.encoded.EncodingKey`: every selected system that encodes chunks
+  :class:`~evaluation.encoded.EncodingKey`: every selected system, and every component of a selected ``hybrid``
+  (:meth:`~evaluation.config.EvaluationConfig.with_components`; a hybrid itself encodes nothing), that encodes chunks
   (:func:`evaluation.systems.dispatch.encodes_chunks`) and whose requirements hold on the whole corpus
   (:func:`evaluation.systems.dispatch.requirement_problem`; a system missing one is not encoded, and the evaluation
   records it
@@ -70,7 +71,7 @@ def encoding_jobs(
     ``sources`` and ``chunk_sizes`` as :func:`evaluation.runner.evaluate_task` takes them: the study's jobs only
     when both are given and the study is enabled.
     """
-    selected = [config.system(name) for name in systems] if systems else list(config.systems)
+    selected = config.with_components([config.system(name) for name in systems] if systems else list(config.systems))
     jobs = [
         EncodingJob(EncodingKey(system.name), system)
         for system in selected
@@ -81,10 +82,9 @@ def encoding_jobs(
     if sources is None or not (study.enabled and chunk_sizes):
         return jobs
     without_contexts = replace(corpus, contexts=None)
-    for name in study.systems:
-        system = config.system(name)
-        if systems and name not in systems:
-            continue
+    studied = config.with_components([config.system(n) for n in study.systems if not systems or n in systems])
+    for system in studied:
+        name = system.name
         if not encodes_chunks(system) or (
             requirement_problem(system, without_contexts, models_dir, require_provenance=config.require_provenance)
             is not None

@@ -74,8 +74,13 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     metadata = {k: v.value for k, v in evaluation.asset_materialization.metadata.items()}
     assert metadata["split"] == "test"
     for system in ("bm25", "independent", "title-prefix", "late-chunking", "late-chunking-anchored",
-                   "insent", "insent-anchored", "finetune-control"):  # fmt: skip
+                   "insent", "insent-anchored", "finetune-control", "bm25-title", "hybrid", "hybrid-title",
+                   "late-chunking-title", "late-chunking-anchored-title"):  # fmt: skip
         assert 0.0 <= metadata[f"ndcg@10/{system}"] <= 1.0, system
+    # Every tested system against the best cheap baseline of the test split.
+    for system in ("late-chunking", "insent", "insent-anchored", "finetune-control", "late-chunking-anchored-title"):
+        assert 0.0 <= metadata[f"p_value/{system}_vs_best_baseline"] <= 1.0, system
+    assert metadata["best_baseline"] in {"bm25", "bm25-title", "independent", "title-prefix", "hybrid", "hybrid-title"}
 
     reports = isolated_env / "reports" / "reproduce"
     comparison = json.loads((reports / "comparison.json").read_text())
@@ -88,6 +93,7 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     assert report.startswith("# The paper's controlled experiment") and "What reproduces here" in report
     assert "the release post reports +9.0" in report and "Scaled down for a 2-core CPU" in report
     assert "the paper reports +14.6" in report and "the authors measured no anchored windows" in report
+    assert "## Against the best cheap baseline" in report and f"**{metadata['best_baseline']}**" in report
     assert (reports / "report.html").is_file() and (reports / "effects.png").stat().st_size > 1000
     shown = instance.get_latest_materialization_event(dg.AssetKey(["reproduce", "paper_comparison"]))
     shown_metadata = shown.asset_materialization.metadata

@@ -5,7 +5,9 @@ document model (:mod:`evaluation.reports.document`), with numbers formatted by
 :mod:`evaluation.reports.formatting`: what "best" means (the best formatted value; cells that format to it are
 bold), the comparison table (its header and rows, the key comparisons first), which key comparisons
 did not run and why, how a run's status and reason read, and what is known of each model's training documents
-(its provenance: one line per distinct note, naming the systems it concerns).
+(its provenance: one line per distinct note, naming the systems it concerns), and the comparisons with the best
+cheap baseline (:func:`baseline_blocks`: the rule of :mod:`evaluation.comparisons` in words, one row per tested
+system, and the tested systems left untested with why).
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from conteb.names import SystemName
-from evaluation.reports.document import Block, BulletList, Cell, Heading, Paragraph, Span, number, text
+from evaluation.comparisons import BASELINE, BEST_BASELINE_RULE, TESTED
+from evaluation.reports.document import Block, BulletList, Cell, Heading, Paragraph, Span, Table, number, text
 from evaluation.reports.formatting import format_metric, format_p, format_signed
 from evaluation.results import (
+    ALL,
+    BEST_BASELINE,
+    HEADLINE,
     SIGNIFICANCE_LEVEL,
     Comparison,
     SystemRun,
@@ -100,6 +106,102 @@ def key_first(comparisons: Sequence[Comparison]) -> list[Comparison]:
         return next((i for i, k in enumerate(KEY_COMPARISONS) if set(k) == pair), len(KEY_COMPARISONS))
 
     return sorted(comparisons, key=key)
+
+
+def configured(comparisons: Sequence[Comparison]) -> list[Comparison]:
+    """The configured pairs of ``comparisons`` (not those against the best cheap baseline), key comparisons first."""
+    return key_first([c for c in comparisons if c.plan != BEST_BASELINE])
+
+
+BASELINE_HEADER = (
+    "Tested system",
+    "Best cheap baseline",
+    "Metric",
+    "Mean (tested)",
+    "Mean (baseline)",
+    "Δ (tested − baseline)",
+    "p-value",
+    "Queries",
+    f"Significant (p < {SIGNIFICANCE_LEVEL})",
+    "Baselines considered (mean on these queries)",
+)
+
+
+def baseline_rows(comparisons: Sequence[Comparison], with_task: bool) -> tuple[tuple[Cell, ...], ...]:
+    """Rows under :data:`BASELINE_HEADER` for the comparisons against the best cheap baseline (others skipped); a
+    first ``task`` cell when ``with_task``."""
+    rows = []
+    for c in comparisons:
+        if c.plan != BEST_BASELINE:
+            continue
+        significant = c.significant()
+        considered = ", ".join(f"{name} {format_metric(mean)}" for name, mean in c.baselines.items())
+        cells = [
+            text(c.system_a),
+            text(c.system_b, bold=True),
+            text(c.metric),
+            number(format_metric(c.mean_a)),
+            number(format_metric(c.mean_b)),
+            number(format_signed(c.difference)),
+            number(format_p(c.p_value), bold=significant),
+            number(str(c.n_queries)),
+            text(("yes, better" if c.difference > 0 else "yes, worse") if significant else "no", bold=significant),
+            text(considered),
+        ]
+        rows.append(tuple([text(c.task), *cells] if with_task else cells))
+    return tuple(rows)
+
+
+SUBSET_RULE = "The best cheap baseline picked again, by {metric} on these queries only (the rule of all queries)."
+
+
+def baseline_blocks(
+    evaluations: Sequence[TaskEvaluation], subset: str = ALL, *, with_task: bool = False
+) -> list[Block]:
+    """The comparisons of each tested system with the best cheap baseline on ``subset``'s queries: the rule
+    (:data:`evaluation.comparisons.BEST_BASELINE_RULE`; :data:`SUBSET_RULE` on a subset), the table
+    (:func:`baseline_rows`) and, on all queries, the tested systems that were not compared, with why
+    (:func:`untested_baseline_comparisons`)."""
+    comparisons = [
+        c for e in evaluations for c in (e.comparisons if subset == ALL else e.subset_comparisons) if c.subset == subset
+    ]
+    metric = next((c.metric for c in comparisons), HEADLINE)
+    rule = BEST_BASELINE_RULE.format(metric=metric) if subset == ALL else SUBSET_RULE.format(metric=metric)
+    blocks: list[Block] = [Paragraph((Span(rule),))]
+    header = ("Task", *BASELINE_HEADER) if with_task else BASELINE_HEADER
+    rows = baseline_rows(comparisons, with_task)
+    if rows:
+        table = "baseline-comparisons" if subset == ALL else f"baseline-comparisons-{subset}"
+        blocks.append(Table(table, header, rows))
+    untested = [
+        f"{e.task}: {line}" if with_task else line
+        for e in evaluations
+        for line in (untested_baseline_comparisons(e) if subset == ALL else [])
+    ]
+    if untested:
+        blocks.append(BulletList(tuple((Span(line),) for line in untested)))
+    elif not rows:
+        blocks.append(Paragraph((Span("No tested system was compared with a cheap baseline."),)))
+    return blocks
+
+
+def untested_baseline_comparisons(evaluation: TaskEvaluation) -> list[str]:
+    """The tested systems (``SystemRun.role``) of ``evaluation`` without a comparison with the best cheap baseline on
+    all queries, with why: the system did not run, or no cheap baseline did."""
+    compared = {c.system_a for c in evaluation.comparisons if c.plan == BEST_BASELINE}
+    baselines_ran = any(r.role == BASELINE and r.status == "ok" for r in evaluation.runs)
+    missing = []
+    for run in evaluation.runs:
+        if run.role != TESTED or run.system in compared:
+            continue
+        if run.status != "ok":
+            why = status_text(run.status)
+        elif not baselines_ran:
+            why = "no cheap baseline ran"
+        else:
+            why = "no per-query metrics to compare"
+        missing.append(f"{run.system} vs the best cheap baseline: not tested ({why})")
+    return missing
 
 
 def untested_comparisons(evaluation: TaskEvaluation) -> list[str]:

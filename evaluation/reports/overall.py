@@ -3,8 +3,9 @@
 Contract: :func:`overall_document` is a pure function of the task evaluations, the image sources the
 caller chose and (optionally) a link per task to its own report. Sections, in order: the reading,
 nDCG@10 per task and system with the mean over tasks, systems not run, the models' provenance, the
-key comparisons, the queries that need context (:mod:`evaluation.reports.subsets`), the overview
-plot, the chunk-size study, the per-task plots, the tasks.
+key comparisons (each tested system against its task's best cheap baseline, then the configured pairs),
+the queries that need context (:mod:`evaluation.reports.subsets`), the overview plot, the chunk-size study,
+the per-task plots, the tasks.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ from __future__ import annotations
 from evaluation.reports import subsets as report_subsets
 from evaluation.reports.blocks import (
     COMPARISON_HEADER,
+    baseline_blocks,
     best_formatted,
     comparison_rows,
-    key_first,
+    configured,
     ordered,
     provenance_blocks,
     reason_text,
@@ -115,13 +117,17 @@ def overall_document(
         Paragraph(
             (
                 Span(
-                    "Paired two-sided tests on the same queries (late chunking vs independent, InSeNT vs late "
-                    f"chunking first, then every other configured pair); significant when p < {SIGNIFICANCE_LEVEL}."
+                    "Paired two-sided tests on the same queries: each tested system against the best cheap baseline "
+                    "of its task, then the configured pairs (late chunking vs independent, InSeNT vs late chunking "
+                    f"first); significant when p < {SIGNIFICANCE_LEVEL}."
                 ),
             )
         )
     )
-    comparisons = [c for e in evaluations for c in key_first(e.comparisons)]
+    blocks.append(Heading("Against the best cheap baseline", 3))
+    blocks += baseline_blocks(evaluations, with_task=True)
+    blocks.append(Heading("Configured pairs", 3))
+    comparisons = [c for e in evaluations for c in configured(e.comparisons)]
     if comparisons:
         blocks.append(Table("comparisons", ("Task", *COMPARISON_HEADER), comparison_rows(comparisons, True)))
     untested = [f"{e.task}: {line}" for e in evaluations for line in untested_comparisons(e)]

@@ -41,6 +41,11 @@ _KNOWN_STYLES: dict[str, tuple[str, str]] = {
     SystemName.INSENT: ("#d62728", "*"),
     SystemName.FINETUNE_CONTROL: ("#9467bd", "X"),
     SystemName.CONTEXTUAL: ("#2ca02c", "h"),
+    SystemName.BM25_TITLE: ("#4d4d4d", "p"),
+    SystemName.HYBRID: ("#98df8a", "d"),
+    SystemName.HYBRID_TITLE: ("#006d2c", "8"),
+    SystemName.LATE_CHUNKING_TITLE: ("#ffbb78", "H"),
+    SystemName.LATE_CHUNKING_ANCHORED_TITLE: ("#c49c94", ">"),
     "late-interaction": ("#e377c2", "<"),  # not a default system: the name conteb.yaml gives its example
 }
 _PALETTE = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1")

@@ -7,7 +7,8 @@ below that states its precondition. Two principles hold throughout:
 * nothing is called better, best, lower or a loss unless a paired comparison of the same report
   (:class:`evaluation.results.Comparison` on nDCG@10, significant by :meth:`~evaluation.results.Comparison.significant`,
   p < 0.05) finds it, in that direction; otherwise the sentence names the comparison with its p-value, or says that
-  no paired test of the two was run (point estimates and overlapping CIs are given as such);
+  no paired test of the two was run (point estimates and overlapping CIs are given as such); a comparison with the
+  best cheap baseline names it so (``evaluation/comparisons.py``);
 * a cause of a late-chunking loss is named only when the same report measures it; the causes it does not measure
   are listed as "not shown", with why.
 
@@ -53,6 +54,7 @@ from collections.abc import Sequence
 from conteb.names import SystemName
 from evaluation.reports.formatting import format_metric, format_p, format_signed, format_summary
 from evaluation.results import (
+    BEST_BASELINE,
     HEADLINE,
     NEEDS_CONTEXT,
     SIGNIFICANCE_LEVEL,
@@ -106,7 +108,8 @@ def _shows_higher(comparison: Comparison | None, a: str) -> bool:
 
 
 def _comparison_text(c: Comparison) -> str:
-    return f"{c.system_a} vs {c.system_b} {c.difference:+.3f} (p = {format_p(c.p_value)}, {c.n_queries:,} queries)"
+    against = f"the best cheap baseline ({c.system_b})" if c.plan == BEST_BASELINE else c.system_b
+    return f"{c.system_a} vs {against} {c.difference:+.3f} (p = {format_p(c.p_value)}, {c.n_queries:,} queries)"
 
 
 def _test_text(comparison: Comparison, a: str) -> str:

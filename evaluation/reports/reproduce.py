@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from conteb.staging import staged_tree
 from conteb.storage import write_bytes_atomic, write_text_atomic
 from evaluation.reports import plots
-from evaluation.reports.blocks import provenance_blocks, provenance_cell
+from evaluation.reports.blocks import baseline_blocks, provenance_blocks, provenance_cell
 from evaluation.reports.document import (
     Block,
     BulletList,
@@ -184,8 +184,8 @@ def plot_effects(comparison: PaperComparison, dpi: int = 110) -> bytes:
 def reproduce_document(
     comparison: PaperComparison, evaluation: TaskEvaluation, setup: Sequence[str], images: dict[str, str]
 ) -> Document:
-    """The report: the reading first, then the effects table, systems (with their models' provenance), the chunk-size
-    effect, the setup."""
+    """The report: the reading first, then the effects table, each tested system against the best cheap baseline (all
+    queries, needs_context), systems (with their models' provenance), the chunk-size effect, the setup."""
     blocks: list[Block] = [
         Heading("What reproduces here", 2),
         BulletList(tuple((Span(line),) for line in comparison.summary) or ((Span("nothing was measured"),),)),
@@ -212,6 +212,11 @@ def reproduce_document(
     ]
     if "effects" in images:
         blocks.append(Image("effects: ours vs the authors'", images["effects"]))
+    blocks.append(Heading("Against the best cheap baseline", 2))
+    blocks += baseline_blocks([evaluation])
+    if evaluation.subset_comparisons:
+        blocks.append(Heading(f"On the {comparison.subsets.get(NEEDS_CONTEXT, 0):,} queries that need context", 3))
+        blocks += baseline_blocks([evaluation], NEEDS_CONTEXT)
     rows = []
     for run in evaluation.runs:
         summary = run.metrics.get(HEADLINE)

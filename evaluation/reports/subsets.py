@@ -12,7 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluation.reports.blocks import COMPARISON_HEADER, best_formatted, comparison_rows, key_first, ordered
+from evaluation.reports.blocks import (
+    COMPARISON_HEADER,
+    baseline_blocks,
+    best_formatted,
+    comparison_rows,
+    configured,
+    ordered,
+)
 from evaluation.reports.document import Block, BulletList, Heading, Paragraph, Span, Table, number, text
 from evaluation.reports.formatting import DASH, format_metric, format_signed, format_summary, metric_sort_key
 from evaluation.results import HEADLINE, NEEDS_CONTEXT, TaskEvaluation, is_missing
@@ -90,8 +97,12 @@ def task_subset_blocks(evaluation: TaskEvaluation) -> list[Block]:
     blocks.append(Table("needs-context-metrics", ("Metric", *(r.system for r in ok)), tuple(metric_rows)))
     if e.subset_comparisons:
         blocks.append(Heading("Comparisons on the queries that need context", 3))
-        comparisons = comparison_rows(key_first(e.subset_comparisons), False)
-        blocks.append(Table("needs-context-comparisons", COMPARISON_HEADER, comparisons))
+        blocks.append(Heading("Against the best cheap baseline on these queries", 4))
+        blocks += baseline_blocks([e], NEEDS_CONTEXT)
+        pairs = configured(e.subset_comparisons)
+        if pairs:
+            blocks.append(Heading("Configured pairs on these queries", 4))
+            blocks.append(Table("needs-context-comparisons", COMPARISON_HEADER, comparison_rows(pairs, False)))
     return blocks
 
 

@@ -4,8 +4,9 @@ Contract: :func:`task_document` is a pure function of one :class:`~evaluation.re
 and the image sources the caller chose (relative paths for the files, ``data:`` URIs for the Dagster
 UI). Sections, in order: the reading, the corpus counts, the systems (nDCG@10 and document nDCG@10
 with CIs, costs, provenance), systems not run, the models' provenance, every metric, the
-comparisons, the queries that need context (:mod:`evaluation.reports.subsets`), nDCG@10 by
-gold-chunk position, vs corpus size, the chunk-size study, the notes. Best values are bold
+comparisons (each tested system against the best cheap baseline, then the configured pairs), the queries
+that need context (:mod:`evaluation.reports.subsets`), nDCG@10 by gold-chunk position, vs corpus size,
+the chunk-size study, the notes. Best values are bold
 (:func:`evaluation.reports.blocks.best_formatted`).
 """
 
@@ -14,9 +15,10 @@ from __future__ import annotations
 from evaluation.reports import subsets as report_subsets
 from evaluation.reports.blocks import (
     COMPARISON_HEADER,
+    baseline_blocks,
     best_formatted,
     comparison_rows,
-    key_first,
+    configured,
     ordered,
     provenance_blocks,
     provenance_cell,
@@ -143,15 +145,19 @@ def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Documen
     else:
         blocks.append(Paragraph((Span("No system ran on this task."),)))
 
-    # Comparisons.
+    # Comparisons: against the best cheap baseline, then the configured pairs.
     blocks.append(Heading("Comparisons"))
     blocks.append(
         Paragraph(
             (Span(f"Paired two-sided tests on the same queries; significant when p < {SIGNIFICANCE_LEVEL} (in bold)."),)
         )
     )
-    if e.comparisons:
-        blocks.append(Table("comparisons", COMPARISON_HEADER, comparison_rows(key_first(e.comparisons), False)))
+    blocks.append(Heading("Against the best cheap baseline", 3))
+    blocks += baseline_blocks([e])
+    pairs = configured(e.comparisons)
+    blocks.append(Heading("Configured pairs", 3))
+    if pairs:
+        blocks.append(Table("comparisons", COMPARISON_HEADER, comparison_rows(pairs, False)))
     untested = untested_comparisons(e)
     if untested:
         blocks.append(BulletList(tuple((Span(line),) for line in untested)))

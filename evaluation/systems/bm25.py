@@ -10,6 +10,11 @@ Two tokenizers (``BM25System.tokenizer``):
   (``cde_benchmark/embedders/bm25_embedder.py`` tokenizes with ``tokenizer(text)["input_ids"]``; it scores with
   ``rank_bm25.BM25Okapi``, we with bm25s and the configured ``method``).
 
+What is indexed per chunk (``BM25System.context``): the chunk (``independent``), or the chunk under its document's
+title (``title``, contextual BM25): the same text the dense title-prefix system embeds
+(:func:`evaluation.systems.headers.title_texts`; a chunk without a title is indexed alone, counted in
+``details["chunks_without_title"]``). Queries are tokenized the same way either way.
+
 Scoring: bm25s precomputes the score of every (token, chunk) pair (a sparse ``[V, C]`` matrix); a query's score for
 a chunk is the sum over its tokens, repeated tokens counted each time, of that token's entry (exactly
 ``bm25s.BM25.get_scores``). A block of queries is one sparse product ``counts [B, V] @ scores [V, C]``. Query tokens
@@ -35,6 +40,7 @@ from bm25s.tokenization import _infer_stopwords
 from evaluation.config import BM25System
 from evaluation.corpus import EvalCorpus
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
+from evaluation.systems.headers import title_texts
 
 Tokenize = Callable[[list[str]], list[list[str]]]
 
@@ -158,24 +164,37 @@ def model_tokenizer(model: str) -> tuple[Tokenize, str]:
 
 
 def describe(system: BM25System) -> str:
-    """One line saying what is tokenized how, e.g. ``bm25 · words (stemmer: english, stop words: en) · lucene ...``."""
+    """One line saying what is tokenized how, e.g. ``bm25 · words (stemmer: english, stop words: en) · lucene ...``;
+    ``bm25 · title + chunk · words ...`` for ``context: title``."""
     scoring = f"{system.method} k1={system.k1:g} b={system.b:g}"
+    head = "bm25 · title + chunk" if system.context == "title" else "bm25"
     if system.tokenizer == "model":
         return (
-            f"bm25 · subword ids of {system.model}'s tokenizer (public ConTEB variant: special tokens kept, "
+            f"{head} · subword ids of {system.model}'s tokenizer (public ConTEB variant: special tokens kept, "
             f"no stemming, no stop words) · {scoring}"
         )
-    return f"bm25 · words (stemmer: {system.stemmer or 'none'}, stop words: {system.stopwords or 'none'}) · {scoring}"
+    return f"{head} · words (stemmer: {system.stemmer or 'none'}, stop words: {system.stopwords or 'none'}) · {scoring}"
 
 
 def prepare_bm25(
     system: BM25System, corpus: EvalCorpus, *, show_progress: bool = False, log: Log = no_log
 ) -> IndexedSystem:
-    """Index ``corpus.chunks`` and tokenize ``corpus.queries``; the scorer returns float32 ``[B, C]`` BM25 scores."""
+    """Index the chunks of ``corpus`` (under their titles for ``context: title``) and tokenize ``corpus.queries``;
+    the scorer returns float32 ``[B, C]`` BM25 scores."""
     problem = bm25_problem(system)
     if problem:
         raise NotRunnable(problem)
-    details: dict = {"tokenizer": system.tokenizer, "method": system.method, "k1": system.k1, "b": system.b}
+    details: dict = {
+        "tokenizer": system.tokenizer,
+        "method": system.method,
+        "k1": system.k1,
+        "b": system.b,
+        "context": system.context,
+    }
+    texts = list(corpus.chunks)
+    if system.context == "title":
+        texts, missing = title_texts(system.title_template, corpus)
+        details.update(title_template=system.title_template, chunks_without_title=missing)
     if system.tokenizer == "model":
         tokenize, location = model_tokenizer(system.model)
         details.update(tokenizer_model=system.model, tokenizer_path=location, special_tokens=True)
@@ -187,7 +206,7 @@ def prepare_bm25(
         details.update(stemmer=system.stemmer, stopwords=system.stopwords)
 
     started = time.perf_counter()
-    chunk_tokens = tokenize(list(corpus.chunks))
+    chunk_tokens = tokenize(texts)
     scorer = BM25Scorer.fit(chunk_tokens, system.k1, system.b, system.method)
     index_seconds = time.perf_counter() - started
     started = time.perf_counter()

@@ -8,7 +8,12 @@ contextual retrieval).
   encode cost (``windows``, ``tokens_forwarded``, ``anchor_tokens``: head tokens, included in the former).
 * ``dense`` with ``context: title`` (the title-prefix baseline, the cheapest contextual chunk header): each chunk
   embedded alone (independent mode) as ``title_template.format(title=..., chunk=...)``; a chunk without a title
-  (null or blank) is embedded alone, counted in ``details["chunks_without_title"]``.
+  (null or blank) is embedded alone, counted in ``details["chunks_without_title"]`` (the text:
+  :func:`evaluation.systems.headers.title_texts`).
+* ``dense`` with ``context: late`` and ``header: title`` (header with windows): late chunking over the same header
+  texts, so inside the sequence each chunk reads ``title_template`` filled (``[CLS] t c_1 [SEP] t c_2 [SEP] ...``)
+  and its vector pools the header's tokens with its own. Anchored windows then take no separate title for their
+  head: the head is the first chunk's header text (the title, then the first chunk), not the title twice.
 * ``contextual``: each chunk embedded alone (independent mode) as ``template.format(context=..., chunk=...,
   title=...)`` with its LLM-written context from ``corpus.contexts``; a chunk without a context is embedded alone
   (counted in ``details["chunks_without_context"]``).
@@ -19,6 +24,7 @@ Score of query ``q`` for chunk ``c``: ``query_vectors[q] @ chunk_vectors[c]`` (c
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +36,7 @@ from evaluation.corpus import EvalCorpus
 from evaluation.encoded import COUNTERS, ChunkEncoding, given_or_encoded
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
 from evaluation.systems.embedders import EncoderSetup, encode_queries_cached, measured, setup_encoder
+from evaluation.systems.headers import title_texts
 from evaluation.systems.ranking import dense_scorer
 
 CONTEXT_LABELS = {"independent": "independent chunks", "late": "late chunking", "title": "title + chunk"}
@@ -109,42 +116,43 @@ def contextual_texts(system: ContextualSystem, corpus: EvalCorpus) -> tuple[list
     return texts, missing
 
 
-def title_texts(system: DenseSystem, corpus: EvalCorpus) -> tuple[list[str], int]:
-    """The text embedded per chunk by ``context: title``, and how many chunks had no title (embedded alone)."""
-    texts, missing = [], 0
-    for chunk, title in zip(corpus.chunks, corpus.titles, strict=True):
-        if title is None or is_blank(title):
-            missing += 1
-            texts.append(chunk)
-        else:
-            texts.append(system.title_template.format(title=title.strip(), chunk=chunk))
-    return texts, missing
+@dataclass
+class ChunkSide:
+    """What a single-vector system embeds per chunk of a corpus: ``texts`` (corpus order) in ``mode``, whether
+    anchored windows get the documents' titles for their head (``head_titles``), the details the texts add to the
+    report (template, chunks without a context or title) and the description's head (``what``)."""
 
-
-def chunk_side(
-    system: DenseSystem | ContextualSystem, corpus: EvalCorpus, setup: EncoderSetup
-) -> tuple[list[str], Context, dict, str]:
-    """What ``system`` embeds per chunk of ``corpus``: the texts, the encoding mode, the details they add to the
-    report (template, chunks without a context or title) and the description's head."""
-    label = setup.spec.label
+    texts: list[str]
     mode: Context
-    details: dict = {}
+    what: str
+    details: dict = field(default_factory=dict)
+    head_titles: bool = True
+
+
+def chunk_side(system: DenseSystem | ContextualSystem, corpus: EvalCorpus, setup: EncoderSetup) -> ChunkSide:
+    """The :class:`ChunkSide` of ``system`` over ``corpus`` (module docstring)."""
+    label = setup.spec.label
     if isinstance(system, ContextualSystem):
         texts, missing = contextual_texts(system, corpus)
-        mode = "independent"
-        details.update(template=system.template, chunks_without_context=missing)
         what = f"contextual retrieval · LLM context + chunk, embedded independently · {label}"
-    elif system.context == "title":
-        texts, missing = title_texts(system, corpus)
-        mode = "independent"
+        details: dict = {"template": system.template, "chunks_without_context": missing, "context": "independent"}
+        return ChunkSide(texts, "independent", what, details)
+    details = {"context": system.context}
+    if system.context == "title":
+        texts, missing = title_texts(system.title_template, corpus)
         details.update(title_template=system.title_template, chunks_without_title=missing)
-        what = f"dense · {CONTEXT_LABELS['title']}, embedded independently · {label}"
-    else:
-        texts, mode = list(corpus.chunks), system.context
-        policy = " (anchored windows)" if mode == "late" and setup.encoder.window_policy == "anchored" else ""
-        what = f"dense · {CONTEXT_LABELS[system.context]}{policy} · {label}"
-    details["context"] = system.context if isinstance(system, DenseSystem) else mode
-    return texts, mode, details, what
+        return ChunkSide(
+            texts, "independent", f"dense · {CONTEXT_LABELS['title']}, embedded independently · {label}", details
+        )
+    policy = " (anchored windows)" if system.context == "late" and setup.encoder.window_policy == "anchored" else ""
+    if system.header == "title":  # context: late (validated)
+        texts, missing = title_texts(system.title_template, corpus)
+        details.update(header=system.header, title_template=system.title_template, chunks_without_title=missing)
+        what = f"dense · {CONTEXT_LABELS['late']}{policy}, each chunk under its title · {label}"
+        return ChunkSide(texts, "late", what, details, head_titles=False)
+    return ChunkSide(
+        list(corpus.chunks), system.context, f"dense · {CONTEXT_LABELS[system.context]}{policy} · {label}", details
+    )
 
 
 def encode_single_vector(
@@ -152,18 +160,15 @@ def encode_single_vector(
 ) -> ChunkEncoding:
     """The chunk vectors of ``system`` over ``corpus`` (float32 ``[C, D]``, corpus order) with the encoder's counters
     (``evaluation.encoded.COUNTERS``) and the seconds spent: what one shard of the evaluation computes."""
-    texts, mode, _, _ = chunk_side(system, corpus, setup)
-    return _encode_texts(setup, corpus, texts, mode, show_progress)
+    return _encode_texts(setup, corpus, chunk_side(system, corpus, setup), show_progress)
 
 
-def _encode_texts(
-    setup: EncoderSetup, corpus: EvalCorpus, texts: list[str], mode: Context, show_progress: bool
-) -> ChunkEncoding:
-    """:func:`encode_single_vector` once the texts of :func:`chunk_side` are known."""
+def _encode_texts(setup: EncoderSetup, corpus: EvalCorpus, side: ChunkSide, show_progress: bool) -> ChunkEncoding:
+    """:func:`encode_single_vector` once the :class:`ChunkSide` is known."""
     groups = document_rows(corpus)
-    titles = document_titles(corpus, groups) if mode == "late" else None
+    titles = document_titles(corpus, groups) if side.mode == "late" and side.head_titles else None
     vectors, seconds, counts = measured(
-        setup.encoder, lambda: encode_chunks(setup, texts, groups, mode, show_progress, titles)
+        setup.encoder, lambda: encode_chunks(setup, side.texts, groups, side.mode, show_progress, titles)
     )
     return ChunkEncoding(list(corpus.chunk_ids), vectors=vectors, seconds=seconds, counts=counts, documents=len(groups))
 
@@ -187,13 +192,13 @@ def prepare_single_vector(
         if problem:
             raise NotRunnable(problem)
     setup = setup_encoder(system, models_dir)
-    texts, mode, side_details, what = chunk_side(system, corpus, setup)
-    details = {**setup.details, **side_details}
+    side = chunk_side(system, corpus, setup)
+    details = {**setup.details, **side.details}
     encoded, where = given_or_encoded(
         encoded,
-        lambda: _encode_texts(setup, corpus, texts, mode, show_progress),
+        lambda: _encode_texts(setup, corpus, side, show_progress),
         corpus.chunk_ids,
-        mode,
+        side.mode,
         str(setup.device),
     )
     assert encoded.vectors is not None, f"{system.name}: a single-vector system has vectors"
@@ -213,5 +218,5 @@ def prepare_single_vector(
         log(f"{system.name}: encoded {corpus.n_queries:,} queries in {query_seconds:.1f} s")
     # A DenseScorer: rank_corpus uses its fast paths (columns grouped by document, one reused buffer).
     score_block = dense_scorer(query_vectors, encoded.vectors)
-    description = f"{what} ({setup.prefixes.describe()})"
+    description = f"{side.what} ({setup.prefixes.describe()})"
     return IndexedSystem(score_block, encoded.seconds, query_seconds, description, details)

@@ -5,16 +5,25 @@ queries with :attr:`IndexedSystem.score_block` (float32 ``[B, C]`` over every ch
 
 One module per kind: :mod:`evaluation.systems.bm25` (``bm25``), :mod:`evaluation.systems.dense` (``dense``,
 ``contextual``),
-:mod:`evaluation.systems.late_interaction` (``late_interaction``); models and prefixes:
+:mod:`evaluation.systems.late_interaction` (``late_interaction``), :mod:`evaluation.systems.hybrid` (``hybrid``:
+fuses systems already prepared, which :mod:`evaluation.runner` passes as ``components``); models and prefixes:
 :mod:`evaluation.systems.embedders`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from embedding.models import OFFLINE_MINILM, offline_minilm_path
-from evaluation.config import BM25System, ContextualSystem, DenseSystem, LateInteractionSystem, SystemConfig
+from evaluation.config import (
+    BM25System,
+    ContextualSystem,
+    DenseSystem,
+    HybridSystem,
+    LateInteractionSystem,
+    SystemConfig,
+)
 from evaluation.corpus import EvalCorpus
 from evaluation.encoded import ChunkEncoding, EncodingOutcome, EncodingProblem
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
@@ -22,6 +31,7 @@ from evaluation.leakage import Provenance, leakage_problem, model_provenance, un
 from evaluation.systems.bm25 import bm25_problem, prepare_bm25
 from evaluation.systems.dense import contextual_problem, encode_single_vector, prepare_single_vector
 from evaluation.systems.embedders import model_problem, setup_encoder, trained_folder
+from evaluation.systems.hybrid import prepare_hybrid
 from evaluation.systems.late_interaction import encode_late_interaction, prepare_late_interaction
 
 ModelSystem = DenseSystem | ContextualSystem | LateInteractionSystem
@@ -38,9 +48,12 @@ def requirement_problem(
     ``refused:``): a model whose ``training_data.json`` shows it was trained on documents, chunks or passages of this
     corpus, or, with ``require_provenance`` (``evaluation.require_provenance``), a model whose training documents are
     not recorded with content fingerprints (hub and packaged models included). A hub id is only found out when
-    loading (:class:`NotRunnable` then).
+    loading (:class:`NotRunnable` then). A ``hybrid`` has no requirement of its own: its components' are checked when
+    they are prepared (a component that cannot run makes the hybrid not run, :mod:`evaluation.runner`).
     """
     match system:
+        case HybridSystem():
+            return None
         case BM25System():
             return bm25_problem(system)
         case ContextualSystem():
@@ -69,9 +82,9 @@ def _model_location(system: ModelSystem, models_dir: Path) -> tuple[Path | None,
 
 def system_provenance(system: SystemConfig, models_dir: Path) -> Provenance | None:
     """What is known of the training documents of ``system``'s model (:func:`evaluation.leakage.model_provenance`);
-    None for a system without a model (``bm25``), a model that is not there (:func:`model_problem`) or a model folder
-    whose ``training_data.json`` cannot be read (:func:`requirement_problem` refuses it)."""
-    if isinstance(system, BM25System) or model_problem(system, Path(models_dir)):
+    None for a system without a model (``bm25``, ``hybrid``), a model that is not there (:func:`model_problem`) or a
+    model folder whose ``training_data.json`` cannot be read (:func:`requirement_problem` refuses it)."""
+    if isinstance(system, BM25System | HybridSystem) or model_problem(system, Path(models_dir)):
         return None
     try:
         return model_provenance(*_model_location(system, Path(models_dir)))
@@ -126,8 +139,12 @@ def prepare_system(
     show_progress: bool = False,
     log: Log = no_log,
     require_provenance: bool = False,
+    components: Sequence[tuple[str, IndexedSystem]] | None = None,
 ) -> IndexedSystem:
     """Index ``corpus`` and encode its queries for ``system``.
+
+    ``components``: for a ``hybrid``, its systems prepared on ``corpus`` (``(name, indexed)`` in its order; ValueError
+    without them): the hybrid fuses their scores (:func:`evaluation.systems.hybrid.prepare_hybrid`).
 
     ``encoded``: the system's chunk side computed elsewhere (the evaluation's encode shards), used instead of
     encoding the chunks here; an :class:`~evaluation.encoded.EncodingProblem` raises :class:`NotRunnable`
@@ -145,6 +162,10 @@ def prepare_system(
         raise EncodingFailed(encoded.reason)
     models_dir = Path(models_dir)
     match system:
+        case HybridSystem():
+            if components is None:
+                raise ValueError(f"hybrid {system.name}: its components' prepared systems are needed (components=...)")
+            return prepare_hybrid(system, components, corpus.chunk_ids)
         case BM25System():
             return prepare_bm25(system, corpus, show_progress=show_progress, log=log)
         case DenseSystem() | ContextualSystem():

@@ -21,6 +21,26 @@ def test_default_systems_include_title_prefix_and_anchored_late_chunking():
     assert ("late-chunking-anchored", "independent") in config.significance.comparisons
 
 
+def test_default_systems_include_the_cheap_baselines_and_headers_with_windows():
+    systems = {s.name: s for s in default_systems()}
+    assert systems["bm25-title"].kind == "bm25" and systems["bm25-title"].context == "title"
+    assert systems["hybrid"].kind == "hybrid" and systems["hybrid"].systems == ("bm25", "independent")
+    assert systems["hybrid"].k == 60 and systems["hybrid-title"].systems == ("bm25-title", "title-prefix")
+    late, anchored = systems["late-chunking-title"], systems["late-chunking-anchored-title"]
+    assert (late.context, late.header, late.window_policy) == ("late", "title", "plain")
+    assert (anchored.context, anchored.header, anchored.window_policy) == ("late", "title", "anchored")
+    names = list(systems)
+    assert all(names.index(h) > names.index(c) for h in ("hybrid", "hybrid-title") for c in systems[h].systems)
+    config = EvaluationConfig()
+    new = {"bm25-title", "hybrid", "hybrid-title", "late-chunking-title", "late-chunking-anchored-title"}
+    assert new <= set(config.chunk_sizes.systems)
+    assert {type(c.name) for s in config.systems for c in config.components(s)} == {str}
+    assert {type(n) for n in systems["hybrid"].systems} == {str}
+    assert [c.name for c in config.with_components([config.system("hybrid"), config.system("bm25")])] == [
+        "hybrid", "bm25", "independent",
+    ]  # fmt: skip
+
+
 def test_window_options_are_validated():
     system = LateInteractionSystem(kind="late_interaction", name="li", window_policy="anchored", anchor_share=0.25)
     assert system.window_policy == "anchored" and system.anchor_share == 0.25

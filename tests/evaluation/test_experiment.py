@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
+from evaluation.comparisons import comparison_plan
 from evaluation.config import EvaluationConfig
 from evaluation.experiment import (
     experiment_evaluation,
@@ -17,9 +18,15 @@ from evaluation.experiment import (
 def test_systems_untrained_baselines_and_trained_folders(tmp_path: Path) -> None:
     systems = {s.name: s for s in experiment_systems(tmp_path, "offline-minilm", anchor_share=0.3, query_prefix="")}
     assert list(systems) == [
-        "bm25", "independent", "title-prefix", "late-chunking", "late-chunking-anchored",
+        "bm25", "bm25-title", "independent", "title-prefix", "late-chunking", "late-chunking-anchored",
+        "late-chunking-title", "late-chunking-anchored-title", "hybrid", "hybrid-title",
         "insent", "insent-anchored", "finetune-control",
     ]  # fmt: skip
+    assert systems["hybrid"].systems == ("bm25", "independent") and systems["bm25-title"].context == "title"
+    assert systems["hybrid-title"].systems == ("bm25-title", "title-prefix")
+    header = systems["late-chunking-anchored-title"]
+    assert header.header == "title" and header.window_policy == "anchored" and header.anchor_share == 0.3
+    assert systems["late-chunking-title"].header == "title" and systems["late-chunking-title"].model == "offline-minilm"
     assert systems["late-chunking-anchored"].window_policy == "anchored"
     assert systems["late-chunking-anchored"].anchor_share == 0.3
     assert systems["late-chunking"].window_policy == "plain" and systems["late-chunking"].model == "offline-minilm"
@@ -34,6 +41,11 @@ def test_systems_untrained_baselines_and_trained_folders(tmp_path: Path) -> None
     config = experiment_evaluation(EvaluationConfig(), with_contexts, (1000, 300))
     names = [n for pair in config.significance.comparisons for n in pair] + list(config.chunk_sizes.systems)
     assert {type(n) for n in names} == {str}
+    # The trained models are read from folders (model:), which the comparison rule cannot tell from an untrained
+    # model: they are declared tested, so the control never counts as a cheap baseline.
+    plan = comparison_plan(config)
+    assert plan.baselines == ("bm25", "bm25-title", "independent", "title-prefix", "hybrid", "hybrid-title")
+    assert {"insent", "insent-anchored", "finetune-control", "contextual", "late-chunking-title"} <= set(plan.tested)
 
 
 def test_evaluation_config_keeps_statistics_and_sets_comparisons(tmp_path: Path) -> None:
@@ -44,6 +56,8 @@ def test_evaluation_config_keeps_statistics_and_sets_comparisons(tmp_path: Path)
     assert ("insent", "finetune-control") in config.significance.comparisons
     assert ("contextual", "independent") not in config.significance.comparisons  # not in the system set
     assert config.chunk_sizes.sizes == (1000, 300) and "insent-anchored" in config.chunk_sizes.systems
+    assert {"bm25", "bm25-title", "hybrid"} <= set(config.chunk_sizes.systems)
+    assert ("late-chunking-title", "late-chunking") in config.significance.comparisons
     assert not experiment_evaluation(base, systems, ()).chunk_sizes.enabled
 
 
@@ -67,7 +81,10 @@ def test_window_overlap_reaches_every_late_system_and_the_training(tmp_path: Pat
         s.name: s for s in experiment_systems(tmp_path, "offline-minilm", anchor_share=0.4, window_overlap_chunks=0)
     }
     late = [name for name, s in systems.items() if getattr(s, "context", None) == "late"]
-    assert late == ["late-chunking", "late-chunking-anchored", "insent", "insent-anchored"]
+    assert late == [
+        "late-chunking", "late-chunking-anchored", "late-chunking-title", "late-chunking-anchored-title",
+        "insent", "insent-anchored",
+    ]  # fmt: skip
     assert all(systems[name].window_overlap_chunks == 0 for name in late)
     default = {s.name: s for s in experiment_systems(tmp_path, "offline-minilm", anchor_share=0.4)}
     assert default["late-chunking"].window_overlap_chunks == DEFAULT_WINDOW_OVERLAP_CHUNKS

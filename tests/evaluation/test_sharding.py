@@ -19,6 +19,7 @@ from evaluation.config import (
     ContextualSystem,
     DenseSystem,
     EvaluationConfig,
+    HybridSystem,
     LateInteractionSystem,
 )
 from evaluation.encoded import EncodingKey, EncodingProblem
@@ -221,3 +222,27 @@ def test_encodings_of_other_chunks_fail_the_system(sample, models, config, tmp_p
     evaluation = evaluate(sample, tmp_path, models, config, encodings, systems=["independent"], chunk_sizes=False)
     run = next(run for run in evaluation.runs if run.system == "independent")
     assert run.status == "failed" and "EncodingMismatch" in run.reason and "missing" in run.reason
+
+
+def test_a_hybrid_has_its_components_encoded_in_the_shards(sample, models, config, tmp_path, monkeypatch):
+    """A hybrid encodes nothing itself: its model-based components are the jobs (also in the chunk-size study), and
+    the ranking step fuses their shard encodings without encoding a chunk."""
+    hybrid = HybridSystem(kind="hybrid", name="hybrid", systems=("bm25", "independent"))
+    with_hybrid = config.model_copy(
+        update={
+            "systems": (*config.systems, hybrid),
+            "chunk_sizes": config.chunk_sizes.model_copy(update={"systems": ("hybrid",)}),
+        }
+    )
+    keys = [job.key for job in jobs_of(sample, models, with_hybrid, systems=["hybrid"])]
+    assert keys == [EncodingKey("independent"), EncodingKey("independent", SIZE)]
+    corpus, sources = sample
+    encodings = encode_in_shards(corpus, jobs_of(sample, models, with_hybrid, ["hybrid"]), models, 5, sources=sources)
+
+    def no_encoding(*args, **kwargs):
+        raise AssertionError("a chunk was encoded in the ranking step")
+
+    monkeypatch.setattr("evaluation.systems.dense.encode_chunks", no_encoding)
+    evaluation = evaluate(sample, tmp_path, models, with_hybrid, encodings, systems=["hybrid"])
+    assert [(run.system, run.status) for run in evaluation.runs] == [("hybrid", "ok")]
+    assert [(p.system, p.chunk_size) for p in evaluation.chunk_sizes] == [("hybrid", SIZE)]

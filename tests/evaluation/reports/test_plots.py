@@ -112,3 +112,11 @@ def test_figures_are_wide_enough_to_read() -> None:
         assert width >= 900 and height >= 350
     width, _ = _png_size(plots.plot_chunk_sizes([evaluation], dpi=80))  # the Dagster UI's size
     assert width >= 700
+
+
+def test_every_default_system_has_its_own_colour_and_marker():
+    from evaluation.config import default_systems
+
+    names = [s.name for s in default_systems()]
+    styles = {(plots.system_color(n), plots.system_marker(n)) for n in names}
+    assert len(styles) == len(names) and len({plots.system_color(n) for n in names}) == len(names)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -175,3 +176,61 @@ def test_scores_are_the_same_whatever_the_string_hash_seed():
         for seed in ("1", "2", "3")
     }
     assert len(digests) == 1, digests
+
+
+# ------------------------------------------------------------------ contextual BM25 (context: title)
+
+TITLED = BM25System(kind="bm25", name="bm25-title", context="title")
+
+
+def titled_corpus() -> EvalCorpus:
+    """Two islands whose chunks are word for word the same: only the title tells them apart."""
+    chunks = ["The island exports cloves and nutmeg.", "The island exports cloves and nutmeg.", "Its port is old."]
+    return EvalCorpus(
+        name="islands",
+        source="test",
+        split="test",
+        chunk_ids=["pemba_0", "zanzibar_0", "zanzibar_1"],
+        chunks=chunks,
+        doc_ids=["pemba", "zanzibar", "zanzibar"],
+        chunk_index=np.array([0, 0, 1], dtype=np.int32),
+        titles=["Pemba", "Zanzibar", "Zanzibar"],
+        query_ids=["q0"],
+        queries=["Which spices does Zanzibar export?"],
+        gold=np.array([1], dtype=np.int64),
+    )
+
+
+def test_title_header_lets_bm25_match_a_term_only_the_title_carries():
+    corpus = titled_corpus()
+    rows = np.arange(1, dtype=np.int64)
+    plain = prepare_bm25(WORDS, corpus)
+    titled = prepare_bm25(TITLED, corpus)
+    before, after = plain.score_block(rows)[0], titled.score_block(rows)[0]
+    assert before[0] == before[1] > 0  # the chunks alone cannot be told apart ("zanzibar" is in no chunk)
+    assert after[1] > after[0] and after[2] > 0 == before[2]  # the title's term ranks Zanzibar's chunks first
+    assert np.argmax(after) == 1
+    assert titled.details["context"] == "title" and titled.details["chunks_without_title"] == 0
+    assert titled.details["title_template"] == "{title}\n\n{chunk}" and plain.details["context"] == "independent"
+    assert titled.description.startswith("bm25 · title + chunk · words (stemmer: english")
+
+
+def test_contextual_bm25_indexes_exactly_the_title_prefix_text():
+    """The same text the dense title-prefix system embeds (evaluation.systems.headers.title_texts), chunks without
+    a title indexed alone."""
+    from evaluation.systems.headers import title_texts
+
+    corpus = titled_corpus()
+    corpus.titles[0] = "  "
+    texts, missing = title_texts(TITLED.title_template, corpus)
+    assert texts == ["The island exports cloves and nutmeg.", *(f"Zanzibar\n\n{c}" for c in corpus.chunks[1:])]
+    assert missing == 1
+    rows = np.arange(1, dtype=np.int64)
+    as_text = prepare_bm25(WORDS, dataclasses.replace(corpus, chunks=texts))
+    titled = prepare_bm25(TITLED, corpus)
+    np.testing.assert_array_equal(titled.score_block(rows), as_text.score_block(rows))
+    assert titled.details["chunks_without_title"] == 1
+    custom = BM25System(kind="bm25", name="b", context="title", title_template="About {title}: {chunk}")
+    assert prepare_bm25(custom, corpus).details["title_template"] == "About {title}: {chunk}"
+    with pytest.raises(ValueError, match="must contain \\{chunk\\}"):
+        BM25System(kind="bm25", name="b", context="title", title_template="{title}")

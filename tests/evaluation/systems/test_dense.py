@@ -294,3 +294,78 @@ def test_rechunked_corpus_keeps_titles_for_title_systems(tmp_path):
     assert prepare_system(TITLE, corpus, tmp_path).details["chunks_without_title"] == 0
     anchored = DenseSystem(kind="dense", name="a", context="late", window_policy="anchored", max_length=64)
     assert prepare_system(anchored, corpus, tmp_path).details["anchor_tokens"] > 0
+
+
+# ------------------------------------------------------------------ header with windows (context: late, header: title)
+
+
+def header_system(folder: Path, **options) -> DenseSystem:
+    return DenseSystem(kind="dense", name="late-title", context="late", header="title", model=str(folder), **options)
+
+
+def test_header_tokens_are_pooled_into_each_late_chunk(tiny_folder, tmp_path):
+    """Against a hand-built layout: ``[CLS] t c_1 [SEP] t c_2 [SEP] ...`` with ``t c_i`` the ``{title}\\n\\n{chunk}``
+    text, each chunk's vector the mean of its header-and-chunk token states (the first also [CLS])."""
+    import torch
+    import torch.nn.functional as F
+    from sentence_transformers import SentenceTransformer
+
+    from embedding.models import hf_backbone
+    from evaluation.systems.dispatch import encode_system
+
+    corpus = toy_corpus(order=[3, 0, 4, 5, 1, 2])  # rows shuffled: vectors must follow chunk ids
+    vectors = encode_system(header_system(tiny_folder), corpus, tmp_path).vectors
+    model = SentenceTransformer(str(tiny_folder), device="cpu").eval()
+    tokenizer, backbone = model.tokenizer, hf_backbone(model)
+    expected = np.zeros_like(vectors)
+    for doc, chunks in DOCUMENTS.items():
+        ids, spans = [tokenizer.cls_token_id], []
+        for chunk in chunks:
+            tokens = tokenizer(f"{doc.title()}\n\n{chunk}", add_special_tokens=False)["input_ids"]
+            spans.append(range(len(ids), len(ids) + len(tokens)))
+            ids += [*tokens, tokenizer.sep_token_id]
+        with torch.no_grad():
+            hidden = backbone(input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids))).last_hidden_state[
+                0
+            ]
+        title_tokens = tokenizer(doc.title(), add_special_tokens=False)["input_ids"]
+        for i, span in enumerate(spans):
+            assert [ids[p] for p in span][: len(title_tokens)] == title_tokens  # the header is in the pooled span
+            positions = [0, *span] if i == 0 else list(span)
+            expected[corpus.chunk_ids.index(f"{doc}_{i}")] = F.normalize(hidden[positions].mean(0), dim=-1).numpy()
+    np.testing.assert_allclose(vectors, expected, atol=1e-5)
+    plain = encode_system(
+        DenseSystem(kind="dense", name="late", context="late", model=str(tiny_folder)), corpus, tmp_path
+    )
+    assert np.abs(plain.vectors - vectors).max(axis=1).min() > 1e-3  # every chunk moved, Oslo's single chunk too
+
+
+def test_header_with_anchored_windows_takes_the_header_text_as_head(tiny_folder, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    corpus = toy_corpus()
+    system = header_system(tiny_folder, window_policy="anchored", max_length=24)
+    indexed = prepare_system(system, corpus, tmp_path)
+    assert indexed.details["header"] == "title" and indexed.details["windows"] > len(DOCUMENTS)
+    assert indexed.details["anchor_tokens"] > 0 and indexed.details["chunks_without_title"] == 0
+    assert "(anchored windows), each chunk under its title" in indexed.description
+    model = SentenceTransformer(str(tiny_folder), device="cpu").eval()
+    encoder = LateChunkingEncoder(model, max_length=24, window_policy="anchored")
+    documents = [[f"{doc.title()}\n\n{chunk}" for chunk in chunks] for doc, chunks in DOCUMENTS.items()]
+    # The head of a later window is the first chunk's header text (title, then chunk), not the title twice.
+    head = encoder.tokenize([documents[0][0]])[0]
+    later = encoder.layout(documents[0])[1:]
+    assert later and all(w.head is not None and w.input_ids[w.head[0] : w.head[1]] == head[: w.head[1] - w.head[0]]
+                         for w in later)  # fmt: skip
+    vectors = np.concatenate(encoder.encode_documents(documents))
+    rows = [corpus.chunk_ids.index(f"{doc}_{i}") for doc, chunks in DOCUMENTS.items() for i in range(len(chunks))]
+    expected = np.zeros_like(vectors)
+    expected[rows] = vectors
+    query_vectors = encoder.encode_queries(corpus.queries)
+    np.testing.assert_allclose(all_scores(indexed, corpus.n_queries), query_vectors @ expected.T, atol=1e-5)
+
+
+def test_header_applies_to_late_chunking_only():
+    for context in ("independent", "title"):
+        with pytest.raises(ValidationError, match="header: title applies to context: late only"):
+            DenseSystem(kind="dense", name="t", context=context, header="title")
