@@ -209,19 +209,37 @@ def _comparison_asset(
     def paper_comparison(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
         from conteb.storage import data_file
         from evaluation.reports.markdown import render_markdown
-        from evaluation.reports.reproduce import build_comparison, reproduce_document, write_reproduce_report
+        from evaluation.reports.reproduce import (
+            build_comparison,
+            build_targets,
+            reproduce_document,
+            write_reproduce_report,
+        )
+        from evaluation.reports.target import target_sentences
 
         data = settings.data_path
-        queries = dataset_dir(data, main.name) / data_file("queries", main.evaluation_split)
-        comparison, evaluation = build_comparison(reports_dir(data), main.name, queries)
+
+        def queries_of(task: TaskConfig) -> Path:
+            return dataset_dir(data, task.name) / data_file("queries", task.evaluation_split)
+
+        comparison, evaluation = build_comparison(reports_dir(data), main.name, queries_of(main))
+        targets = build_targets(
+            reports_dir(data), [(task.name, about.about, queries_of(task)) for about, task in tasks if about.evaluates]
+        )
         setup = setup_lines(block, tasks)
-        paths = write_reproduce_report(comparison, evaluation, reports_dir(data), setup)
+        paths = write_reproduce_report(comparison, evaluation, reports_dir(data), setup, targets)
         for line in comparison.summary:
             context.log.info(line)
+        for target in targets:
+            for line in target_sentences(target):
+                context.log.info(line)
+        document = reproduce_document(comparison, evaluation, setup, {}, targets)
         metadata: dict[str, object] = {
-            "report": dg.MetadataValue.md(render_markdown(reproduce_document(comparison, evaluation, setup, {}))),
+            "report": dg.MetadataValue.md(render_markdown(document)),
             **{f"path/{name}": dg.MetadataValue.path(str(path)) for name, path in paths.items()},
         }
+        for target in targets:
+            metadata[f"target/{target.task}"] = {True: "met", False: "missed", None: "not measured"}[target.met]
         for result in comparison.effects:
             metadata[f"verdict/{result.effect}/{result.subset}"] = result.verdict
             if result.points is not None:

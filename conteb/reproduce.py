@@ -101,20 +101,28 @@ CPU_PROFILE = ReproduceProfile(
         "lr": 5e-5,
         "lambda_seq": 0.1,
         "eval_every": 0,
-        "checkpoint_every": 4,
+        "checkpoint_every": 8,
         "attention_dropout": 0.0,
         "gradient_checkpointing": False,
     },
     chunk_sizes=(1000, 300),
     window_overlap_chunks=0,
+    covidqa_documents=4,
+    sotu_documents=4,
+    pseudo_queries_per_document=20,
+    controlled_documents_per_template=6,
+    heldout_documents_per_template=8,
 )
-"""Scaled down for a 2-core CPU (bench/BENCHMARKS.md has the measured time): the first 24 SQuAD v1.1 dev articles
-(9 train, 15 test by the seed-0 hash), MiniLM, batches of two documents, 2 epochs, chunk sizes 1000 and 300.
-Two settings buy speed: windows without overlap (with ~230-token chunks in 512-token windows an overlap of one or
-two chunks forwards one window per chunk, twice the windows), and no attention dropout while training (like the
-paper's ModernBERT, whose ``attention_dropout`` is 0; with dropout, CPU SDPA falls back to the unfused kernel: a
-forward + backward 1.5x slower with 3x the memory, and a batch of two SQuAD articles was killed at 22 GiB), so no
-gradient checkpointing either (bench/attention_dropout.py)."""
+"""Scaled down for a 2-core CPU, sized from the measured training throughput (~500 document and query tokens per
+second forward + backward for MiniLM here; bench/BENCHMARKS.md, "Sizing the CPU profile"): the first 24 SQuAD v1.1
+dev articles (9 train, 15 test by the seed-0 hash), the first 4 COVID-QA articles and 4 State of the Union addresses
+(their train splits: 3 and 2), 6 generated documents per trained-on template (36), so about 2,100 training queries;
+8 generated documents per held-out template (32 per held-out task). MiniLM, batches of two documents, 2 epochs,
+chunk sizes 1000 and 300. Two settings buy speed: windows without overlap (with ~230-token chunks in 512-token
+windows an overlap of one or two chunks forwards one window per chunk, twice the windows), and no attention dropout
+while training (like the paper's ModernBERT, whose ``attention_dropout`` is 0; with dropout, CPU SDPA falls back to
+the unfused kernel: a forward + backward 1.5x slower with 3x the memory, and a batch of two SQuAD articles was killed
+at 22 GiB), so no gradient checkpointing either (bench/attention_dropout.py)."""
 
 GPU_PROFILE = ReproduceProfile(
     base_model="lightonai/modernbert-embed-large",

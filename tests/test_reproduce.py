@@ -19,6 +19,23 @@ from project.config import load_config
 from tests.conftest import SAMPLE_DIR
 from tests.support.tiny_models import tiny_modernbert
 
+ADDRESS = (
+    "Mr. Speaker, members of the Congress, and my fellow citizens. We meet tonight in a year of change. "
+    "The harvest was good in the western states and the mills of the east ran without pause. "
+    "Our schools opened their doors to more children than in any year before. "
+)
+
+
+def _addresses(folder: Path) -> Path:
+    """Four short documents-only files named like the State of the Union folder (``YEAR-President.txt``)."""
+    folder.mkdir()
+    for year, president in ((1901, "Roosevelt"), (1913, "Wilson"), (1923, "Harding"), (1934, "Hoover")):
+        paragraphs = [
+            f"{ADDRESS} In {year + i} the treasury reported a surplus of {i + 3} million dollars." for i in range(8)
+        ]
+        (folder / f"{year}-{president}.txt").write_text("\n\n".join(paragraphs), encoding="utf-8")
+    return folder
+
 
 def _registry(tmp_path: Path, base: Path) -> Path:
     config = tmp_path / "conteb.yaml"
@@ -27,10 +44,12 @@ def _registry(tmp_path: Path, base: Path) -> Path:
         "evaluation: {bootstrap: {resamples: 200}, significance: {resamples: 200}, scaling: {points: 2, repeats: 1}}\n"
         "reproduce:\n"
         f"  source: {SAMPLE_DIR}\n"
+        f"  sotu: {_addresses(tmp_path / 'addresses')}\n"
         "  splits: {train: 0.5, test: 0.5, seed: 0}\n"
         "  profiles:\n"
         f"    cpu: {{base_model: {base}, training: {{max_steps: 1, batch_docs: 2, eval_every: 0, checkpoint_every: 0}},"
-        " chunk_sizes: [1000, 300]}\n"
+        " chunk_sizes: [1000, 300], covidqa_documents: 0, pseudo_queries_per_document: 3,"
+        " controlled_documents_per_template: 2, heldout_documents_per_template: 2}\n"
     )
     return config
 
@@ -44,6 +63,10 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     keys = {k.to_user_string() for k in job.asset_layer.selected_asset_keys}
     assert {"reproduce/insent_plain", "reproduce/insent_anchored", "reproduce/finetune_control"} <= keys
     assert {"reproduce/evaluation", "reproduce/paper_comparison", "reproduce/conteb_dataset"} <= keys
+    # the other training tasks (COVID-QA sized to 0 documents is left out) and the two held-out evaluations
+    assert {"reproduce-sotu/conteb_dataset", "reproduce-controlled/conteb_dataset"} <= keys
+    assert {"reproduce-heldout/evaluation", "reproduce-heldout-untitled/evaluation"} <= keys
+    assert not any(k.startswith("reproduce-covidqa/") for k in keys)
     assert not any(
         k.path[0] == "reproduce" for k in defs.resolve_job_def("build_conteb").asset_layer.selected_asset_keys
     )
@@ -57,7 +80,16 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     test = set(pq.read_table(dataset / "documents" / "test-00000-of-00001.parquet").column("doc_id").to_pylist())
     assert train and test and not train & test
 
-    # Each model saw training documents only; its anchored/plain window policy is in its training YAML.
+    # Each model saw training documents only (every training task's train split, never a held-out task); its
+    # anchored/plain window policy is in its training YAML.
+    trained_on = {"reproduce": train}
+    for name in ("reproduce-sotu", "reproduce-controlled"):
+        table = pq.read_table(isolated_env / "conteb" / name / "documents" / "train-00000-of-00001.parquet")
+        trained_on[name] = set(table.column("doc_id").to_pylist())
+    sotu_queries = pq.read_table(
+        isolated_env / "conteb" / "reproduce-sotu" / "queries" / "train-00000-of-00001.parquet"
+    )
+    assert set(sotu_queries.column("source").to_pylist()) == {"pseudo"}
     models = isolated_env / "models" / "reproduce"
     for folder, policy, context in (
         ("insent-plain", "plain", "late"),
@@ -65,8 +97,9 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
         ("finetune-control", "plain", "independent"),
     ):
         seen = json.loads((models / folder / "training_data.json").read_text())
-        doc_ids = {doc for entry in seen["tasks"] for doc in entry["doc_ids"]}
-        assert doc_ids and doc_ids <= train
+        by_task = {entry["task"]: set(entry["doc_ids"]) for entry in seen["tasks"]}
+        assert by_task.keys() == trained_on.keys(), by_task.keys()
+        assert all(by_task[name] and by_task[name] <= trained_on[name] for name in trained_on)
         settings = (models / f"{folder}.train.yaml").read_text()
         assert f"window_policy: {policy}" in settings and f"context: {context}" in settings
 
@@ -98,6 +131,24 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     shown = instance.get_latest_materialization_event(dg.AssetKey(["reproduce", "paper_comparison"]))
     shown_metadata = shown.asset_materialization.metadata
     assert "verdict/late_chunking/all" in shown_metadata and "What reproduces here" in shown_metadata["report"].value
+    # The target on every evaluated task: SQuAD's (here the sample's) test split and both held-out tasks.
+    targets = {t["task"]: t for t in comparison["targets"]}
+    assert targets.keys() == {"reproduce", "reproduce-heldout", "reproduce-heldout-untitled"}
+    for name, target in targets.items():
+        assert target["queries"]["all"] > 0 and target["verdict"], name
+        assert shown_metadata[f"target/{name}"].value in {"met", "missed", "not measured"}
+        rivals = {(m["rival"], m["subset"]) for m in target["margins"] if m["system"] == "insent-anchored"}
+        assert {
+            ("finetune-control", "all"),
+            ("title-prefix", "all"),
+            ("hybrid", "all"),
+            ("bm25-title", "all"),
+        } <= rivals
+    assert (
+        "## The target, task by task" in report and "reproduce-heldout-untitled: the trained models against" in report
+    )
+    heldout = json.loads((isolated_env / "reports" / "tasks" / "reproduce-heldout" / "evaluation.json").read_text())
+    assert heldout["split"] == "test" and not heldout["chunk_sizes"]  # the chunk-size study runs on SQuAD only
 
 
 # --------------------------------------------------------------------------------------------- the reproduce: block

@@ -36,6 +36,7 @@ from evaluation.reports.document import (
     number,
     text,
 )
+from evaluation.reports.formatting import format_p
 from evaluation.reports.html import render_html
 from evaluation.reports.markdown import render_markdown
 from evaluation.reports.paper import (
@@ -48,6 +49,7 @@ from evaluation.reports.paper import (
     authors_figure,
     compare_with_paper,
 )
+from evaluation.reports.target import REFERENCE, TARGET_SYSTEM, TOLERANCE, TaskTarget, target_sentences, task_target
 from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, TaskEvaluation
 from evaluation.runner import load_evaluation, read_per_query
 
@@ -181,14 +183,108 @@ def plot_effects(comparison: PaperComparison, dpi: int = 110) -> bytes:
     return plots.png_bytes(figure, dpi)
 
 
+TARGET_RULE = (
+    f"The target on every evaluated task: {TARGET_SYSTEM} (InSeNT, anchored windows) is the best system on the "
+    f"needs_context queries, and loses at most {TOLERANCE} nDCG@10 to {REFERENCE} chunks on all queries (point "
+    "estimates; the paired randomization test and the 95% CI of each difference say how sure). A cause is named "
+    "only when the same task measures it (evaluation/reports/target.py). No setting was tuned on a test split."
+)
+
+
+def _verdict_cell(met: bool | None) -> str:
+    return "–" if met is None else ("yes" if met else "no")
+
+
+def target_blocks(targets: Sequence[TaskTarget]) -> list[Block]:
+    """The target section: the rule, one row per task, the verdicts in words, then the trained models against
+    every other system on each task (all queries and needs_context)."""
+    blocks: list[Block] = [Heading("The target, task by task", 2), Paragraph((Span(TARGET_RULE),))]
+    rows = []
+    for t in targets:
+        needs = t.means.get(NEEDS_CONTEXT, {})
+        on_all = t.means.get(ALL, {})
+        best = t.best_on_needs_context
+        rows.append(
+            (
+                text(t.task),
+                number(f"{t.queries.get(ALL, 0):,} / {t.queries.get(NEEDS_CONTEXT, 0):,}"),
+                number(f"{on_all[TARGET_SYSTEM]:.3f} / {needs[TARGET_SYSTEM]:.3f}" if TARGET_SYSTEM in needs else "–"),
+                number(f"{on_all[REFERENCE]:.3f}" if REFERENCE in on_all else "–"),
+                text(f"{best} {needs[best]:.3f}" if best else "–"),
+                text(_verdict_cell(t.met_best)),
+                text(_verdict_cell(t.met_all)),
+            )
+        )
+    blocks.append(
+        Table(
+            "target",
+            (
+                "task",
+                "queries (all / needs_context)",
+                f"{TARGET_SYSTEM} all / needs_context",
+                f"{REFERENCE}, all",
+                "best on needs_context",
+                "best on needs_context?",
+                f"within {TOLERANCE} of {REFERENCE}?",
+            ),
+            tuple(rows),
+        )
+    )
+    blocks.append(BulletList(tuple((Span(line),) for t in targets for line in target_sentences(t))))
+    for t in targets:
+        if not t.margins:
+            continue
+        blocks.append(Heading(f"{t.task}: the trained models against every other system", 3))
+        blocks.append(
+            Table(
+                f"margins-{t.task}",
+                ("trained", "against", "queries", "difference [95% CI]", "p", "n"),
+                tuple(
+                    (
+                        text(m.system),
+                        text(m.rival),
+                        text(m.subset),
+                        number(f"{m.difference:+.3f} [{m.ci_low:+.3f}, {m.ci_high:+.3f}]"),
+                        number(format_p(m.p_value)),
+                        number(f"{m.n_queries:,}"),
+                    )
+                    for m in t.margins
+                ),
+            )
+        )
+    return blocks
+
+
+def build_targets(reports_dir: Path, tasks: Sequence[tuple[str, str, Path]]) -> list[TaskTarget]:
+    """The target on each evaluated task, given as (task, what it is, its evaluated queries file); a task that was
+    not evaluated raises FileNotFoundError."""
+    targets = []
+    for task, about, queries_file in tasks:
+        evaluation = load_evaluation(reports_dir, task)
+        if evaluation is None:
+            raise FileNotFoundError(f"no evaluation of task {task!r} under {reports_dir}: evaluate it first")
+        per_query = per_query_of_runs(reports_dir, evaluation)
+        targets.append(task_target(task, about, per_query, read_needs_context(queries_file)))
+    return targets
+
+
 def reproduce_document(
-    comparison: PaperComparison, evaluation: TaskEvaluation, setup: Sequence[str], images: dict[str, str]
+    comparison: PaperComparison,
+    evaluation: TaskEvaluation,
+    setup: Sequence[str],
+    images: dict[str, str],
+    targets: Sequence[TaskTarget] = (),
 ) -> Document:
-    """The report: the reading first, then the effects table, each tested system against the best cheap baseline (all
-    queries, needs_context), systems (with their models' provenance), the chunk-size effect, the setup."""
+    """The report: the reading first, the target on every evaluated task, then the effects table, each tested system
+    against the best cheap baseline (all queries, needs_context), systems (with their models' provenance), the
+    chunk-size effect, the setup."""
     blocks: list[Block] = [
         Heading("What reproduces here", 2),
         BulletList(tuple((Span(line),) for line in comparison.summary) or ((Span("nothing was measured"),),)),
+    ]
+    if targets:
+        blocks += target_blocks(targets)
+    blocks += [
         Heading("Headline effects: the authors' beside ours", 2),
         Paragraph(
             (
@@ -273,7 +369,11 @@ def build_comparison(reports_dir: Path, task: str, queries_file: Path) -> tuple[
 
 
 def write_reproduce_report(
-    comparison: PaperComparison, evaluation: TaskEvaluation, reports_dir: Path, setup: Sequence[str]
+    comparison: PaperComparison,
+    evaluation: TaskEvaluation,
+    reports_dir: Path,
+    setup: Sequence[str],
+    targets: Sequence[TaskTarget] = (),
 ) -> dict[str, Path]:
     """Write ``comparison.json``, ``effects.png``, ``chunk_sizes.png`` (when studied), ``report.md`` and ``.html``,
     all together or none (:func:`conteb.staging.staged_tree`)."""
@@ -287,12 +387,13 @@ def write_reproduce_report(
         if chunk_sizes is not None:
             paths["chunk_sizes.png"] = write_bytes_atomic(chunk_sizes, folder / "chunk_sizes.png")
             images["chunk_sizes"] = "chunk_sizes.png"
-        document = reproduce_document(comparison, evaluation, setup, images)
+        document = reproduce_document(comparison, evaluation, setup, images, targets)
         record = {
             "sources": SOURCES,
             "paper_effects": [dataclasses.asdict(e) for e in PAPER_EFFECTS],
             **dataclasses.asdict(comparison),
         }
+        record["targets"] = [{**dataclasses.asdict(t), "met": t.met, "verdict": target_sentences(t)} for t in targets]
         record["setup"] = list(setup)
         paths["comparison.json"] = write_text_atomic(json.dumps(record, indent=2), folder / "comparison.json")
         paths["report.md"] = write_text_atomic(render_markdown(document), folder / "report.md")
