@@ -15,7 +15,7 @@ export HF_HUB_OFFLINE ?= 1
 export MPLCONFIGDIR := $(CURDIR)/.cache/matplotlib
 export DO_NOT_TRACK := 1
 
-.PHONY: run evaluate reproduce test lint dev bench clean venv workers workers-stop
+.PHONY: run train evaluate reproduce test lint dev bench clean venv workers workers-stop
 venv: $(STAMP)
 
 # torch==2.13.0 first: a CPU build on this machine's disk, so the resolver never pulls a
@@ -35,6 +35,13 @@ run: $(STAMP)
 	@$(BIN)/conteb validate --no-sources >/dev/null || exit 2
 	@$(BIN)/conteb workers check --quiet || exit 2
 	@$(BIN)/dagster job execute -j build_conteb; $(BIN)/conteb status --run-status $$?
+
+# InSeNT and the +Training control on the train split of conteb.yaml's `training.tasks` (after `make run`), then
+# `make evaluate`: the report shows them beside every baseline on the test split.
+train: $(STAMP)
+	@$(BIN)/conteb validate --no-sources >/dev/null || exit 2
+	@$(BIN)/conteb workers check --quiet || exit 2
+	@$(BIN)/dagster job execute -j train_insent && $(MAKE) --no-print-directory evaluate
 
 # Every configured retrieval system on every task; reports in data/reports/ (after `make run`).
 evaluate: $(STAMP)

@@ -10,6 +10,7 @@ import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
+from conteb.ids import split_chunk_id
 from pipelines.definitions import build_definitions
 from project.config import load_config
 from tests.conftest import ROOT, load_conteb, sample_counts
@@ -37,17 +38,24 @@ def test_build_conteb_on_the_sample(isolated_env: Path) -> None:
     assert all(checks.values()), checks  # the dataset checks, and the review gates (offline: nothing to review)
 
     folder = isolated_env / "conteb" / "sample"
-    documents = load_conteb(folder, "documents", "test")
-    queries = load_conteb(folder, "queries", "test")
-    assert documents.num_rows == sample_counts().chunks  # every chunk of data/sample at 1000 characters
-    assert queries.num_rows == sample_counts().queries  # every question of data/sample/queries.jsonl
-    chunk_ids = set(documents["chunk_id"])
-    assert all(cid in chunk_ids for cid in queries["chunk_id"])
-    assert documents["chunk"] == documents["og_chunk"]
+    # conteb.yaml splits the sample by document: train (make train) and test (make evaluate), together all of it
+    splits = {
+        split: (load_conteb(folder, "documents", split), load_conteb(folder, "queries", split))
+        for split in ("train", "test")
+    }
+    assert sum(d.num_rows for d, _ in splits.values()) == sample_counts().chunks  # every chunk at 1000 characters
+    assert sum(q.num_rows for _, q in splits.values()) == sample_counts().queries  # every question of the sample
+    doc_ids = {split: {split_chunk_id(cid)[0] for cid in d["chunk_id"]} for split, (d, _) in splits.items()}
+    assert doc_ids["train"] and doc_ids["test"] and not doc_ids["train"] & doc_ids["test"]
+    for documents, queries in splits.values():
+        chunk_ids = set(documents["chunk_id"])
+        assert all(cid in chunk_ids for cid in queries["chunk_id"])
+        assert documents["chunk"] == documents["og_chunk"]
+    documents = splits["test"][0]
 
     materialization = instance.get_latest_materialization_event(dg.AssetKey(["sample", "conteb_dataset"]))
     metadata = materialization.asset_materialization.metadata
-    assert metadata["dagster/row_count"].value == documents.num_rows
+    assert metadata["dagster/row_count"].value == sample_counts().chunks
     assert metadata["dataset_dir"].value == str(folder)
     assert "chunk_id" in metadata["preview"].value
     chunks_meta = instance.get_latest_materialization_event(

@@ -90,6 +90,8 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
         isolated_env / "conteb" / "reproduce-sotu" / "queries" / "train-00000-of-00001.parquet"
     )
     assert set(sotu_queries.column("source").to_pylist()) == {"pseudo"}
+    card = (isolated_env / "models" / "reproduce" / "insent-anchored" / "README.md").read_text()
+    assert f"| pseudo-queries (offline inverse cloze, pairing `pseudo`) | {sotu_queries.num_rows} |" in card
     models = isolated_env / "models" / "reproduce"
     for folder, policy, context in (
         ("insent-plain", "plain", "late"),

@@ -71,8 +71,32 @@ def _documents_seen(training_data: list[dict[str, Any]]) -> str:
     )
 
 
-def _usage(mode: str) -> str:
-    if mode == "tokens":
+def _title(config: TrainingConfig) -> str:
+    if config.context == "independent":
+        return 'The "+Training" control (each chunk encoded alone)'
+    return f"InSeNT contextual embedder (late chunking, {config.window_policy} windows)"
+
+
+def _how(config: TrainingConfig) -> str:
+    """How a batch is encoded: late chunking, or each chunk alone for the control (the same data and loss)."""
+    if config.context == "independent":
+        return (
+            "The paper's control for InSeNT (Conti et al., 2025): the same data and loss, but each chunk is encoded\n"
+            "alone, without its document; each batch holds whole documents with all their chunks and queries;"
+        )
+    return (
+        "Trained with InSeNT (Conti et al., 2025): each batch holds whole documents with all their chunks\n"
+        "(embedded together by late chunking) and all their queries;"
+    )
+
+
+def _usage(config: TrainingConfig) -> str:
+    if config.context == "independent":
+        return (
+            "Encode each chunk alone (`SentenceTransformer.encode`), as it was trained: the baseline against which\n"
+            "InSeNT's gain from context is measured."
+        )
+    if config.mode == "tokens":
         return (
             "Trained as a late-interaction model: score a query against a chunk with MaxSim over the chunk's token\n"
             "embeddings taken from one pass over the whole document (`embedding.encoder.LateChunkingEncoder`\n"
@@ -119,14 +143,13 @@ def render_model_card(config: TrainingConfig, result: TrainResult, front: dict[s
 {yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip()}
 ---
 
-# InSeNT contextual embedder (late chunking) fine-tuned from `{config.base_model}`
+# {_title(config)} fine-tuned from `{config.base_model}`
 
-Trained with InSeNT (Conti et al., 2025): each batch holds whole documents with all their chunks
-(embedded together by late chunking) and all their queries; the loss is
+{_how(config)} the loss is
 `λ_seq · L_seq + (1 − λ_seq) · L_batch` with **λ_seq = {config.lambda_seq}** (loss variant `{config.loss}`,
 scoring mode `{config.mode}`, similarity scale {config.scale}).
 
-{_usage(config.mode)}
+{_usage(config)}
 
 ## Data
 
@@ -140,6 +163,7 @@ ConTEB task folders:
 | chunks | {stats.chunks} |
 | queries (incl. synthetic) | {stats.queries} |
 | synthetic queries | {stats.synthetic_queries} |
+| pseudo-queries (offline inverse cloze, pairing `pseudo`) | {stats.pseudo_queries} |
 | documents without queries (in-batch negatives only) | {stats.documents_without_queries} |
 | documents longer than the window (embedded in windows) | {stats.windowed_documents} |
 | training documents / queries | {stats.train_documents} / {stats.train_queries} |

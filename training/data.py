@@ -44,6 +44,7 @@ import pyarrow as pa
 
 from conteb.content import document_prints
 from conteb.ids import split_chunk_id
+from conteb.names import Pairing
 from conteb.storage import config_shards, config_splits, read_shards
 from conteb.text import is_blank
 
@@ -77,6 +78,7 @@ class DataStats:
     chunks: int = 0
     queries: int = 0  # kept (real + synthetic)
     synthetic_queries: int = 0  # kept, from synthetic_queries
+    pseudo_queries: int = 0  # kept, pairing "pseudo" (offline inverse cloze, curation/pseudo_queries.py)
     documents_without_queries: int = 0
     windowed_documents: int = 0  # token count > max_length (embedded in windows, not dropped)
     chunks_over_max_length: int = 0  # a single chunk longer than the window (truncated)
@@ -195,6 +197,7 @@ def read_task(
         if table is None:
             continue
         doc_ids = table.column("doc_id").to_pylist() if "doc_id" in table.column_names else None
+        pairings = table.column("pairing").to_pylist() if "pairing" in table.column_names else None
         for index, (query, chunk_id) in enumerate(
             zip(table.column("query").to_pylist(), _gold_chunk_ids(table), strict=True)
         ):
@@ -214,6 +217,7 @@ def read_task(
                 sample.gold.append(position[chunk_id][1])
                 stats.queries += 1
                 stats.synthetic_queries += config == "synthetic_queries"
+                stats.pseudo_queries += pairings is not None and pairings[index] == Pairing.PSEUDO
     result = [samples[doc_id] for doc_id in sorted(samples)]
     stats.documents += len(result)
     stats.chunks += sum(len(sample.chunks) for sample in result)

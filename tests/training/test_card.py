@@ -97,3 +97,19 @@ def test_a_trained_model_records_the_train_documents_it_saw(tmp_path: Path) -> N
     assert recorded == result.training_data
     test_docs = set(pq.read_table(folder / "documents" / "test-00000-of-00001.parquet")["doc_id"].to_pylist())
     assert test_docs.isdisjoint(recorded[0]["doc_ids"])
+
+
+def test_the_card_says_what_was_trained_and_counts_pseudo_queries(tmp_path: Path) -> None:
+    folder = build_sample_conteb(tmp_path / "sample", splits={"train": 0.5, "test": 0.5})
+    result = _result(tmp_path, [])
+    result.stats.pseudo_queries = 7
+    anchored = render_model_card(
+        make_config({"data": [folder], "output": tmp_path / "m", "window_policy": "anchored"}), result
+    )
+    assert "# InSeNT contextual embedder (late chunking, anchored windows) fine-tuned from" in anchored
+    assert "| pseudo-queries (offline inverse cloze, pairing `pseudo`) | 7 |" in anchored
+    control = render_model_card(
+        make_config({"data": [folder], "output": tmp_path / "m", "context": "independent"}), result
+    )
+    assert '# The "+Training" control (each chunk encoded alone) fine-tuned from' in control
+    assert "by late chunking" not in control and "Encode each chunk alone" in control
