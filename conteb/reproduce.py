@@ -107,17 +107,18 @@ CPU_PROFILE = ReproduceProfile(
     },
     chunk_sizes=(1000, 300),
     window_overlap_chunks=0,
-    covidqa_documents=4,
-    sotu_documents=4,
+    covidqa_documents=6,
+    sotu_documents=8,
     pseudo_queries_per_document=20,
-    controlled_documents_per_template=6,
+    controlled_documents_per_template=12,
     heldout_documents_per_template=8,
 )
-"""Scaled down for a 2-core CPU, sized from the measured training throughput (~500 document and query tokens per
-second forward + backward for MiniLM here; bench/BENCHMARKS.md, "Sizing the CPU profile"): the first 24 SQuAD v1.1
-dev articles (9 train, 15 test by the seed-0 hash), the first 4 COVID-QA articles and 4 State of the Union addresses
-(their train splits: 3 and 2), 6 generated documents per trained-on template (36), so about 2,100 training queries;
-8 generated documents per held-out template (32 per held-out task). MiniLM, batches of two documents, 2 epochs,
+"""Scaled down for a 2-core CPU, sized from a measured run (bench/BENCHMARKS.md, "Sizing the CPU profile": with 6
+generated documents per template, 4 COVID-QA articles and 4 addresses, 2,092 queries, training took 17 minutes of a
+33-minute run at ~700-1,100 tokens/s forward + backward): the first 24 SQuAD v1.1 dev articles (9 train, 15 test
+by the seed-0 hash), the first 6 COVID-QA articles and 8 State of the Union addresses (their train splits: 4 and 4),
+12 generated documents per trained-on template (72), about 2,500 training queries; 8 generated documents per
+held-out template (32 per held-out task). MiniLM, batches of two documents, 2 epochs,
 chunk sizes 1000 and 300. Two settings buy speed: windows without overlap (with ~230-token chunks in 512-token
 windows an overlap of one or two chunks forwards one window per chunk, twice the windows), and no attention dropout
 while training (like the paper's ModernBERT, whose ``attention_dropout`` is 0; with dropout, CPU SDPA falls back to

@@ -608,18 +608,31 @@ OFFLINE_METHODS = ("title", "head", "doc_id")
 """``THEMES.method`` of an offline theme (:func:`offline_theme`)."""
 
 
+def numbered_description(title: str) -> bool:
+    """True for a title that describes a kind and numbers it, naming no entity: a number or id token, and no
+    capitalised word but the first (``"Company profile 3"``, ``"Case study 12"``; not ``"Harvard University"``,
+    ``"Apollo 11"`` is one, which the head's mention of it keeps)."""
+    words = _TITLE_TOKEN.findall(title)
+    numbered = any(any(char.isdigit() for char in word) for word in words)
+    return numbered and not any(word[:1].isupper() for word in words[1:])
+
+
 def offline_theme(title: str | None, head: str | None, doc_id: str) -> tuple[str, list[str], str]:
     """``(theme, aliases, method)`` of a document without an LLM — the one rule the themes stage and the
     context-necessity labels share:
 
-    1. an informative title (:func:`is_informative_title`): :func:`theme_from_title`, method ``"title"``;
+    1. an informative title (:func:`is_informative_title`): :func:`theme_from_title`, method ``"title"``,
+       unless it is a :func:`numbered_description` that the head does not name (then as 2);
     2. else the head's name (:func:`theme_from_head` of ``head``, the first chunk), with the title rule's
        aliases of that name, method ``"head"``;
     3. else the title as it is (``"Document 7"``), method ``"title"``; with no title, the doc id, method
        ``"doc_id"``.
     """
     if is_informative_title(title):
-        return (*theme_from_title(title or ""), "title")
+        theme, aliases = theme_from_title(title or "")
+        named = bool(head) and bool(find_mentions(head or "", theme_variants(theme, aliases)))
+        if named or not numbered_description(title or "") or not (head and theme_from_head(head)):
+            return theme, aliases, "title"
     name = theme_from_head(head) if head else None
     if name:
         return (*theme_from_title(name), "head")

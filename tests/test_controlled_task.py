@@ -47,3 +47,8 @@ def test_a_controlled_task_builds_and_pairs_every_query_by_span(tmp_path: Path, 
     card = (folder / "README.md").read_text()
     assert "Nothing was quarantined." in card
     assert "controlled (templates city, composer; 3 documents per template; seed 0; uninformative titles)" in card
+    # Uninformative titles: the theme is the entity the head names, so every query whose gold chunk is not the head
+    # needs context (its chunk never names the entity), and the head's own queries do not.
+    positions = dict(zip(documents["chunk_id"], documents["chunk_index"], strict=True))
+    labels = [positions[chunk_id] > 0 for chunk_id in queries["chunk_id"]]
+    assert queries["needs_context"] == labels and any(labels) and not all(labels)

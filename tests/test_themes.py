@@ -324,3 +324,22 @@ def test_themes_table_without_llm_reads_the_head_of_an_uninformative_title() -> 
     assert (without.column("theme")[0].as_py(), without.column("method")[0].as_py()) == ("Document 7", "title")
     failed, failures = themes_table(documents, {}, "m", heads)  # every LLM answer missing: the same fallback
     assert failed.column("theme").to_pylist() == table.column("theme").to_pylist() and len(failures) == 3
+
+
+@pytest.mark.parametrize(
+    ("title", "head", "expected"),
+    [
+        # a numbered description the head does not name: the head's name
+        ("Company profile 3", "Liskuzu is an industrial manufacturer headquartered in Hedeth.", ("Liskuzu", "head")),
+        ("Case study 12", "Velmora is a river port on the Arlen.", ("Velmora", "head")),
+        # the head names the numbered title: the title stays
+        ("Apollo 11", "Apollo 11 was the first crewed Moon landing. Armstrong stepped out.", ("Apollo 11", "title")),
+        # a capitalised word after the first: a name, not a description, even when the head does not repeat it
+        ("Harvard University", "Harvard is a private university in Cambridge.", ("Harvard University", "title")),
+        # no number: a title, whatever the head says
+        ("City profile", "Krohathe is a city on the coast.", ("City profile", "title")),
+    ],
+)
+def test_a_numbered_description_gives_way_to_the_heads_name(title: str, head: str, expected: tuple[str, str]) -> None:
+    theme, _, method = offline_theme(title, head, "doc-1")
+    assert (theme, method) == expected

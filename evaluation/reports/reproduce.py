@@ -208,7 +208,12 @@ def target_blocks(targets: Sequence[TaskTarget]) -> list[Block]:
             (
                 text(t.task),
                 number(f"{t.queries.get(ALL, 0):,} / {t.queries.get(NEEDS_CONTEXT, 0):,}"),
-                number(f"{on_all[TARGET_SYSTEM]:.3f} / {needs[TARGET_SYSTEM]:.3f}" if TARGET_SYSTEM in needs else "–"),
+                number(
+                    f"{on_all[TARGET_SYSTEM]:.3f} / "
+                    + (f"{needs[TARGET_SYSTEM]:.3f}" if TARGET_SYSTEM in needs else "–")
+                    if TARGET_SYSTEM in on_all
+                    else "–"
+                ),
                 number(f"{on_all[REFERENCE]:.3f}" if REFERENCE in on_all else "–"),
                 text(f"{best} {needs[best]:.3f}" if best else "–"),
                 text(_verdict_cell(t.met_best)),

@@ -198,7 +198,10 @@ def training_data_alone(
     target: TaskTarget, per_query: Mapping[str, Mapping[str, float]], subsets: Mapping[str, Sequence[str]]
 ) -> str | None:
     """The +Training control beats the anchored model significantly on all queries: the same data helps single
-    chunks more than windows."""
+    chunks more than windows. Named when the all-queries part is missed or the control is the best on
+    ``needs_context``."""
+    if target.met_all is not False and target.best_on_needs_context != SystemName.FINETUNE_CONTROL:
+        return None
     control = target.margin(TARGET_SYSTEM, SystemName.FINETUNE_CONTROL, ALL)
     if control is None or not (control.significant and control.difference < 0):
         return None
