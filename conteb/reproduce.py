@@ -1,9 +1,9 @@
 """The ``reproduce:`` block of ``conteb.yaml``: the paper's controlled experiment, one command (``make reproduce``).
 
-The experiment (job ``reproduce_conteb``, asset group ``reproduce``):
+The experiment (job ``reproduce_conteb``; the asset groups ``reproduce`` and one per other experiment task):
 
-1. **Tasks** (:func:`experiment_tasks`), each built by the same asset factories as any registry task but in the
-   group ``reproduce``, outside ``build_conteb`` and ``evaluate_conteb``:
+1. **Tasks** (:func:`experiment_tasks`), each built by the same asset factories as any registry task, in a group of
+   its own (``reproduce``, ``reproduce_controlled``, ...), outside ``build_conteb`` and ``evaluate_conteb``:
 
    * ``reproduce``: SQuAD v1.1 dev (``source``; the bundled sample when that file is absent), split by document
      (``splits``), made context-dependent by the reformulation stage (the configured LLM, else the labelled offline
