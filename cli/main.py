@@ -224,6 +224,7 @@ def _next_steps(outcome: str, has_review_queues: bool) -> None:
     else:
         steps = [
             ("make evaluate", "compare the retrieval systems; reports in data/reports/"),
+            ("make train", "train InSeNT and its control on conteb.yaml's training: tasks, then evaluate"),
             ("make dev", "the Dagster UI: assets, checks, runs (http://127.0.0.1:3000)"),
         ]
         if has_review_queues:
