@@ -218,5 +218,8 @@ def prepare_single_vector(
         log(f"{system.name}: encoded {corpus.n_queries:,} queries in {query_seconds:.1f} s")
     # A DenseScorer: rank_corpus uses its fast paths (columns grouped by document, one reused buffer).
     score_block = dense_scorer(query_vectors, encoded.vectors)
-    description = f"{side.what} ({setup.prefixes.describe()})"
+    note = setup.details.get("window_layout_note")
+    description = f"{side.what} ({setup.prefixes.describe()})" + (f" · {note}" if note else "")
+    if note:
+        log(f"{system.name}: {note}")
     return IndexedSystem(score_block, encoded.seconds, query_seconds, description, details)

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -195,14 +195,36 @@ class Prefixes:
         return f"prefixes: query {self.query!r}, document {self.document!r}"
 
 
-def _training_prefixes(path: Path | None) -> dict[str, str]:
+def _training_settings(path: Path | None) -> dict[str, Any]:
+    """The training YAML of a trained model (``<models_dir>/<trained>.train.yaml``); {} when absent or unreadable."""
     if path is None or not path.is_file():
         return {}
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError:
         return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _training_prefixes(path: Path | None) -> dict[str, str]:
+    data = _training_settings(path)
     return {k: v for k, v in data.items() if k in ("query_prefix", "document_prefix") and isinstance(v, str)}
+
+
+def window_layout_note(path: Path | None, window_policy: str, window_overlap_chunks: int) -> str | None:
+    """How the windows a late-chunking system evaluates with differ from those its model was trained with (the
+    ``window_policy`` and ``window_overlap_chunks`` of its training YAML), or None: same layout, not late-trained,
+    or no training YAML. Evaluation keeps the system's own layout; the report says so."""
+    data = _training_settings(path)
+    if data.get("context", "late") != "late" or not data:
+        return None
+    trained = (str(data.get("window_policy", "plain")), data.get("window_overlap_chunks"))
+    differences = []
+    if trained[0] != window_policy:
+        differences.append(f"trained with {trained[0]} windows, evaluated with {window_policy}")
+    if isinstance(trained[1], int) and trained[1] != window_overlap_chunks:
+        differences.append(f"trained with a {trained[1]}-chunk overlap, evaluated with {window_overlap_chunks}")
+    return "; ".join(differences) or None
 
 
 def resolve_prefixes(options: ModelOptions, model: SentenceTransformer, spec: ModelSpec) -> Prefixes:
@@ -323,4 +345,7 @@ def setup_encoder(options: ModelOptions, models_dir: Path) -> EncoderSetup:
         "anchor_share": encoder.anchor_share,
         "token_budget": encoder.token_budget,
     }
+    note = window_layout_note(spec.training_config, encoder.window_policy, encoder.window_overlap_chunks)
+    if note is not None:
+        details["window_layout_note"] = note
     return EncoderSetup(encoder, spec, prefixes, device, load_seconds, details)
