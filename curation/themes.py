@@ -630,9 +630,11 @@ def offline_theme(title: str | None, head: str | None, doc_id: str) -> tuple[str
     """
     if is_informative_title(title):
         theme, aliases = theme_from_title(title or "")
-        named = bool(head) and bool(find_mentions(head or "", theme_variants(theme, aliases)))
-        if named or not numbered_description(title or "") or not (head and theme_from_head(head)):
+        # the cheap test first: this runs for every document of a task
+        if not head or not numbered_description(title or "") or find_mentions(head, theme_variants(theme, aliases)):
             return theme, aliases, "title"
+        named = theme_from_head(head)
+        return (*theme_from_title(named), "head") if named else (theme, aliases, "title")
     name = theme_from_head(head) if head else None
     if name:
         return (*theme_from_title(name), "head")

@@ -216,7 +216,7 @@ def window_layout_note(path: Path | None, window_policy: str, window_overlap_chu
     ``window_policy`` and ``window_overlap_chunks`` of its training YAML), or None: same layout, not late-trained,
     or no training YAML. Evaluation keeps the system's own layout; the report says so."""
     data = _training_settings(path)
-    if data.get("context", "late") != "late" or not data:
+    if not data or data.get("context", "late") != "late":
         return None
     trained = (str(data.get("window_policy", "plain")), data.get("window_overlap_chunks"))
     differences = []
