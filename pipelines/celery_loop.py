@@ -18,6 +18,10 @@ Dagster drives it as an executor's ``execute`` (``pipelines/celery.py``); the st
   dagster-celery revoked without ``terminate`` and then waited for every revoked result -- which never comes for a
   task no worker takes --, so a run with no worker hung and ignored every further signal. A revoked task that a
   worker takes later anyway is dropped there: its run has ended (``celery_steps.py``).
+* **Silent terminal.** The workers' lines for the run's steps (start, end with duration or error, the step's own
+  log lines, each with the worker's name and pid) are shown in the run's terminal as they are written:
+  ``pipelines/celery_console.py``, once per tick, before the finished tasks' events are replayed, and once more
+  when the loop ends (dagster-celery showed none of them).
 * **Refused steps.** A worker that refuses a step (its registry differs) fails the run with the worker's one-line
   reason, as does any other error a task raised.
 """
@@ -37,6 +41,7 @@ from dagster._core.events import DagsterEvent, EngineEventData
 from dagster._core.execution.plan.instance_concurrency_context import InstanceConcurrencyContext
 from dagster_shared.serdes import deserialize_value
 
+from pipelines.celery_console import WorkerLines
 from pipelines.celery_steps import DELEGATE_MARKER, submit_step
 
 if TYPE_CHECKING:
@@ -135,6 +140,21 @@ def celery_execution_loop(
 ) -> Iterator[DagsterEvent]:
     """Execute ``execution_plan`` on the workers of ``app``'s broker (module docstring), yielding its events."""
     check_broker(app, settings)
+    lines = WorkerLines.of(job_context)
+    try:
+        yield from _loop(job_context, execution_plan, app, settings, lines)
+    finally:
+        lines.show_new()  # the last lines: a step that ended as the loop did, an error raised from it
+
+
+def _loop(
+    job_context: PlanOrchestrationContext,
+    execution_plan: ExecutionPlan,
+    app: Celery,
+    settings: LoopSettings,
+    lines: WorkerLines,
+) -> Iterator[DagsterEvent]:
+    """The loop of :func:`celery_execution_loop` (its module doc), showing the workers' ``lines`` every tick."""
     default_priority = app.conf.task_default_priority
     results: dict[str, AsyncResult] = {}
     errors: dict[str, str] = {}
@@ -167,6 +187,7 @@ def celery_execution_loop(
             states = {key: result.state for key, result in results.items()}
             if any(state != "PENDING" for state in states.values()):
                 watch.saw_one()  # a worker took a step of ours
+            lines.show_new()  # after reading the states: every finished task's lines are in the event log by now
             yield from _replay_finished(job_context, active, results, states, errors)
             yield from active.plan_events_iterator(job_context)
             if errors and not results and stopping_since is None:

@@ -22,6 +22,7 @@ run's process replays (``pipelines/celery_loop.py``).
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -40,8 +41,15 @@ if TYPE_CHECKING:
 STEP_TASK = "conteb_execute_step"
 HANDOUT = "in celery worker"  # "Executing steps <key> in celery worker", as dagster-celery words it
 DELEGATE_MARKER = "celery_queue_wait"  # dagster-celery's marker: the time a step waited in the queue
+WORKER_KEY = "Celery worker"  # the worker's name (``conteb-<i>@<host>``) in the metadata of the engine events below
+PID_KEY = "Worker pid"  # ... and the pool process's pid (``report_engine_event`` records no pid of its own)
 RESTART_WORKERS = "make workers-stop && make workers"
 REGISTRY_COMMAND = "conteb_registry"  # the workers' remote command that tells which registry they run
+
+
+def worker_metadata(worker: str) -> dict[str, Any]:
+    """The metadata naming the worker ``worker`` and this process (the pool process running the task)."""
+    return {WORKER_KEY: worker, PID_KEY: os.getpid()}
 
 
 class StepRefused(Exception):
@@ -127,12 +135,12 @@ def create_step_task(app: Celery, worker_registry: str) -> Any:
         if run.is_finished:
             report(
                 f"step {step_key} not run by Celery worker {worker}: run {run.run_id} has ended ({run.status.value})",
-                EngineEventData({"Celery worker": worker}, marker_end=DELEGATE_MARKER),
+                EngineEventData(worker_metadata(worker), marker_end=DELEGATE_MARKER),
             )
             return []
         refusal = registry_refusal(step_key, registry, worker_registry, worker)
         if refusal is not None:
-            report(refusal, EngineEventData({"Celery worker": worker}, marker_end=DELEGATE_MARKER))
+            report(refusal, EngineEventData(worker_metadata(worker), marker_end=DELEGATE_MARKER))
             raise StepRefused(refusal)
 
         job = ReconstructableJob.from_dict(executable_dict)
@@ -143,7 +151,7 @@ def create_step_task(app: Celery, worker_registry: str) -> Any:
             instance.report_engine_event(
                 f"Executing steps {step_key} {HANDOUT}",
                 run,
-                EngineEventData({"step_keys": step_key, "Celery worker": worker}, marker_end=DELEGATE_MARKER),
+                EngineEventData({"step_keys": step_key, **worker_metadata(worker)}, marker_end=DELEGATE_MARKER),
                 step_key=plan.step_handle_for_single_step_plans().to_key(),  # type: ignore[union-attr]
             )
         ]
