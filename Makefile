@@ -78,6 +78,11 @@ workers-stop:
 
 # workspace.yaml names the code location; DAGSTER_MODULE_NAME would be a second pointer.
 dev: $(STAMP)
+	@echo "make dev: the Dagster UI at http://127.0.0.1:3000 (Ctrl-C stops it)."
+	@echo "  Its sensor review_queue_sensor is ON: every 30 s it reads the review queues; once every queue of a task is"
+	@echo "  decided, it launches a run of what uses the reviewed output (reviewed tables, answerability, conteb_dataset),"
+	@echo "  once per completion, so its first tick after a make run whose review completed launches one run."
+	@echo "  Turn it off in the UI: Automation > review_queue_sensor."
 	env -u DAGSTER_MODULE_NAME $(BIN)/dagster dev -w workspace.yaml
 
 bench: $(STAMP)

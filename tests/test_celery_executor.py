@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -179,6 +180,15 @@ def test_build_runs_its_steps_on_both_workers_and_matches_in_process(
         assert {workers[key][0].split("@")[0] for key in llm_steps} == {"conteb-1", "conteb-2"}, workers
     # ... in pool processes of the two workers the script started (their process groups), not in the run's process
     assert {process_group(pid) for step in pids.values() for pid in step} == set(cluster.worker_pids().values())
+
+    # The launching terminal shows each step's start and end, tagged with the worker that ran it (its last hand-out).
+    terminal = cluster.log_text("build")
+    for step, names in workers.items():
+        tag = re.escape(f"[celery worker {names[-1]}, pid ")
+        started = rf"{re.escape(step)} - STEP_START - Started execution of step \"{re.escape(step)}\"\. {tag}"
+        finished = rf"{re.escape(step)} - STEP_SUCCESS - Finished execution of step \"{re.escape(step)}\" in .*{tag}"
+        assert re.search(started, terminal), f"no start line of {step} naming {names[-1]}:\n{terminal[-3000:]}"
+        assert re.search(finished, terminal), f"no end line of {step} naming {names[-1]}:\n{terminal[-3000:]}"
 
     contexts = pq.read_table(cluster.data_dir / "stages" / "demo" / "chunk_contexts.parquet")
     assert contexts.num_rows == chunk_count(cluster.data_dir) > 0

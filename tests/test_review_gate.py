@@ -83,3 +83,21 @@ def test_pending_items_stop_the_run_and_the_sensor_resumes_it(tmp_path: Path, is
         rebuilt = defs.resolve_job_def("build_conteb").execute_in_process(instance=instance)
         assert rebuilt.success and len(server.chat_requests()) == asked
         assert store.get(edited.item_id).status == "edited"
+
+
+def test_make_dev_says_first_what_the_review_sensor_will_launch() -> None:
+    """``make dev``'s first lines (printed before Dagster starts) name the sensor, its status and its interval as the
+    definitions declare them, so a run it launches unasked is never a surprise."""
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    sensor = build_definitions(load_config(ROOT / "conteb.yaml")).resolve_sensor_def("review_queue_sensor")
+    assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
+    # `make -n` prints the recipe without running it: the notice's echo lines come before `dagster dev`.
+    recipe = subprocess.run(["make", "-n", "-s", "dev"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "dagster dev" in recipe
+    notice = recipe.split("dagster dev", 1)[0]
+    assert f"sensor {sensor.name} is ON" in notice
+    assert f"every {sensor.minimum_interval_seconds} s" in notice
+    assert "launches a run" in notice and "Turn it off" in notice

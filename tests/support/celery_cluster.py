@@ -24,6 +24,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from pipelines.celery_steps import WORKER_KEY
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKERS_SCRIPT = ROOT / "scripts" / "workers.sh"
 REDIS_SERVER = shutil.which("redis-server") or (
@@ -214,7 +216,7 @@ def celery_workers_by_step(events: list[dg.DagsterEvent]) -> dict[str, list[str]
         if event.event_type_value != "ENGINE_EVENT" or CELERY_HANDOUT not in (event.message or ""):
             continue
         metadata = event.engine_event_data.metadata
-        out[event.step_key].append(str(metadata["Celery worker"].value))
+        out[event.step_key].append(str(metadata[WORKER_KEY].value))
     return dict(out)
 
 
