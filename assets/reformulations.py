@@ -35,7 +35,7 @@ from conteb.names import Stage, StageTable
 from conteb.schemas import REFORMULATED_CHUNKS, REVIEW_ITEMS, THEMES
 from curation.lookups import document_titles
 from curation.quarantine import QuarantineRecord
-from curation.reformulation import apply_reformulations, build_reformulation_requests
+from curation.reformulation import apply_reformulations, build_reformulation_requests, describe_stats
 from curation.review_items import review_items_from_reformulations
 from curation.shards import concat_in_order, items_in_order, positions, rows_in, sum_counts
 from curation.themes import OFFLINE_METHODS, build_theme_requests, themes_table
@@ -136,7 +136,7 @@ def build_reformulation_asset(task: TaskConfig, shard_documents: int) -> dg.Asse
         else:
             context.log.warning(f"{task.name}/{Stage.REFORMULATION}: {FALLBACK}")
             status = {"method": FALLBACK, **not_run_metadata(context, task, f"{Stage.REFORMULATION} (LLM)")}
-        context.log.info(f"{task.name}/{Stage.REFORMULATION}: {stats}; {items.num_rows} review items")
+        context.log.info(f"{task.name}/{Stage.REFORMULATION}: {describe_stats(stats)}; {items.num_rows} review items")
         methods = themes.column("method").to_pylist()
         yield dg.Output(
             themes,

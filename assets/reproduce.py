@@ -160,6 +160,7 @@ def _evaluation_asset(
             split=task.evaluation_split,
             data_dir=data,
             split_by_document=True,
+            chunk_contexts=task.chunk_contexts,
         )
         systems = experiment_systems(
             experiment_models_dir(data),

@@ -33,10 +33,13 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
     system failed; the overall report is rebuilt only when some task was evaluated.
     """
     config = load_registry(ctx)
-    unknown = [name for name in systems if name not in {s.name for s in config.evaluation.systems}]
+    declared = [s.name for s in config.evaluation.systems]
+    unknown = [name for name in systems if name not in declared]
     if unknown:
-        names = ", ".join(s.name for s in config.evaluation.systems)
-        click.echo(f"unknown system(s) {unknown}; evaluation.systems declares: {names}", err=True)
+        hints = "".join(
+            f" (did you mean {close!r} for {name!r}?)" for name in unknown if (close := closest_name(name, declared))
+        )
+        click.echo(f"unknown system(s) {unknown}{hints}; evaluation.systems declares: {', '.join(declared)}", err=True)
         sys.exit(2)
     known = known_task_names(config)
     problems = [problem for name in tasks if (problem := unknown_task_problem(name, known))]

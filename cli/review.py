@@ -19,6 +19,7 @@ import click
 
 from cli.registry import load_registry
 from cli.stores import StoreGroup, add_check_command
+from conteb.config import closest_name
 from conteb.sqlite_files import StoreFileError
 from conteb.storage import resolve_data_dir, review_store_path
 from review.exchange import EXPORT_FORMATS
@@ -52,14 +53,22 @@ def check_queue(store: ReviewStore, task: str | None, kind: str | None) -> None:
     tasks = sorted({name for name, _ in queues})
     if task is not None and task not in tasks:
         raise click.BadParameter(
-            f"no review queue for task {task!r}; known tasks: {', '.join(tasks)}", param_hint="--task"
+            f"no review queue for task {task!r}{_did_you_mean(task, tasks)}; known tasks: {', '.join(tasks)}",
+            param_hint="--task",
         )
     kinds = sorted({name for owner, name in queues if task is None or owner == task})
     if kind is not None and kind not in kinds:
         where = f" of task {task!r}" if task is not None else ""
         raise click.BadParameter(
-            f"no review queue {kind!r}{where}; known kinds: {', '.join(kinds)}", param_hint="--kind"
+            f"no review queue {kind!r}{where}{_did_you_mean(kind, kinds)}; known kinds: {', '.join(kinds)}",
+            param_hint="--kind",
         )
+
+
+def _did_you_mean(name: str, known: list[str]) -> str:
+    """`` (did you mean 'sample'?)`` with the closest known name (:func:`conteb.config.closest_name`), else ``""``."""
+    close = closest_name(name, known)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def os_user() -> str | None:

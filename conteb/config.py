@@ -444,12 +444,26 @@ def describe_validation_error(
             message = unknown_key_message(str(loc[-1]), allowed)
             lines.append(f"{shown}: {where}{field + ': ' if field else ''}{message}")
             continue
-        message = item["msg"].removeprefix("Value error, ")
+        message = item["msg"].removeprefix("Value error, ") + _value_suggestion(item)
         if where and not field:  # a task-level rule: its message starts with the field it names
             lines.append(f"{shown}: {where}{message}")
         else:
             lines.append(f"{shown}: {where}{field or '(top level)'}: {message}")
     return "\n".join(lines)
+
+
+def _value_suggestion(item: Any) -> str:
+    """`` (did you mean 'dense'?)`` for a misspelt choice: a value outside a ``Literal`` (pydantic's
+    ``literal_error``) or a ``kind`` no union member has (``union_tag_invalid``); ``""`` otherwise."""
+    context = item.get("ctx") or {}
+    if item["type"] == "literal_error":
+        written, expected = item.get("input"), str(context.get("expected", ""))
+    elif item["type"] == "union_tag_invalid":
+        written, expected = context.get("tag"), str(context.get("expected_tags", ""))
+    else:
+        return ""
+    close = closest_name(written, re.findall(r"'([^']*)'", expected)) if isinstance(written, str) else None
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def closest_name(name: str, known: Iterable[str]) -> str | None:

@@ -30,6 +30,7 @@ from curation.necessity import is_labelled, necessity_counts
 from curation.pseudo_queries import RULE as PSEUDO_RULE
 from curation.pseudo_queries import card_rows, pseudo_counts, with_sentences_removed, without_pseudo
 from curation.quarantine import count_reasons
+from curation.reformulation import outcome_counts
 from curation.splits import HASH_RULE, assign_task_splits
 
 
@@ -384,9 +385,7 @@ def publish_task(
     if pseudo is not None:
         counts["pseudo queries"] = queries.num_rows - without_pseudo(queries).num_rows
     if reformulated is not None:
-        methods = reformulated.column("method").to_pylist()
-        for method in sorted(set(methods)):
-            counts[f"chunks reformulated by {method}"] = methods.count(method)
+        counts.update(outcome_counts(reformulated))
     counts["quarantined rows"] = sum(sum(reasons.values()) for reasons in quarantine.values())
     card = DatasetCard(
         task=task.name,

@@ -41,7 +41,16 @@ STAGE = Stage.REFORMULATION
 PROMPT_NAME = "reformulation"
 MIN_LENGTH_RATIO = 0.5
 MAX_LENGTH_RATIO = 1.5
-STAT_KEYS = ("rewritten", "unchanged", "masked", "failed", "flagged", "leaks", "lost_answers")
+OUTCOMES: dict[str, str] = {
+    "kept_first": "first chunks left unchanged (each document's first chunk introduces its subject)",
+    "rewritten": "chunks rewritten by the LLM",
+    "rewrite_unchanged": "chunks the LLM returned unchanged",
+    "masked": "chunks masked (theme mentions replaced by 'the subject')",
+    "mask_unchanged": "chunks left unchanged by masking (no theme mention to mask)",
+}
+"""What happened to each chunk (the key, one per row of ``REFORMULATED_CHUNKS``: :func:`chunk_outcome`) and the words
+a reader is told: the stage's log and metadata (``count/<key>``) and the dataset card count these."""
+STAT_KEYS = (*OUTCOMES, "failed", "flagged", "leaks", "lost_answers")
 
 REFORMULATION_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -55,15 +64,50 @@ REFORMULATION_SCHEMA: dict[str, Any] = {
 class ReformulationOutput:
     """``table``: ``REFORMULATED_CHUNKS``, one row per input chunk, in input order.
 
-    ``stats`` (every key of ``STAT_KEYS`` present): ``rewritten`` (method llm), ``unchanged``
-    (first chunks), ``masked`` (method mask, failures included), ``failed`` (LLM failures, also
-    in ``failures``), ``flagged``, ``leaks`` (chunks still mentioning the theme) and
-    ``lost_answers`` (chunks that lost at least one answer).
+    ``stats`` (every key of ``STAT_KEYS`` present): one count per :data:`OUTCOMES` key (they add up to the rows:
+    ``kept_first`` first chunks, ``rewritten`` / ``rewrite_unchanged`` method llm with / without a change,
+    ``masked`` / ``mask_unchanged`` method mask with / without a mention replaced, LLM failures included), then
+    ``failed`` (LLM failures, masked instead, also in ``failures``), ``flagged``, ``leaks`` (chunks still mentioning
+    the theme) and ``lost_answers`` (chunks that lost at least one answer).
     """
 
     table: pa.Table
     stats: dict[str, int] = field(default_factory=dict)
     failures: list[QuarantineRecord] = field(default_factory=list)
+
+
+def chunk_outcome(method: str, chunk: str, og_chunk: str) -> str:
+    """The :data:`OUTCOMES` key of a reformulated row: its ``method`` and whether ``chunk`` differs from
+    ``og_chunk``."""
+    if method == "unchanged":
+        return "kept_first"
+    changed = chunk != og_chunk
+    if method == "llm":
+        return "rewritten" if changed else "rewrite_unchanged"
+    if method == "mask":
+        return "masked" if changed else "mask_unchanged"
+    raise ValueError(f"unknown reformulation method {method!r}")
+
+
+def outcome_counts(reformulated: pa.Table) -> dict[str, int]:
+    """``{OUTCOMES words: rows}`` of a ``REFORMULATED_CHUNKS`` table, in :data:`OUTCOMES` order, outcomes that
+    happened only (what the dataset card lists)."""
+    columns = (reformulated.column(name).to_pylist() for name in ("method", "chunk", "og_chunk"))
+    outcomes = [chunk_outcome(*row) for row in zip(*columns, strict=True)]
+    return {words: outcomes.count(key) for key, words in OUTCOMES.items() if key in outcomes}
+
+
+def describe_stats(stats: Mapping[str, int]) -> str:
+    """``stats`` (:class:`ReformulationOutput`) in words for the stage's log: ``<outcome>: <count>`` for each outcome
+    that happened (:data:`OUTCOMES`), then the LLM failures (when any) and the flags, e.g. ``chunks left unchanged
+    by masking (no theme mention to mask): 38, ...; flagged for review: 0 (still name the theme: 0, lost an answer:
+    0)``."""
+    done = [f"{words}: {stats[key]}" for key, words in OUTCOMES.items() if stats.get(key)]
+    failed = f"; LLM calls failed (masked instead): {stats['failed']}" if stats.get("failed") else ""
+    return (
+        f"{', '.join(done) or 'no chunks'}{failed}; flagged for review: {stats.get('flagged', 0)} "
+        f"(still name the theme: {stats.get('leaks', 0)}, lost an answer: {stats.get('lost_answers', 0)})"
+    )
 
 
 def reformulation_custom_id(chunk_id: str) -> str:
@@ -171,11 +215,11 @@ def apply_reformulations(
         row = {**chunk, "theme": by_doc[chunk["doc_id"]][0], "leaked_mentions": [], "lost_answers": []}
         if chunk["chunk_index"] == 0:
             row.update(chunk=chunk["og_chunk"], flagged=False, method="unchanged")
-            output.stats["unchanged"] += 1
         else:
             _rewrite(row, variants[chunk["doc_id"]], results, model, prompt_version, output)
             og_answers = [a for a in answers_by_chunk.get(chunk["chunk_id"], ()) if a and a in chunk["og_chunk"]]
             _flag(row, variants[chunk["doc_id"]], og_answers, output.stats)
+        output.stats[chunk_outcome(row["method"], row["chunk"], row["og_chunk"])] += 1
         rows.append(row)
     output.table = table_from_rows(rows, REFORMULATED_CHUNKS)
     return output
@@ -197,7 +241,6 @@ def _rewrite(
         if not problem and result is not None and result.value is not None:
             row.update(chunk=result.value["rewritten"], method="llm", model=result.model or model)
             row["prompt_version"] = prompt_version
-            output.stats["rewritten"] += 1
             return
         detail = f"{problem}; the chunk was masked instead (method 'mask')"
         used_model = (result.model if result else None) or model
@@ -206,7 +249,6 @@ def _rewrite(
         )
         output.stats["failed"] += 1
     row.update(chunk=mask_mentions(row["og_chunk"], variants), method="mask", model=None, prompt_version=None)
-    output.stats["masked"] += 1
 
 
 def _flag(row: dict, variants: Sequence[str], answers: Sequence[str], stats: dict[str, int]) -> None:

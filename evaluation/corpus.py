@@ -34,6 +34,7 @@ class EvalCorpus:
     queries: list[str]
     gold: np.ndarray  # int64 [Q]: row of the gold chunk
     contexts: dict[str, str] | None = None  # chunk_id -> LLM-written context (contextual baseline), when available
+    contexts_missing: str | None = None  # without contexts: why (what is missing and how to get it), when known
     needs_context: np.ndarray | None = None  # bool [Q]: the query needs its document's context; None: unlabelled
     notes: list[str] = field(default_factory=list)  # what loading skipped or repaired, and why
     og_chunks: list[str] | None = None  # per chunk, its original text (``og_chunk``); None: ``chunks`` are
@@ -97,6 +98,7 @@ class EvalCorpus:
             queries=[],
             gold=np.zeros(0, dtype=np.int64),
             contexts=contexts,
+            contexts_missing=self.contexts_missing,
             og_chunks=[self.og_chunks[r] for r in rows] if self.og_chunks is not None else None,
             char_starts=[self.char_starts[r] for r in rows] if self.char_starts is not None else None,
         )

@@ -44,11 +44,31 @@ class EvalTarget:
     data_dir: Path | None = None
     span_annotated: bool = True
     split_by_document: bool = False  # the folder has several document-level splits: sources filtered to this one
+    chunk_contexts: bool | None = None  # the registry task sets chunk_contexts: true (None: not a registry task)
 
     def load(self) -> EvalCorpus:
-        """The corpus, with the LLM chunk contexts when the task produced them."""
+        """The corpus, with the LLM chunk contexts when the task produced them, else why there are none."""
         contexts = read_contexts(self._stage_table(StageTable.CHUNK_CONTEXTS)) if self.data_dir else None
-        return load_corpus(self.path, name=self.name, split=self.split, contexts=contexts)
+        corpus = load_corpus(self.path, name=self.name, split=self.split, contexts=contexts)
+        if contexts is None:
+            corpus.contexts_missing = self.missing_contexts()
+        return corpus
+
+    def missing_contexts(self) -> str:
+        """Why this target has no LLM chunk contexts, and how to get them (the ``contextual`` system's not-run
+        reason)."""
+        if self.data_dir is None:
+            return (
+                "an external dataset has no LLM chunk contexts: the contextual system runs on tasks of the registry "
+                "with chunk_contexts: true"
+            )
+        if self.chunk_contexts is False:
+            return "the task does not set chunk_contexts: true (set it and configure an LLM endpoint, then make run)"
+        return (
+            "chunk_contexts is set, but no contexts were produced: the chunk_contexts stage runs only with an LLM "
+            "(none was configured when the task was built, or every call failed: see its context_quarantine); "
+            "configure an endpoint (llm.base_url in the registry, or OPENAI_BASE_URL) and OPENAI_API_KEY, then make run"
+        )
 
     def _stage_table(self, table: str) -> Path:
         """The Parquet file of stage table ``table`` (a :class:`StageTable` name) of this (registry) task."""
@@ -112,6 +132,7 @@ def evaluation_targets(tasks: Sequence[TaskConfig], evaluation: EvaluationConfig
             data_dir=data_dir,
             span_annotated=task.uses_span_pairing,
             split_by_document=task.splits is not None,
+            chunk_contexts=task.chunk_contexts,
         )
         for task in tasks
         if names is None or task.name in names
@@ -136,6 +157,7 @@ def find_target(
                 data_dir,
                 task.uses_span_pairing,
                 task.splits is not None,
+                task.chunk_contexts,
             )
     name = Path(name_or_path.rstrip("/")).name.lower().replace("_", "-") or "task"
     return EvalTarget(name=name, path=name_or_path, split=split)

@@ -29,6 +29,7 @@ from conteb.config import (
     TextFolderSource,
     describe_validation_error,
     display_path,
+    unknown_key_message,
 )
 from conteb.reproduce import ExperimentTask, ReproduceConfig, experiment_tasks
 from conteb.storage import resolve_data_dir
@@ -259,7 +260,32 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
         config = ProjectConfig.model_validate({**raw, "config_path": config_path})
     except ValidationError as error:
         raise ConfigError(describe_validation_error(config_path, raw, error, ProjectConfig)) from None
-    return _resolve_paths(config)
+    config = _resolve_paths(config)
+    _check_free_form_blocks(config)
+    config.reproduce_tasks(llm_available=False)  # the experiment's tasks, as the code location builds them
+    return config
+
+
+def _check_free_form_blocks(config: ProjectConfig) -> None:
+    """ConfigError, one line per unknown key (with the closest :class:`training.config.TrainingConfig` field), for the
+    training settings the registry holds as free-form mappings: ``training.settings`` and each
+    ``reproduce.profiles.<name>.training``; their values are validated when the training runs."""
+    from training.config import TrainingConfig
+
+    shown = display_path(config.config_path) if config.config_path else DEFAULT_CONFIG_NAME
+    fields = sorted(TrainingConfig.model_fields)
+    blocks = [("training.settings", config.training.settings)]
+    blocks += [
+        (f"reproduce.profiles.{name}.training", profile.training) for name, profile in config.reproduce.profiles.items()
+    ]
+    problems = [
+        f"{shown}: {where}: {unknown_key_message(str(key), fields)}"
+        for where, settings in blocks
+        for key in settings
+        if key not in fields
+    ]
+    if problems:
+        raise ConfigError("\n".join(problems))
 
 
 def _as_written(written: str | Path, base: Path, resolved: Path) -> str:

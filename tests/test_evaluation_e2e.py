@@ -182,6 +182,8 @@ def test_conteb_evaluate_cli_and_an_external_folder(tmp_path: Path, isolated_env
     evaluation = json.loads((isolated_env / "reports" / "tasks" / "sample" / "evaluation.json").read_text())
     statuses = {run["system"]: run["status"] for run in evaluation["runs"]}
     assert statuses == {"bm25": "ok", "contextual": "not_run"}  # offline: no chunk contexts
+    reason = next(run["reason"] for run in evaluation["runs"] if run["system"] == "contextual")
+    assert reason.startswith("chunk_contexts is set, but no contexts were produced") and "OPENAI_API_KEY" in reason
 
     # Any ConTEB-layout folder (not built by this registry): by path, chunk-size study from offsets.
     external = tmp_path / "elsewhere" / "my-task"

@@ -136,7 +136,9 @@ def test_offline_build_completes_and_says_what_did_not_run(tmp_path: Path, isola
     assert metadata(instance, "reformulated_chunks")["method"].startswith("mask: no LLM configured")
     folder = isolated_env / "conteb" / "demo"
     card = (folder / "README.md").read_text()
-    assert "chunks reformulated by mask" in card
+    # what the mask did, in words: it changed chunks that named the theme and left the others as they were
+    assert "| first chunks left unchanged (each document's first chunk introduces its subject) |" in card
+    assert "by masking (no theme mention to mask) |" in card or "| chunks masked (theme mentions replaced" in card
     assert load_conteb(folder, "queries", "test").num_rows == sample_counts().queries
     assert "synthetic_queries" not in (folder / "README.md").read_text().split("---")[1]  # no rows: not published
     assert "**Not published**" in card

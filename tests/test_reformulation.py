@@ -14,11 +14,15 @@ from conteb.schemas import REFORMULATED_CHUNKS, THEMES
 from curation.chunking import chunk_documents
 from curation.pairing import pair_by_span
 from curation.reformulation import (
+    OUTCOMES,
     REFORMULATION_SCHEMA,
     ReformulationOutput,
     apply_reformulations,
     build_reformulation_requests,
+    chunk_outcome,
+    describe_stats,
     detect_leaks,
+    outcome_counts,
     rewrite_validator,
 )
 from curation.sources.sample import load_sample
@@ -104,9 +108,11 @@ def test_offline_mask_path() -> None:
     assert rows[2]["chunk"] == "The subject metro is run by TCL."
     assert rows[2]["lost_answers"] == ["Lyon metro"] and rows[2]["flagged"]  # an answer naming the theme is lost
     assert output.stats == {
+        "kept_first": 1,
         "rewritten": 0,
-        "unchanged": 1,
+        "rewrite_unchanged": 0,
         "masked": 2,
+        "mask_unchanged": 0,
         "failed": 0,
         "flagged": 1,
         "leaks": 0,
@@ -196,7 +202,43 @@ def test_sample_city_masking() -> None:
     documents, chunks, answers = _sample_city()
     assert chunks.num_rows > 3 and sum(len(a) for a in answers.values()) == 6
     output = _assert_masked_without_losing_answers(documents, chunks, answers)
-    assert output.stats["lost_answers"] == 0 and output.stats["masked"] == chunks.num_rows - 1
+    assert output.stats["lost_answers"] == 0
+    # the sample names its city in its first paragraph: masking leaves later chunks without a mention as they were,
+    # and counts them as such, not as masked
+    later = [row for row in output.table.to_pylist() if row["chunk_index"] > 0]
+    unchanged = sum(row["chunk"] == row["og_chunk"] for row in later)
+    assert unchanged > 0 and output.stats["mask_unchanged"] == unchanged
+    assert output.stats["masked"] == len(later) - unchanged and output.stats["kept_first"] == 1
+
+
+def test_counts_say_whether_a_rewrite_or_a_mask_changed_the_chunk() -> None:
+    texts = [*TEXTS, "Its old town is listed by UNESCO."]  # a later chunk that does not name Lyon
+    chunks = chunks_from_texts("lyon", texts)
+    masked = apply_reformulations(chunks, _themes(), ANSWERS, None, None, None)
+    assert [chunk_outcome(r["method"], r["chunk"], r["og_chunk"]) for r in masked.table.to_pylist()] == [
+        "kept_first", "masked", "masked", "mask_unchanged",
+    ]  # fmt: skip
+    assert (masked.stats["masked"], masked.stats["mask_unchanged"], masked.stats["kept_first"]) == (2, 1, 1)
+    assert describe_stats(masked.stats) == (
+        "first chunks left unchanged (each document's first chunk introduces its subject): 1, "
+        "chunks masked (theme mentions replaced by 'the subject'): 2, "
+        "chunks left unchanged by masking (no theme mention to mask): 1; "
+        "flagged for review: 1 (still name the theme: 0, lost an answer: 1)"
+    )
+    assert outcome_counts(masked.table) == {
+        "first chunks left unchanged (each document's first chunk introduces its subject)": 1,
+        "chunks masked (theme mentions replaced by 'the subject')": 2,
+        "chunks left unchanged by masking (no theme mention to mask)": 1,
+    }
+    results = {
+        "reformulate:lyon_1": _result("lyon_1", "The city's metro opened in 1978 and has four lines."),
+        "reformulate:lyon_2": _result("lyon_2", "The metro is run by TCL."),
+        "reformulate:lyon_3": _result("lyon_3", texts[3]),  # nothing to change: returned as it was
+    }
+    rewritten = apply_reformulations(chunks, _themes(), ANSWERS, results, "m", None)
+    assert (rewritten.stats["rewritten"], rewritten.stats["rewrite_unchanged"], rewritten.stats["failed"]) == (2, 1, 0)
+    assert sum(rewritten.stats[key] for key in OUTCOMES) == chunks.num_rows
+    assert "chunks the LLM returned unchanged: 1" in describe_stats(rewritten.stats)
 
 
 def test_sample_city_naming_its_subject_everywhere() -> None:

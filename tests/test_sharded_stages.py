@@ -17,6 +17,7 @@ from conteb.config import ChunkingConfig
 from conteb.schemas import PAIRED_QUERIES, table_from_rows
 from curation.chunking import chunk_documents
 from curation.dataset import conteb_documents
+from curation.reformulation import OUTCOMES
 from curation.shards import plan_shards
 from curation.sources.sample import load_sample
 from llm.cache import AnswerCache, UsageSummary
@@ -126,7 +127,8 @@ def test_three_shards_give_the_tables_of_one_with_one_step_per_shard(tmp_path: P
     assert cached_meta["llm/cached"] == n_chunks and cached_meta["llm/calls"] == 0 and cached_meta["llm/cost_usd"] == 0
     reformulated = llm_metadata(instance, "full", "reformulated_chunks")
     assert reformulated["method"] == "llm" and reformulated["themes/llm/requests"] == n_documents
-    assert reformulated["count/rewritten"] + reformulated["count/unchanged"] == n_chunks
+    assert sum(reformulated[f"count/{outcome}"] for outcome in OUTCOMES) == n_chunks
+    assert reformulated["count/kept_first"] == n_documents and reformulated["count/failed"] == 0
     assert llm_metadata(instance, "full", "llm_paired_queries")["agreement/count"] == n_queries
 
 

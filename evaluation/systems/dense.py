@@ -98,7 +98,7 @@ def template_problem(template: str) -> str | None:
 def contextual_problem(system: ContextualSystem, corpus: EvalCorpus) -> str | None:
     """Missing chunk contexts or an unusable template."""
     if not corpus.contexts:
-        return "no chunk contexts for this task: set chunk_contexts: true and configure an LLM"
+        return corpus.contexts_missing or "no LLM chunk contexts were given with this corpus"
     return template_problem(system.template)
 
 

@@ -18,6 +18,7 @@ from evaluation.rechunk import rechunk_corpus
 from evaluation.systems.dense import document_rows, template_problem
 from evaluation.systems.dispatch import prepare_system, requirement_problem
 from evaluation.systems.embedders import load_cached, model_spec
+from evaluation.targets import EvalTarget
 from tests.evaluation.toy import DOCUMENTS, all_scores, save_tiny_model, toy_corpus
 
 INDEPENDENT = DenseSystem(kind="dense", name="independent", context="independent")
@@ -153,9 +154,32 @@ CONTEXTS = {"paris_2": "From an article about Paris.", "lyon_1": "From an articl
 def test_contextual_needs_contexts(tmp_path):
     system = ContextualSystem(kind="contextual", name="contextual")
     reason = requirement_problem(system, toy_corpus(), tmp_path)
-    assert reason == "no chunk contexts for this task: set chunk_contexts: true and configure an LLM"
-    with pytest.raises(NotRunnable, match="no chunk contexts"):
+    assert reason == "no LLM chunk contexts were given with this corpus"
+    with pytest.raises(NotRunnable, match="no LLM chunk contexts"):
         prepare_system(system, toy_corpus(), tmp_path)
+
+
+def test_the_not_run_reason_says_what_is_missing_for_the_target(tmp_path):
+    """The reason is the target's (evaluation/targets.py): a task that sets chunk_contexts but was built without an
+    LLM is told what to configure, not to set what it already sets."""
+    data = tmp_path / "data"
+    built_offline = EvalTarget("t", str(data / "conteb" / "t"), "test", data, chunk_contexts=True)
+    reasons = {
+        "set, not produced": built_offline.missing_contexts(),
+        "not set": EvalTarget("t", "x", "test", data, chunk_contexts=False).missing_contexts(),
+        "external": EvalTarget("t", "x", "test").missing_contexts(),
+    }
+    assert reasons["set, not produced"].startswith("chunk_contexts is set, but no contexts were produced")
+    assert "set chunk_contexts" not in reasons["set, not produced"]
+    for needed in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "llm.base_url", "make run"):
+        assert needed in reasons["set, not produced"]
+    assert reasons["not set"].startswith("the task does not set chunk_contexts: true")
+    assert reasons["external"].startswith("an external dataset has no LLM chunk contexts")
+    system = ContextualSystem(kind="contextual", name="contextual")
+    corpus = toy_corpus()
+    corpus.contexts_missing = reasons["set, not produced"]
+    assert requirement_problem(system, corpus, tmp_path) == reasons["set, not produced"]
+    assert corpus.chunks_of(corpus.doc_ids[:1]).contexts_missing == reasons["set, not produced"]  # encode shards
 
 
 def test_contexts_change_the_vectors_and_missing_ones_are_counted(minilm, tmp_path):

@@ -32,7 +32,7 @@ def test_requirements_of_the_default_systems(sample_corpus, tmp_path):
     assert problems["independent"] is None and problems["late-chunking"] is None
     assert problems["insent"].startswith(f"not trained yet: {tmp_path / 'insent_model'} does not exist")
     assert problems["finetune-control"].endswith("materialize finetune_control_model (job train_insent)")
-    assert problems["contextual"].startswith("no chunk contexts for this task")
+    assert problems["contextual"] == "no LLM chunk contexts were given with this corpus"
     for system in default_systems():
         if problems[system.name]:
             with pytest.raises(NotRunnable, match=problems[system.name][:20]):
