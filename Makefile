@@ -14,8 +14,9 @@ export HF_DATASETS_OFFLINE ?= 1
 export HF_HUB_OFFLINE ?= 1
 export MPLCONFIGDIR := $(CURDIR)/.cache/matplotlib
 export DO_NOT_TRACK := 1
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: run train evaluate reproduce test lint dev bench clean venv workers workers-stop
+.PHONY: run train evaluate reproduce test lint docs docs-serve dev bench clean venv workers workers-stop
 venv: $(STAMP)
 
 # torch==2.13.0 first: a CPU build on this machine's disk, so the resolver never pulls a
@@ -66,6 +67,14 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports   # the layering contracts in pyproject.toml [tool.importlinter]
 	$(BIN)/mypy          # the core, the registry and the domain packages ([tool.mypy])
+
+# The manual (docs/, mkdocs.yml) into .cache/site/; --strict: a broken link or anchor, or a registry key, command or
+# file a page mentions that the code no longer has (docs/hooks/reference.py), fails the build.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	$(BIN)/mkdocs serve --strict
 
 # The Celery executor (conteb.yaml `execution: {executor: celery}`): Debian's redis-server on 127.0.0.1 (installed
 # when missing) and N workers (default: execution.celery.workers), pids and logs in .cache/celery/; they stay up for
