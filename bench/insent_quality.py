@@ -57,7 +57,7 @@ from curation.dataset import publish_task
 from curation.pairing import pair_by_span
 from curation.quarantine import quarantine_table
 from curation.sources.squad import load_squad_json
-from embedding.encoder import LateChunkingEncoder
+from embedding.encoder import LateChunkingEncoder, progress_desc
 from embedding.models import MINILM_MAX_POSITIONS, load_model
 from training.config import TrainingConfig
 from training.loop import train
@@ -197,8 +197,10 @@ def evaluate(model_path: str, test: TestSet, mode: str, overlap: int) -> dict[st
     model = load_model(model_path, max_seq_length=MINILM_MAX_POSITIONS)
     encoder = LateChunkingEncoder(model, window_overlap_chunks=overlap)
     started = time.perf_counter()
-    chunk_vectors = np.concatenate(encoder.encode_documents(test.chunks, mode=mode, show_progress=True))  # type: ignore[arg-type]
-    query_vectors = encoder.encode_queries(test.queries, show_progress=True)
+    chunk_vectors = np.concatenate(
+        encoder.encode_documents(test.chunks, mode=mode, show_progress=True, progress_label=mode)  # type: ignore[arg-type]
+    )
+    query_vectors = encoder.encode_queries(test.queries, show_progress=True, progress_label=mode)
     encode_s = time.perf_counter() - started
     return {**ndcg10(query_vectors, chunk_vectors, test), "encode_s": encode_s, "truncated": encoder.truncated_chunks}
 
@@ -224,7 +226,7 @@ def run_training(data: list[Path], output: Path, context: str, args: argparse.Na
         checkpoint_every=0,
         validation_fraction=0.0,
     )
-    bar = tqdm(desc=f"train ({context})", unit="step")
+    bar = tqdm(desc=progress_desc(context, "train"), unit="step")
 
     def on_event(kind: str, payload: dict[str, Any]) -> None:
         if kind == "start":

@@ -1,8 +1,8 @@
 """``conteb evaluate``: the evaluation of the ``evaluate_conteb`` job, outside Dagster.
 
-Same registry, same data folder (``$CONTEB_DATA_DIR``), same files under ``data/reports/``; tqdm bars
-while encoding. ``--task`` takes a registry task, an ``evaluation.external`` name, a ConTEB folder or a
-hub dataset id; without it every configured target is evaluated. The overall report is rebuilt
+Same registry, same data folder (``$CONTEB_DATA_DIR``), same files under ``data/reports/``; tqdm bars named
+``<system>: <phase>`` while encoding. ``--task`` takes a registry task, an ``evaluation.external`` name, a
+ConTEB folder or a hub dataset id; without it every configured target is evaluated. The overall report is rebuilt
 afterwards from every task evaluated so far.
 """
 

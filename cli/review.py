@@ -215,7 +215,8 @@ def import_(ctx: click.Context, source: Path, reviewer: str | None) -> None:
 @click.option("--task", default=None)
 @click.pass_context
 def stats(ctx: click.Context, task: str | None) -> None:
-    """Progress per queue (who decided), and agreement between reviewers who decided the same items."""
+    """Progress per queue (who decided), and agreement between people who decided the same items (automatic
+    decisions are left out: the line says how many)."""
     store = open_store(ctx)
     check_queue(store, task, None)
     deciders = store.deciders(task=task)
@@ -227,14 +228,15 @@ def stats(ctx: click.Context, task: str | None) -> None:
             line += ", by " + ", ".join(f"{reviewer_label(name)} {count}" for name, count in by.items())
         click.echo(line)
     for agreement in store.agreement(task=task):
+        count = agreement.automatic
+        automatic = f" ({count} automatic decision{'s' if count != 1 else ''} left out)" if count else ""
         if agreement.reviewers is None:
-            click.echo(f"{agreement.task}/{agreement.kind}: no item decided by two reviewers yet (no agreement)")
+            click.echo(f"{agreement.task}/{agreement.kind}: agreement: no item decided by two people yet{automatic}")
             continue
         kappa = "n/a" if agreement.kappa is None else f"{agreement.kappa:.3f}"
-        pair = " and ".join(reviewer_label(name) for name in agreement.reviewers)
         click.echo(
-            f"{agreement.task}/{agreement.kind}: {agreement.items} items decided by {pair}: "
-            f"observed agreement {agreement.observed:.3f}, Cohen's kappa {kappa}"
+            f"{agreement.task}/{agreement.kind}: agreement: {agreement.items} items decided by "
+            f"{' and '.join(agreement.reviewers)}: observed {agreement.observed:.3f}, Cohen's kappa {kappa}{automatic}"
         )
 
 

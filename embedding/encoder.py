@@ -13,6 +13,9 @@ paper's public code (Conti et al., 2025, "Context is Gold to find the Gold Passa
   modules (single vectors) or the transformer's token states (token mode, ``[CLS]`` and ``[SEP]`` kept).
 
 ``forward_*`` keep autograd (training); ``encode_*`` run in inference mode (bf16 autocast on CUDA) and return NumPy.
+With ``show_progress``, ``encode_*`` draw a tqdm bar (stderr) described as ``<progress_label>: <phase>``
+(:func:`progress_desc`: the system being encoded, then ``documents`` (late) or ``chunks`` (independent),
+``document tokens`` or ``chunk tokens``, ``queries``, ``query tokens``); without a label, the phase alone.
 Shapes: ``D`` the embedding dimension; document outputs are ``[n_chunks, D]`` per document.
 """
 
@@ -39,6 +42,20 @@ def _last_hidden(out: Any) -> torch.Tensor:
     """The last hidden states of a transformer's output (a model output object or a tuple; the module call is
     untyped)."""
     return out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+
+
+def progress_desc(label: str, phase: str) -> str:
+    """A progress bar's description: ``<label>: <phase>`` (who is encoding, then what), the phase alone without a
+    label."""
+    return f"{label}: {phase}" if label else phase
+
+
+def _document_phase(mode: Context, tokens: bool = False) -> str:
+    """What a document encode in ``mode`` goes through: ``documents`` (late) or ``chunks`` (independent); in token
+    mode ``document tokens`` or ``chunk tokens``."""
+    if mode == "late":
+        return "document tokens" if tokens else "documents"
+    return "chunk tokens" if tokens else "chunks"
 
 
 def _check_mode(mode: str) -> None:
@@ -201,8 +218,11 @@ class LateChunkingEncoder:
         flat = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64)
         return flat, np.asarray(counts, dtype=np.int64), segments
 
-    def _run(self, layouts: list[list[Window]], tokens: bool, show_progress: bool = False) -> list[list[torch.Tensor]]:
+    def _run(
+        self, layouts: list[list[Window]], tokens: bool, show_progress: bool = False, desc: str = "documents"
+    ) -> list[list[torch.Tensor]]:
         """Encode every window of every document; per document, per chunk a ``[D]`` (or ``[n_tokens, D]``) tensor.
+        ``desc``: the progress bar's description (with ``show_progress``).
 
         Every chunk is owned by exactly one window (:mod:`embedding.windows`), so every chunk gets its tensor; a
         chunk left without one is a planner bug (``RuntimeError``).
@@ -215,7 +235,7 @@ class LateChunkingEncoder:
         self.forwarded_windows += len(lengths)
         self.forwarded_tokens += sum(lengths)
         batches = list(self._batches(lengths))
-        for batch in tqdm(batches, desc="late chunking", disable=not show_progress):
+        for batch in tqdm(batches, desc=desc, disable=not show_progress):
             windows = [flat_windows[i][1] for i in batch]
             hidden, longest = self._hidden(windows)
             flat, counts, segments = self._positions(windows, longest)
@@ -318,27 +338,34 @@ class LateChunkingEncoder:
         show_progress: bool = False,
         *,
         titles: Sequence[str | None] | None = None,
+        progress_label: str = "",
     ) -> list[np.ndarray]:
         """Inference: per document a float32 ``[n_chunks, D]`` array, in the input order.
 
         Windows of all documents are sorted by token length and batched by ``token_budget``. ``titles``: one per
-        document (or None), used by anchored windows only.
+        document (or None), used by anchored windows only. ``progress_label``: names the bar (module docstring).
         """
         _check_mode(mode)
+        desc = progress_desc(progress_label, _document_phase(mode))
         with self._inference():
-            results = self._run(self._layouts(documents, mode, titles), tokens=False, show_progress=show_progress)
+            layouts = self._layouts(documents, mode, titles)
+            results = self._run(layouts, tokens=False, show_progress=show_progress, desc=desc)
             return [
                 torch.stack(v).float().cpu().numpy() if v else np.zeros((0, self.dimension), dtype=np.float32)
                 for v in results
             ]
 
-    def encode_queries(self, queries: list[str], batch_size: int = 128, show_progress: bool = False) -> np.ndarray:
-        """Inference: float32 ``[n, D]`` query vectors (sorted by length for batching, returned in input order)."""
+    def encode_queries(
+        self, queries: list[str], batch_size: int = 128, show_progress: bool = False, *, progress_label: str = ""
+    ) -> np.ndarray:
+        """Inference: float32 ``[n, D]`` query vectors (sorted by length for batching, returned in input order).
+        ``progress_label``: names the bar (module docstring)."""
         out = np.zeros((len(queries), self.dimension), dtype=np.float32)
         order = sorted(range(len(queries)), key=lambda i: len(queries[i]), reverse=True)
         starts = range(0, len(order), batch_size)
         with self._inference():
-            for start in tqdm(starts, desc="queries", disable=not show_progress):
+            desc = progress_desc(progress_label, "queries")
+            for start in tqdm(starts, desc=desc, disable=not show_progress):
                 index = order[start : start + batch_size]
                 out[index] = self.forward_queries([queries[i] for i in index]).float().cpu().numpy()
         return out
@@ -353,13 +380,15 @@ class LateChunkingEncoder:
         show_progress: bool = False,
         *,
         titles: Sequence[str | None] | None = None,
+        progress_label: str = "",
     ) -> list[list[np.ndarray]]:
         """Inference, token mode: per document, per chunk a float16 ``[n_tokens, D]`` array, each token L2-normalised.
 
         The tokens are those :meth:`forward_document_tokens` keeps (the first chunk of a window also holds ``[CLS]``
         under the default policy; never an anchored head); float16 halves the memory of a corpus of token vectors.
         Documents are encoded in slices of at most ``TOKEN_SLICE_CHUNKS`` chunks so that only one slice's float32
-        states are held at a time. ``titles``: one per document (or None), used by anchored windows only.
+        states are held at a time (the bar counts slices). ``titles``: one per document (or None), used by anchored
+        windows only. ``progress_label``: names the bar (module docstring).
         """
         _check_mode(mode)
         if titles is not None and len(titles) != len(documents):
@@ -375,7 +404,8 @@ class LateChunkingEncoder:
             slices[-1].append(index)
             size += len(document)
         with self._inference():
-            for part in tqdm(slices, desc="token vectors", disable=not show_progress or len(slices) < 2):
+            desc = progress_desc(progress_label, _document_phase(mode, tokens=True))
+            for part in tqdm(slices, desc=desc, disable=not show_progress or len(slices) < 2):
                 layouts = self._layouts([documents[i] for i in part], mode, [doc_titles[i] for i in part])
                 results = self._run(layouts, tokens=True)
                 for chunks in results:
@@ -383,18 +413,19 @@ class LateChunkingEncoder:
         return out
 
     def encode_query_tokens(
-        self, queries: list[str], batch_size: int = 128, show_progress: bool = False
+        self, queries: list[str], batch_size: int = 128, show_progress: bool = False, *, progress_label: str = ""
     ) -> list[np.ndarray]:
         """Inference, token mode: per query a float32 ``[n_tokens, D]`` array (padding removed, tokens L2-normalised).
 
         Same tokens as :meth:`forward_query_tokens`: ``query_prefix + query`` truncated to ``model.max_seq_length``,
-        ``[CLS]`` and ``[SEP]`` included.
+        ``[CLS]`` and ``[SEP]`` included. ``progress_label``: names the bar (module docstring).
         """
         out: list[np.ndarray] = [np.zeros((0, 0), np.float32)] * len(queries)
         order = sorted(range(len(queries)), key=lambda i: len(queries[i]), reverse=True)
         starts = range(0, len(order), batch_size)
         with self._inference():
-            for start in tqdm(starts, desc="query tokens", disable=not show_progress):
+            desc = progress_desc(progress_label, "query tokens")
+            for start in tqdm(starts, desc=desc, disable=not show_progress):
                 index = order[start : start + batch_size]
                 vectors, mask = self.forward_query_tokens([queries[i] for i in index])
                 array, lengths = vectors.float().cpu().numpy(), mask.sum(dim=1).cpu().tolist()

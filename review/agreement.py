@@ -1,10 +1,11 @@
-"""Inter-reviewer agreement of a review queue: observed agreement and Cohen's kappa (pure).
+"""Agreement between the people reviewing a review queue: observed agreement and Cohen's kappa (pure).
 
-Contract: given, per item, each reviewer's decision label (accept/reject/edit), the pair of
-reviewers sharing the most items is chosen (ties: alphabetical order of the pair); over the items
-both decided, ``observed`` is the fraction with the same label and ``kappa`` is Cohen's kappa over
-:data:`review.model.ACTIONS`, None when undefined (chance agreement of 1). No pair: ``items=0``,
-``reviewers=None``, ``observed=0.0``, ``kappa=None``.
+Contract: given, per item, each reviewer's decision label (accept/reject/edit), decisions by the pipeline's
+automatic reviewer (``auto``, ``auto:<method>``: :func:`review.model.is_auto_reviewer`) are left out and only
+counted (``automatic``): agreement is between people. Of the people, the pair sharing the most items is chosen
+(ties: alphabetical order of the pair); over the items both decided, ``observed`` is the fraction with the same
+label and ``kappa`` is Cohen's kappa over :data:`review.model.ACTIONS`, None when undefined (chance agreement of
+1). No pair of people: ``items=0``, ``reviewers=None``, ``observed=0.0``, ``kappa=None``.
 """
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from review.model import ACTIONS
+from review.model import ACTIONS, is_auto_reviewer
 
 
 @dataclass(frozen=True)
 class Agreement:
-    """Inter-reviewer agreement of one queue over the items both reviewers of ``reviewers`` decided.
+    """Agreement of one queue between the two people of ``reviewers`` over the items both decided.
 
     ``observed`` is the fraction of those items with the same action (0.0 when ``items == 0``);
-    ``kappa`` is Cohen's kappa over accept/reject/edit, None when undefined (no pair, or chance
-    agreement of 1).
+    ``kappa`` is Cohen's kappa over accept/reject/edit, None when undefined (no pair of people, or chance
+    agreement of 1). ``automatic``: the automatic decisions of the queue that were left out.
     """
 
     task: str
@@ -32,6 +33,7 @@ class Agreement:
     reviewers: tuple[str, str] | None
     observed: float
     kappa: float | None
+    automatic: int
 
 
 def cohen_kappa(pairs: Sequence[tuple[str, str]], labels: Sequence[str] = ACTIONS) -> tuple[float, float | None]:
@@ -47,14 +49,21 @@ def cohen_kappa(pairs: Sequence[tuple[str, str]], labels: Sequence[str] = ACTION
 
 
 def queue_agreement(task: str, kind: str, labels: Mapping[str, Mapping[str, str]]) -> Agreement:
-    """Agreement of the reviewer pair sharing the most items of ``labels`` (item -> reviewer -> action)."""
-    shared: Counter[tuple[str, str]] = Counter()
+    """Agreement of the pair of people sharing the most items of ``labels`` (item -> reviewer -> action);
+    automatic reviewers' decisions are left out and counted in ``automatic``."""
+    people: list[dict[str, str]] = []
+    automatic = 0
     for by_reviewer in labels.values():
-        shared.update(itertools.combinations(sorted(by_reviewer), 2))
+        by_person = {name: label for name, label in by_reviewer.items() if not is_auto_reviewer(name)}
+        automatic += len(by_reviewer) - len(by_person)
+        people.append(by_person)
+    shared: Counter[tuple[str, str]] = Counter()
+    for by_person in people:
+        shared.update(itertools.combinations(sorted(by_person), 2))
     if not shared:
-        return Agreement(task=task, kind=kind, items=0, reviewers=None, observed=0.0, kappa=None)
+        return Agreement(task, kind, items=0, reviewers=None, observed=0.0, kappa=None, automatic=automatic)
     pair = min(shared, key=lambda key: (-shared[key], key))
     first, second = pair
-    pairs = [(by[first], by[second]) for by in labels.values() if first in by and second in by]
+    pairs = [(by[first], by[second]) for by in people if first in by and second in by]
     observed, kappa = cohen_kappa(pairs)
-    return Agreement(task=task, kind=kind, items=len(pairs), reviewers=pair, observed=observed, kappa=kappa)
+    return Agreement(task, kind, len(pairs), pair, observed, kappa, automatic)

@@ -5,7 +5,8 @@ Contracts:
 * :data:`STATUSES`, :data:`ACTIONS` and :data:`AUDIT_ACTIONS` are the strings stored in the
   ``items.status`` and ``audit.action`` columns; values are only ever added.
 * An automatic decision is recorded under :func:`auto_reviewer`: ``auto``, or ``auto:<method>``
-  for a decision taken because of the proposal's method; :func:`reviewer_label` marks both.
+  for a decision taken because of the proposal's method; :func:`is_auto_reviewer` tells such a recorded name
+  from a person's (:func:`reviewer_label` marks it; agreement statistics leave it out, :mod:`review.agreement`).
 * A reviewer name is 1 to :data:`MAX_REVIEWER_CHARS` characters, stripped (Unicode whitespace, line and
   paragraph separators included), with no control, format, line or paragraph separator character inside
   (categories C*, Zl, Zp: :func:`clean_reviewer`); decision texts and notes hold no NUL character

@@ -4,7 +4,8 @@ Contracts: every query is read-only and sees one consistent snapshot where it ne
 statements. Items are ordered by task, kind, item_id (``flagged_first``: flagged items first within
 each queue); a ``status`` filter must be one of :data:`review.model.STATUSES` (ValueError);
 :class:`review.model.UnknownItemError` for an item id the store does not hold. A reviewer's "last
-decision" and the agreement between reviewers count only live decisions (:mod:`review.history`).
+decision" and the agreement between people (automatic decisions left out) count only live decisions
+(:mod:`review.history`).
 """
 
 from __future__ import annotations
@@ -182,13 +183,14 @@ class QueueQueries(StoreConnection):
     # --- agreement ----------------------------------------------------------------------------
 
     def agreement(self, task: str | None = None, kind: str | None = None) -> list[Agreement]:
-        """Inter-reviewer agreement per queue, from the audit log.
+        """Agreement between people per queue, from the audit log (:func:`review.agreement.queue_agreement`).
 
         Per item and reviewer, the reviewer's latest live decision on the current proposal counts
-        (accept/reject/edit; an ``import`` counts as the action its status means). Among items
-        decided by at least two reviewers, the pair of reviewers sharing the most items is
-        reported (ties: alphabetical) with observed agreement and Cohen's kappa over
-        accept/reject/edit. Queues with no such item get ``items=0, reviewers=None``.
+        (accept/reject/edit; an ``import`` counts as the action its status means). Automatic decisions
+        (``auto``, ``auto:<method>``) are left out, counted in ``automatic``. Among items decided by at
+        least two people, the pair sharing the most items is reported (ties: alphabetical) with observed
+        agreement and Cohen's kappa over accept/reject/edit. Queues with no such item get
+        ``items=0, reviewers=None``.
         """
         where, params = where_clause(task, kind, prefix="i.")
         queue_where, _ = where_clause(task, kind, prefix="q.")
@@ -206,7 +208,7 @@ class QueueQueries(StoreConnection):
         for item_id, group in itertools.groupby(rows, key=lambda row: row["item_id"]):
             item_rows = list(group)
             by_reviewer = {row["reviewer"]: decision_label(row) for row in live_decisions(item_rows)}
-            if len(by_reviewer) >= 2:
+            if by_reviewer:  # single decisions too: automatic ones are counted
                 labels[(item_rows[0]["q_task"], item_rows[0]["q_kind"])][item_id] = by_reviewer
         return [
             queue_agreement(queue["task"], queue["kind"], labels.get((queue["task"], queue["kind"]), {}))

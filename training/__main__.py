@@ -20,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     from tqdm import tqdm
 
+    from embedding.encoder import progress_desc
     from training.loop import train
 
     bar: tqdm | None = None
@@ -29,7 +30,11 @@ def main(argv: list[str] | None = None) -> int:
         if kind == "start":
             resumed = payload.get("resumed_from") or 0
             bar = tqdm(
-                total=payload["total_steps"], initial=resumed, file=sys.stderr, disable=args.no_progress, desc="train"
+                total=payload["total_steps"],
+                initial=resumed,
+                file=sys.stderr,
+                disable=args.no_progress,
+                desc=progress_desc(config.output.name, f"train ({config.context})"),
             )
             stats = payload["stats"]
             print(

@@ -180,7 +180,7 @@ def prepare_bm25(
     system: BM25System, corpus: EvalCorpus, *, show_progress: bool = False, log: Log = no_log
 ) -> IndexedSystem:
     """Index the chunks of ``corpus`` (under their titles for ``context: title``) and tokenize ``corpus.queries``;
-    the scorer returns float32 ``[B, C]`` BM25 scores."""
+    the scorer returns float32 ``[B, C]`` BM25 scores. ``log`` gets one line, headed by the system's name."""
     problem = bm25_problem(system)
     if problem:
         raise NotRunnable(problem)
@@ -220,8 +220,9 @@ def prepare_bm25(
         queries_without_known_tokens=empty_queries,
     )
     log(
-        f"bm25 ({system.tokenizer}): indexed {corpus.n_chunks:,} chunks ({len(scorer.vocabulary):,} terms) "
-        f"in {index_seconds:.1f} s; {empty_queries:,} of {corpus.n_queries:,} queries have no known term"
+        f"{system.name}: BM25 ({system.tokenizer} tokenizer) indexed {corpus.n_chunks:,} chunks "
+        f"({len(scorer.vocabulary):,} terms) in {index_seconds:.1f} s; {empty_queries:,} of {corpus.n_queries:,} "
+        "queries have no known term"
     )
 
     def score_block(rows: np.ndarray) -> np.ndarray:

@@ -63,10 +63,12 @@ def encode_chunks(
     mode: Context,
     show_progress: bool,
     titles: list[str | None] | None = None,
+    progress_label: str = "",
 ) -> np.ndarray:
     """float32 ``[C, D]`` chunk vectors: ``texts`` grouped into documents by ``groups`` (rows), encoded in ``mode``.
 
-    ``titles``: one per document (anchored late chunking uses them).
+    ``titles``: one per document (anchored late chunking uses them). ``progress_label``: the system the progress bar
+    names (:func:`embedding.encoder.progress_desc`).
     """
     documents = [[texts[r] for r in rows] for rows in groups]
     encoded = setup.encoder.encode_documents(
@@ -74,6 +76,7 @@ def encode_chunks(
         mode=mode,
         show_progress=show_progress,
         titles=titles,
+        progress_label=progress_label,
     )
     vectors = np.zeros((len(texts), setup.encoder.dimension), dtype=np.float32)
     for rows, array in zip(groups, encoded, strict=True):
@@ -160,15 +163,18 @@ def encode_single_vector(
 ) -> ChunkEncoding:
     """The chunk vectors of ``system`` over ``corpus`` (float32 ``[C, D]``, corpus order) with the encoder's counters
     (``evaluation.encoded.COUNTERS``) and the seconds spent: what one shard of the evaluation computes."""
-    return _encode_texts(setup, corpus, chunk_side(system, corpus, setup), show_progress)
+    return _encode_texts(setup, corpus, chunk_side(system, corpus, setup), show_progress, system.name)
 
 
-def _encode_texts(setup: EncoderSetup, corpus: EvalCorpus, side: ChunkSide, show_progress: bool) -> ChunkEncoding:
-    """:func:`encode_single_vector` once the :class:`ChunkSide` is known."""
+def _encode_texts(
+    setup: EncoderSetup, corpus: EvalCorpus, side: ChunkSide, show_progress: bool, label: str
+) -> ChunkEncoding:
+    """:func:`encode_single_vector` once the :class:`ChunkSide` is known; ``label`` (the system's name) heads the
+    progress bar."""
     groups = document_rows(corpus)
     titles = document_titles(corpus, groups) if side.mode == "late" and side.head_titles else None
     vectors, seconds, counts = measured(
-        setup.encoder, lambda: encode_chunks(setup, side.texts, groups, side.mode, show_progress, titles)
+        setup.encoder, lambda: encode_chunks(setup, side.texts, groups, side.mode, show_progress, titles, label)
     )
     return ChunkEncoding(list(corpus.chunk_ids), vectors=vectors, seconds=seconds, counts=counts, documents=len(groups))
 
@@ -196,7 +202,7 @@ def prepare_single_vector(
     details = {**setup.details, **side.details}
     encoded, where = given_or_encoded(
         encoded,
-        lambda: _encode_texts(setup, corpus, side, show_progress),
+        lambda: _encode_texts(setup, corpus, side, show_progress, system.name),
         corpus.chunk_ids,
         side.mode,
         str(setup.device),
@@ -209,7 +215,9 @@ def prepare_single_vector(
         f"{encoded.seconds:.1f} s {where}"
     )
     started = time.perf_counter()
-    query_vectors, reused = encode_queries_cached(setup, list(corpus.queries), show_progress=show_progress)
+    query_vectors, reused = encode_queries_cached(
+        setup, list(corpus.queries), show_progress=show_progress, progress_label=system.name
+    )
     query_seconds = time.perf_counter() - started
     details["query_vectors_reused"] = reused
     if reused:

@@ -263,9 +263,10 @@ class EncoderSetup:
 
 
 def encode_queries_cached(
-    setup: EncoderSetup, queries: list[str], show_progress: bool = False
+    setup: EncoderSetup, queries: list[str], show_progress: bool = False, progress_label: str = ""
 ) -> tuple[np.ndarray, bool]:
     """Float32 ``[n, D]`` query vectors of ``setup``'s encoder and whether they came from the cache.
+    ``progress_label``: the system whose encode the progress bar names (a cache hit draws none).
 
     Key: the model (location, weights stamp, device), the query prefix, the model's ``max_seq_length`` and a
     sha256 of the query texts; queries never depend on the document side (windows, anchoring, titles), so every
@@ -284,7 +285,7 @@ def encode_queries_cached(
     if key in _QUERY_CACHE:
         _QUERY_CACHE.move_to_end(key)
         return _QUERY_CACHE[key], True
-    vectors = setup.encoder.encode_queries(queries, show_progress=show_progress)
+    vectors = setup.encoder.encode_queries(queries, show_progress=show_progress, progress_label=progress_label)
     vectors.setflags(write=False)  # shared between systems: nobody may change it in place
     _QUERY_CACHE[key] = vectors
     while len(_QUERY_CACHE) > MAX_CACHED_QUERY_SETS:

@@ -112,7 +112,7 @@ def encode_late_interaction(
 
     def encode() -> list[np.ndarray]:
         encoded = encoder.encode_document_tokens(
-            documents, mode=system.context, show_progress=show_progress, titles=titles
+            documents, mode=system.context, show_progress=show_progress, titles=titles, progress_label=system.name
         )
         per_chunk: list[np.ndarray] = [np.zeros((0, encoder.dimension), np.float16)] * corpus.n_chunks
         for rows, chunks in zip(groups, encoded, strict=True):
@@ -163,7 +163,9 @@ def prepare_late_interaction(
     index_seconds = encoded.seconds
     del encoded
     started = time.perf_counter()
-    query_tokens = setup.encoder.encode_query_tokens(list(corpus.queries), show_progress=show_progress)
+    query_tokens = setup.encoder.encode_query_tokens(
+        list(corpus.queries), show_progress=show_progress, progress_label=system.name
+    )
     query_seconds = time.perf_counter() - started
     log(f"{system.name}: encoded {corpus.n_queries:,} queries in {query_seconds:.1f} s")
 

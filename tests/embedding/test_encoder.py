@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from sentence_transformers import SentenceTransformer
 
+import embedding.encoder as encoder_module
 from embedding.encoder import LateChunkingEncoder
 from embedding.models import ModelIntegrityError, load_model, load_offline_minilm, pick_device, verify_sha256
 from embedding.windows import PoolingPolicy, Window
@@ -463,3 +464,21 @@ def test_load_model_and_tiny_modernbert_round_trip(tmp_path: Path, modernbert: S
     np.testing.assert_allclose(reloaded.encode(CHUNKS), modernbert.encode(CHUNKS), atol=1e-6)
     same_seed = tiny_modernbert(seed=0, device="cpu")
     np.testing.assert_array_equal(same_seed.encode(CHUNKS), modernbert.encode(CHUNKS))
+
+
+def test_progress_bars_say_label_then_phase_or_the_phase_alone(
+    minilm: SentenceTransformer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    descs: list[str] = []
+
+    def recording(iterable, desc: str, disable: bool):  # the bar's description, whatever shows it
+        descs.append(desc)
+        return iterable
+
+    monkeypatch.setattr(encoder_module, "tqdm", recording)
+    enc = LateChunkingEncoder(minilm)
+    enc.encode_documents([CHUNKS], show_progress=True)  # a direct library call: no system to name
+    enc.encode_documents([CHUNKS], mode="independent", show_progress=True, progress_label="independent")
+    enc.encode_queries(["a query"], show_progress=True, progress_label="title-prefix")
+    enc.encode_query_tokens(["a query"], show_progress=True)
+    assert descs == ["documents", "independent: chunks", "title-prefix: queries", "query tokens"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -66,3 +67,10 @@ def save_tiny_model(folder: Path, prompts: dict[str, str] | None = None, base_mo
 def all_scores(indexed, n_queries: int) -> np.ndarray:
     """float32 ``[Q, C]`` from an :class:`~evaluation.indexed.IndexedSystem`."""
     return indexed.score_block(np.arange(n_queries, dtype=np.int64))
+
+
+def progress_lines(stderr: str) -> list[str]:
+    """The descriptions of the project's tqdm bars written to ``stderr`` (the text before ``: <n>%|``), in order, once
+    each; a library's bar (transformers' ``Loading weights``) names no system and is left out."""
+    found = re.findall(r"([^\r\n]*?): +\d+%\|", stderr)
+    return [desc for desc in dict.fromkeys(found) if ": " in desc]

@@ -150,6 +150,24 @@ def test_reviewer_cannot_be_the_automatic_one_or_hold_line_separators(
     assert set(_statuses(isolated_env).values()) == {"pending"}
 
 
+def test_stats_agreement_is_between_people_and_counts_automatic_decisions(registry: Path, isolated_env: Path) -> None:
+    item = "demo:reformulation:doc_1"
+    with ReviewStore(review_store_path(isolated_env)) as store:
+        store.bulk_decide("accept", "auto:mask", "demo", "reformulation", ids=[item])
+        store.decide(item, "reject", "ana", store.get(item).version)  # auto and ana on one item: not a pair
+    stats = invoke(registry, "stats", "--task", "demo")
+    assert stats.exit_code == 0, stats.output
+    assert "demo/reformulation: agreement: no item decided by two people yet (1 automatic decision left out)" in (
+        stats.output
+    )
+    assert "kappa" not in stats.output
+    with ReviewStore(review_store_path(isolated_env)) as store:
+        store.decide(item, "reject", "ben", store.get(item).version)
+    stats = invoke(registry, "stats", "--task", "demo")
+    assert "demo/reformulation: agreement: 1 items decided by ana and ben: observed 1.000" in stats.output
+    assert "auto:mask (automatic) and" not in stats.output and "1 automatic decision left out" in stats.output
+
+
 def test_stats_and_show_label_automatic_and_unknown_reviewers(registry: Path, isolated_env: Path) -> None:
     with ReviewStore(review_store_path(isolated_env)) as store:
         store.bulk_decide("accept", "auto", "demo", "reformulation", ids=["demo:reformulation:doc_1"])
@@ -158,7 +176,7 @@ def test_stats_and_show_label_automatic_and_unknown_reviewers(registry: Path, is
     assert stats.exit_code == 0, stats.output
     assert "None" not in stats.output
     assert "auto (automatic)" in stats.output and "ana 1" in stats.output
-    assert "no item decided by two reviewers" in stats.output
+    assert "agreement: no item decided by two people yet" in stats.output and "kappa" not in stats.output
     shown = invoke(registry, "show", "demo:reformulation:doc_0")
     assert shown.exit_code == 0 and "None" not in shown.output
     assert "by the pipeline" in shown.output

@@ -48,6 +48,21 @@ def test_kappa_by_hand() -> None:
     assert queue_agreement("geo", "pairing", {}).reviewers is None
 
 
+def test_agreement_is_between_people_only() -> None:
+    # auto and auto:<method> share the most items with ana, yet agreement is between people: ana and ben
+    labels = {
+        "i1": {"auto": "accept", "ana": "reject", "ben": "reject"},
+        "i2": {"auto:mask": "accept", "ana": "accept"},
+        "i3": {"auto": "accept", "ana": "edit"},
+        "i4": {"auto": "accept"},
+    }
+    agreement = queue_agreement("geo", "pairing", labels)
+    got = (agreement.reviewers, agreement.items, agreement.observed, agreement.automatic)
+    assert got == (("ana", "ben"), 1, 1.0, 4)
+    only_auto = queue_agreement("geo", "pairing", {"i1": {"auto": "accept", "ana": "reject"}, "i2": {"auto": "edit"}})
+    assert (only_auto.reviewers, only_auto.items, only_auto.kappa, only_auto.automatic) == (None, 0, None, 2)
+
+
 def test_csv_cells_that_a_spreadsheet_would_run_are_escaped_reversibly() -> None:
     for text in ("=SUM(A1)", "+1", "-1", "@x", "\tx", "\rx", "'quoted"):
         assert csv_escape(text) == "'" + text and csv_unescape(csv_escape(text)) == text

@@ -470,6 +470,19 @@ def test_agreement_kappa_is_none_when_undefined(store: ReviewStore) -> None:
     assert (result.items, result.observed, result.kappa) == (1, 1.0, None)
 
 
+def test_agreement_leaves_automatic_decisions_out(store: ReviewStore) -> None:
+    # the gate's auto decisions and auto:<method> ones are not a reviewer: no pair of people, so no kappa
+    store.bulk_decide("accept", "auto", TASK, KIND, ids=[_id("c0"), _id("c1")])
+    store.bulk_decide("accept", "auto:mask", TASK, KIND, ids=[_id("c2")])
+    for index in range(3):
+        store.decide(_id(f"c{index}"), "reject", "alice", store.get(_id(f"c{index}")).version)
+    [alone] = store.agreement(kind=KIND)
+    assert (alone.items, alone.reviewers, alone.kappa, alone.automatic) == (0, None, None, 3)
+    store.decide(_id("c0"), "reject", "bob", store.get(_id("c0")).version)
+    [pair] = store.agreement(kind=KIND)
+    assert (pair.items, pair.reviewers, pair.observed, pair.automatic) == (1, ("alice", "bob"), 1.0, 3)
+
+
 def test_a_crash_between_two_decisions_loses_neither(store: ReviewStore, db_path: Path) -> None:
     script = textwrap.dedent(
         f"""

@@ -166,10 +166,11 @@ def test_cli_runs(workspace: dict[str, Path]) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     completed = subprocess.run(
         [sys.executable, "-m", "training", "--data", str(workspace["data"]), "--base-model", str(workspace["base"]),
-         "--output", str(output), "--max-steps", "2", "--device", "cpu", "--no-progress"],
+         "--output", str(output), "--max-steps", "2", "--device", "cpu"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "cli: train (late): 100%" in completed.stderr  # the bar names the model being trained, then the phase
     summary = json.loads(completed.stdout[completed.stdout.index("{") :])
     assert summary["steps"] == 2 and Path(summary["model_path"]) == output
     assert (output / "model.safetensors").is_file() and (output / "README.md").is_file()

@@ -215,6 +215,15 @@ def test_title_header_lets_bm25_match_a_term_only_the_title_carries():
     assert titled.description.startswith("bm25 · title + chunk · words (stemmer: english")
 
 
+def test_the_log_line_names_the_system_not_just_bm25():
+    for system in (WORDS, TITLED, BM25System(kind="bm25", name="bm25-subword", tokenizer="model")):
+        lines: list[str] = []
+        prepare_bm25(system, corpus(["zebra"]), log=lines.append)
+        assert len(lines) == 1 and lines[0].startswith(
+            f"{system.name}: BM25 ({system.tokenizer} tokenizer) indexed 6 chunks"
+        )
+
+
 def test_contextual_bm25_indexes_exactly_the_title_prefix_text():
     """The same text the dense title-prefix system embeds (evaluation.systems.headers.title_texts), chunks without
     a title indexed alone."""

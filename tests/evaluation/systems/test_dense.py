@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +16,12 @@ from embedding.windows import PoolingPolicy
 from evaluation.config import ContextualSystem, DenseSystem
 from evaluation.indexed import NotRunnable
 from evaluation.rechunk import rechunk_corpus
+from evaluation.systems import embedders
 from evaluation.systems.dense import document_rows, template_problem
 from evaluation.systems.dispatch import prepare_system, requirement_problem
 from evaluation.systems.embedders import load_cached, model_spec
 from evaluation.targets import EvalTarget
-from tests.evaluation.toy import DOCUMENTS, all_scores, save_tiny_model, toy_corpus
+from tests.evaluation.toy import DOCUMENTS, all_scores, progress_lines, save_tiny_model, toy_corpus
 
 INDEPENDENT = DenseSystem(kind="dense", name="independent", context="independent")
 LATE = DenseSystem(kind="dense", name="late", context="late")
@@ -387,6 +389,27 @@ def test_header_with_anchored_windows_takes_the_header_text_as_head(tiny_folder,
     expected[rows] = vectors
     query_vectors = encoder.encode_queries(corpus.queries)
     np.testing.assert_allclose(all_scores(indexed, corpus.n_queries), query_vectors @ expected.T, atol=1e-5)
+
+
+def test_progress_bars_name_the_system_and_the_phase(tiny_folder, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(embedders, "_QUERY_CACHE", OrderedDict())  # the first system encodes the queries
+    model = str(tiny_folder)
+    systems = [
+        DenseSystem(kind="dense", name="independent", model=model, context="independent"),
+        DenseSystem(kind="dense", name="late-chunking-anchored", model=model, context="late", window_policy="anchored"),
+        DenseSystem(kind="dense", name="title-prefix", model=model, context="title", query_prefix="q: "),
+    ]
+    corpus = toy_corpus()
+    bars = []
+    for system in systems:
+        capsys.readouterr()
+        prepare_system(system, corpus, tmp_path, show_progress=True)
+        bars.append(progress_lines(capsys.readouterr().err))
+    assert bars == [
+        ["independent: chunks", "independent: queries"],
+        ["late-chunking-anchored: documents"],  # same model and prefix: the queries' vectors are reused
+        ["title-prefix: chunks", "title-prefix: queries"],
+    ]
 
 
 def test_header_applies_to_late_chunking_only():

@@ -9,11 +9,12 @@ import pytest
 import torch
 
 import evaluation.systems.late_interaction as late_interaction
+from embedding.encoder import LateChunkingEncoder
 from evaluation.config import LateInteractionSystem
 from evaluation.systems.dispatch import prepare_system
 from evaluation.systems.embedders import setup_encoder
 from evaluation.systems.late_interaction import TokenIndex, maxsim_scores
-from tests.evaluation.toy import DOCUMENTS, all_scores, save_tiny_model, toy_corpus
+from tests.evaluation.toy import DOCUMENTS, all_scores, progress_lines, save_tiny_model, toy_corpus
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +94,21 @@ def test_token_slices_do_not_change_results(tiny_folder, tmp_path, monkeypatch):
     for a_doc, b_doc in zip(whole, sliced, strict=True):
         for a, b in zip(a_doc, b_doc, strict=True):
             np.testing.assert_allclose(a.astype(np.float32), b.astype(np.float32), atol=2e-3)
+
+
+def test_progress_bars_name_the_system_and_the_phase(tiny_folder, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(LateChunkingEncoder, "TOKEN_SLICE_CHUNKS", 2)  # several slices: the document bar shows
+    corpus = toy_corpus()
+    bars = []
+    for name, context in (("colbert-late", "late"), ("colbert-independent", "independent")):
+        system = LateInteractionSystem(kind="late_interaction", name=name, model=str(tiny_folder), context=context)
+        capsys.readouterr()
+        prepare_system(system, corpus, tmp_path, show_progress=True)
+        bars.append(progress_lines(capsys.readouterr().err))
+    assert bars == [
+        ["colbert-late: document tokens", "colbert-late: query tokens"],
+        ["colbert-independent: chunk tokens", "colbert-independent: query tokens"],
+    ]
 
 
 def test_minilm_is_flagged_as_not_multi_vector(tmp_path):
