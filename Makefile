@@ -59,8 +59,11 @@ reproduce: $(STAMP)
 	@$(BIN)/conteb validate --no-sources >/dev/null || exit 2
 	$(BIN)/dagster job execute -j reproduce_conteb
 
+# The whole suite on parallel workers (pytest-xdist): two per core, longest tests first, one torch thread each
+# (tests/conftest.py). `make test TEST_WORKERS=0` runs it in one process.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

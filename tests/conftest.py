@@ -1,10 +1,16 @@
-"""Shared fixtures: project paths, the real corpora in ../shared/data, isolated data folders."""
+"""Shared fixtures: project paths, the real corpora in ../shared/data, isolated data folders, and the sample built
+once per test session (``built_sample``), shared by the xdist workers (``make test`` runs ``pytest -n``)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import gzip
 import json
 import math
+import os
+import shutil
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -45,6 +51,21 @@ def sample_counts() -> SampleCounts:
     return SampleCounts(len(source.documents), chunks.num_rows, len(source.queries))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Longest tests first (:mod:`tests.support.schedule`); one torch thread per xdist worker.
+
+    ``make test`` runs more workers than cores (``pytest -n``, Makefile ``TEST_WORKERS``); each worker's torch
+    starting a thread per core made them spin against each other: the whole suite on 4 workers took 7:03 with
+    torch's default threads and 5:04 with one (2 cores, issue 21's note). Set ``OMP_NUM_THREADS`` to override;
+    subprocesses the tests start inherit it.
+    """
+    from tests.support.schedule import LongestFirst
+
+    config.pluginmanager.register(LongestFirst(config), "conteb-longest-first")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """``../shared/data`` (the real corpora); the test is skipped when the folder is absent."""
@@ -68,6 +89,156 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "dagster-home").mkdir()
     (tmp_path / "dagster-home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     return data_dir
+
+
+SAMPLE_REVIEWER = "sample-reviewer"  # the person who decides the sample's pending review items in built_sample
+_DONE = ".built"
+
+
+def build_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """``<session temp root>/<name>``, filled by ``build(folder)`` once for the whole test session.
+
+    Under pytest-xdist every worker has its own base temp folder below one common parent; the folder is made
+    there, under an exclusive ``fcntl`` lock, so the first worker that asks builds it and the others wait, then
+    read it (the pattern of pytest-xdist's docs, "Making session-scoped fixtures execute only once"). A build
+    that raises leaves no marker: the next worker that asks builds again (and fails the same way, in its own
+    test). Callers must treat the folder as read-only: tests that write copy it first.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    folder = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not (folder / _DONE).exists():
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir()
+                build(folder)
+                (folder / _DONE).write_text("")
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return folder
+
+
+@contextlib.contextmanager
+def offline_env(root: Path) -> Iterator[Path]:
+    """The environment of :func:`isolated_env` for a build outside a test (a session fixture): data under
+    ``root/data`` (returned), Dagster's and Hugging Face's homes under ``root``, no LLM key."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CONTEB_DATA_DIR", str(root / "data"))
+        patch.setenv("DAGSTER_HOME", str(root / "dagster-home"))
+        patch.setenv("HF_HOME", str(root / "hf-home"))
+        patch.setenv("HF_DATASETS_OFFLINE", "1")
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        for name in ("CONTEB_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+            patch.delenv(name, raising=False)
+        (root / "dagster-home").mkdir(parents=True, exist_ok=True)
+        (root / "dagster-home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+        yield root / "data"
+
+
+@dataclass(frozen=True)
+class BuiltSample:
+    """The repository's ``conteb.yaml`` (its ``sample`` task, offline) built as a new user does: ``build_conteb``
+    stops at the review gate, a person (:data:`SAMPLE_REVIEWER`) accepts every pending item with
+    ``conteb review accept``, and the rerun completes.
+
+    ``data_dir`` is that build's ``CONTEB_DATA_DIR`` (``conteb/sample/`` = the published dataset,
+    ``stages/sample/``, ``review/review.sqlite``); ``at_gate`` the same folder as the first run left it (stopped
+    at the gate, nothing published); ``pending`` and ``flagged`` the review item ids that run left pending (and
+    those of them flagged); ``gate_failures`` the checks that failed in it (``"<asset>:<check>"``); ``run_ids``
+    the first and the second run, recorded in the Dagster instance at ``instance_dir`` (:meth:`instance`).
+    Shared by every test of the session (all xdist workers): read-only, copy it (:meth:`copy_data`) to write.
+    """
+
+    config: Path
+    data_dir: Path
+    at_gate: Path
+    instance_dir: Path
+    pending: tuple[str, ...]
+    flagged: tuple[str, ...]
+    gate_failures: tuple[str, ...]
+    run_ids: tuple[str, str]
+
+    @property
+    def dataset(self) -> Path:
+        """The published task folder (``datasets.load_dataset(dataset, "documents", split="test")``)."""
+        return self.data_dir / "conteb" / "sample"
+
+    def copy_data(self, target: Path) -> Path:
+        """A writable copy of ``data_dir`` at ``target`` (returned; ``target`` may exist, empty or not)."""
+        shutil.copytree(self.data_dir, target, dirs_exist_ok=True)
+        return target
+
+    def instance(self):  # -> dg.DagsterInstance (dagster is imported lazily, as everywhere in this file)
+        """The Dagster instance both runs were recorded in (open it for reading only)."""
+        import dagster as dg
+        from dagster._core.instance.ref import InstanceRef
+
+        return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(self.instance_dir)))
+
+
+def _build_the_sample(folder: Path) -> None:
+    """:class:`BuiltSample`'s build, into ``folder`` (``data/``, ``at-gate/``, ``instance/``, ``built.json``)."""
+    import dagster as dg
+    from click.testing import CliRunner
+
+    from cli.main import main
+    from conteb.storage import review_store_path
+    from pipelines.definitions import build_definitions
+    from project.config import load_config
+    from review.store import ReviewStore
+
+    config = ROOT / "conteb.yaml"
+    (folder / "instance").mkdir()
+    (folder / "instance" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with offline_env(folder) as data_dir, dg.DagsterInstance.local_temp(str(folder / "instance")) as instance:
+
+        def run() -> dg.ExecuteInProcessResult:
+            defs = build_definitions(load_config(config))
+            return defs.resolve_job_def("build_conteb").execute_in_process(instance=instance, raise_on_error=False)
+
+        first = run()
+        evaluations = first.get_asset_check_evaluations()
+        failures = sorted(f"{e.asset_key.to_user_string()}:{e.check_name}" for e in evaluations if not e.passed)
+        store = ReviewStore(review_store_path(data_dir))
+        waiting = [item for item in store.items(task="sample") if item.status == "pending"]
+        store.close()
+        if first.success or not waiting:
+            raise AssertionError(f"the sample's first build should stop at the review gate; failed: {failures}")
+        shutil.copytree(data_dir, folder / "at-gate")
+        accept = ["--config", str(config), "review", "accept", "--task", "sample", "--reviewer", SAMPLE_REVIEWER]
+        decided = CliRunner().invoke(main, accept)
+        if decided.exit_code != 0:
+            raise AssertionError(f"conteb review accept failed: {decided.output}")
+        second = run()
+        if not second.success:
+            raise AssertionError("the sample's rerun after the review did not complete")
+    built = {
+        "pending": [item.item_id for item in waiting],
+        "flagged": [item.item_id for item in waiting if item.flagged],
+        "gate_failures": failures,
+        "run_ids": [first.run_id, second.run_id],
+    }
+    (folder / "built.json").write_text(json.dumps(built))
+
+
+@pytest.fixture(scope="session")
+def built_sample(tmp_path_factory: pytest.TempPathFactory) -> BuiltSample:
+    """The sample, built and reviewed once per test session (:class:`BuiltSample`; read-only)."""
+    folder = build_once(tmp_path_factory, "built-sample", _build_the_sample)
+    built = json.loads((folder / "built.json").read_text())
+    return BuiltSample(
+        config=ROOT / "conteb.yaml",
+        data_dir=folder / "data",
+        at_gate=folder / "at-gate",
+        instance_dir=folder / "instance",
+        pending=tuple(built["pending"]),
+        flagged=tuple(built["flagged"]),
+        gate_failures=tuple(built["gate_failures"]),
+        run_ids=tuple(built["run_ids"]),
+    )
 
 
 def write_squad(path: Path, articles: list[dict]) -> Path:

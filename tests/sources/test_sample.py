@@ -20,6 +20,10 @@ CLUBS = {
     *("redcliffe-albion", "sporting-almadra", "sv-drechtwijk", "vestvik-if"),
 }
 PARAGRAPHS = 7  # the template of both families: overview naming the entity, then six indirect paragraphs
+# The review demo (data/sample/README.md, "The leak rule"): the only later paragraphs that name their own entity,
+# as (doc_id, paragraph index); offline, the masking reformulation changes their chunks, so those review items
+# are left to a person.
+NAMED_LATER = {("tarnwick", 4), ("ostherm", 4), ("brackwater-rovers", 6), ("vestvik-if", 4)}
 
 
 def _entity_words(title: str) -> list[str]:
@@ -45,17 +49,22 @@ def test_bundled_sample_is_well_formed() -> None:
 
 
 def test_bundled_sample_is_context_dependent() -> None:
-    """Same template per family; the entity is named in the first paragraph only; every question names it."""
+    """Same template per family; the entity is named in the first paragraph, and later only in the paragraphs of
+    ``NAMED_LATER``, by its theme's variants (what the masking reformulation finds); every question names it."""
     result = load_sample(SAMPLE_DIR)
     paragraphs = {doc.doc_id: doc.text.split("\n\n") for doc in result.documents}
     assert all(len(parts) == PARAGRAPHS for parts in paragraphs.values())
     for doc in result.documents:
         variants = theme_variants(*theme_from_title(doc.title))
         assert find_mentions(paragraphs[doc.doc_id][0], variants), doc.doc_id
-        for other in result.documents:  # no later paragraph names its own entity, nor any other one
+        for index, paragraph in enumerate(paragraphs[doc.doc_id]):
+            if (doc.doc_id, index) in NAMED_LATER:
+                assert find_mentions(paragraph, variants), (doc.doc_id, index)
+        for other in result.documents:  # no other later paragraph names its own entity, none any other one
             words = theme_variants(other.title, _entity_words(other.title))
             for index, paragraph in enumerate(paragraphs[doc.doc_id]):
-                if index > 0 or other.doc_id != doc.doc_id:
+                names_itself = other.doc_id == doc.doc_id and (doc.doc_id, index) in NAMED_LATER
+                if (index > 0 or other.doc_id != doc.doc_id) and not names_itself:
                     assert find_mentions(paragraph, words) == [], (doc.doc_id, index, other.doc_id)
     titles = {doc.doc_id: doc.title for doc in result.documents}
     for query in result.queries:
