@@ -29,6 +29,7 @@ from assets.synthetic_queries import build_synthetic_queries_asset
 from conteb.config import TaskConfig
 from conteb.environment import keep_caches_in
 from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
+from pipelines.console_logger import console_logger
 from pipelines.jobs import build_conteb_job, build_evaluate_job, build_reproduce_job, build_train_job, choose_executor
 from project.config import ExecutionConfig, ProjectConfig, load_config, registry_fingerprint
 
@@ -93,6 +94,7 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
             build_reproduce_job([task.dagster_name for _, task in experiment]),
         ],
         sensors=[sensor] if sensor else [],
+        loggers={"console": console_logger},  # Dagster's, less the review gate's stack trace
         # Runs launched from the UI ("Materialize all", a selection) get build_conteb's executor choice too.
         executor=choose_executor(config),
         resources={

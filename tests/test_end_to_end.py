@@ -160,6 +160,18 @@ def test_dagster_cli_runs_the_job(built_sample: BuiltSample, isolated_env: Path)
     assert (isolated_env / "conteb" / "sample" / "README.md").exists()
 
 
+def test_the_first_make_run_stops_at_the_gate_in_words_without_a_traceback(isolated_env: Path) -> None:
+    """A new user's first command on a fresh data folder: ``make run`` stops at the review gate, says so and what
+    to do next, and prints no stack trace (pipelines/console_logger.py); make reports the recipe's status 3."""
+    run = subprocess.run(["make", "--no-print-directory", "run"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    output = run.stdout + run.stderr
+    assert run.returncode == 2 and "Error 3" in output, output[-3000:]  # make exits 2 when a recipe fails
+    assert "WAITING FOR REVIEW (not a failure): task 'sample': 4 reformulation item(s) pending" in output
+    assert "sample/reformulation: 4 of 98 items pending" in output  # conteb status
+    assert "conteb review serve" in output.split("next:", 1)[1]
+    assert "Stack Trace" not in output and "Traceback" not in output, output[-3000:]
+
+
 @pytest.mark.slow
 def test_squad_v11_dev_end_to_end(tmp_path: Path, isolated_env: Path, shared_data: Path) -> None:
     config = tmp_path / "conteb.yaml"
