@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import dagster as dg
@@ -42,6 +43,12 @@ def table_metadata(table: pa.Table, path: Path | None = None) -> dict[str, objec
     if path is not None:
         metadata["path"] = dg.MetadataValue.path(str(path))
     return metadata
+
+
+def counts_in_words(counts: Mapping[str, int]) -> str:
+    """``counts`` for a log line: ``"98 accepted, 0 edited, 0 rejected, 30 not reviewed"`` (each name's
+    underscores as spaces, in the mapping's order); ``"none"`` when empty."""
+    return ", ".join(f"{int(value)} {name.replace('_', ' ')}" for name, value in counts.items()) or "none"
 
 
 def count_metadata(prefix: str, counts: dict[str, int]) -> dict[str, int]:

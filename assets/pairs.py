@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from assets.keys import key, out
 from assets.llm_stage import StageRun
-from assets.metadata import count_metadata
+from assets.metadata import count_metadata, counts_in_words
 from assets.sharded import (
     DRIVING,
     Context,
@@ -60,9 +60,10 @@ def build_pairs_asset(task: TaskConfig) -> dg.AssetsDefinition:
         quarantine = quarantine_table(result.quarantine)
         total = result.stats.get("queries", 0)
         paired = result.stats.get("paired", 0)
+        others = {name: count for name, count in result.stats.items() if name not in ("queries", "paired")}
         context.log.info(
             f"{task.name}: paired {paired}/{total} queries by answer span; "
-            f"{quarantine.num_rows} quarantine rows; {result.stats}"
+            f"{quarantine.num_rows} quarantine rows" + (f" ({counts_in_words(others)})" if others else "")
         )
         metadata = {
             **count_metadata("count", result.stats),

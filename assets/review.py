@@ -10,7 +10,7 @@ import dagster as dg
 import pyarrow as pa
 
 from assets.keys import key, out, review_queue
-from assets.metadata import count_metadata
+from assets.metadata import count_metadata, counts_in_words
 from assets.resources import ReviewStoreResource
 from conteb.config import TaskConfig
 from conteb.names import ReviewKind, StageTable
@@ -171,7 +171,7 @@ def build_reviewed_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
                 result = apply_query_reviews(kind, table, decisions(review, task, kind))
         except PendingReviewError as error:
             raise dg.Failure(description=f"task '{task.name}': {error}") from error
-        context.log.info(f"{task.name}/{reviewed_name}: {result.stats}")
+        context.log.info(f"{task.name}/{reviewed_name}: {counts_in_words(result.stats)}")
         yield dg.Output(result.table, reviewed_name, metadata=count_metadata("review", result.stats))
 
     return reviewed

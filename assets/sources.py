@@ -3,7 +3,7 @@
 import dagster as dg
 
 from assets.keys import out
-from assets.metadata import count_metadata
+from assets.metadata import count_metadata, counts_in_words
 from assets.resources import ConTEBSettings
 from conteb.config import TaskConfig
 from conteb.names import StageTable
@@ -42,7 +42,7 @@ def build_source_asset(task: TaskConfig) -> dg.AssetsDefinition:
         stats = count_metadata("count", result.stats)
         context.log.info(
             f"{task.name}: {len(result.documents)} documents, {len(result.queries)} queries, "
-            f"{quarantine.num_rows} quarantined; {result.stats}"
+            f"{quarantine.num_rows} quarantined ({counts_in_words(result.stats)})"
         )
         yield dg.Output(result.documents_table(), StageTable.SOURCE_DOCUMENTS, metadata=stats)
         yield dg.Output(result.queries_table(), StageTable.SOURCE_QUERIES, metadata=stats)

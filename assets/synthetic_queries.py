@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from assets.keys import key, out
 from assets.llm_stage import StageRun
-from assets.metadata import count_metadata
+from assets.metadata import count_metadata, counts_in_words
 from assets.sharded import (
     DRIVING,
     Context,
@@ -88,7 +88,10 @@ def build_synthetic_queries_asset(task: TaskConfig, shard_documents: int) -> dg.
         rows = concat_in_order([s.rows for s in shards], SCHEMA, "chunk_id", order)
         kept_set = set(kept)  # rows and candidates are in the same order: one row per candidate
         table = rows.filter(pa.array([c in kept_set for c in candidates], pa.bool_())).combine_chunks()
-        context.log.info(f"{task.name}/{STAGE}: {len(candidates)} written, {table.num_rows} kept; removed {removed}")
+        context.log.info(
+            f"{task.name}/{STAGE}: {len(candidates)} written, {table.num_rows} kept; removed by filter: "
+            f"{counts_in_words(removed)}"
+        )
         metadata = {
             **merged_llm_metadata(client, f"{task.name}/{STAGE}", plan.started, [s.llm for s in shards]),
             "count/candidates": len(candidates),

@@ -170,6 +170,7 @@ def test_the_first_make_run_stops_at_the_gate_in_words_without_a_traceback(isola
     assert "sample/reformulation: 4 of 98 items pending" in output  # conteb status
     assert "conteb review serve" in output.split("next:", 1)[1]
     assert "Stack Trace" not in output and "Traceback" not in output, output[-3000:]
+    assert "{'" not in output and "Warning" not in output  # counts in words (assets/metadata.py), no warnings
 
 
 @pytest.mark.slow
