@@ -63,11 +63,12 @@ reproduce: $(STAMP)
 	@$(BIN)/conteb validate --no-sources >/dev/null || exit 2
 	$(JOB) -j reproduce_conteb
 
-# The whole suite on parallel workers (pytest-xdist): two per core, longest tests first, one torch thread each
+# The whole suite on parallel workers (pytest-xdist): two per core, each test file whole on one worker (its module
+# fixtures built once), the longest files first (tests/support/schedule.py), one torch thread a worker
 # (tests/conftest.py). `make test TEST_WORKERS=0` runs it in one process.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

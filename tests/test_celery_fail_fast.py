@@ -115,6 +115,9 @@ def test_no_worker_fails_after_the_timeout(tmp_path: Path, isolated_env: Path, r
 def test_ctrl_c_while_waiting_for_a_worker_ends_the_run(tmp_path: Path, isolated_env: Path, redis_port: int) -> None:
     config = celery_registry(tmp_path, redis_port, no_worker_timeout_s=600)
     home = isolated_env.parent / "dagster-home"
+    # The instance's SQLite storage is made here, before the run starts: polling it while the run's process makes
+    # it raced the two schema creations (alembic: "more than one head present", seen once under `pytest -n 4`).
+    dg.DagsterInstance.from_config(str(home)).dispose()
 
     def waiting_for_a_worker() -> bool:
         with dg.DagsterInstance.from_config(str(home)) as instance:

@@ -1,28 +1,28 @@
-"""The longest-first order of ``make test`` (tests/support/schedule.py): recorded durations, longest first."""
+"""The longest-files-first order of ``make test`` (tests/support/schedule.py)."""
 
 from __future__ import annotations
 
-from tests.support.schedule import UNTIMED_FIRST, order_key
+from tests.support.schedule import UNTIMED_FIRST, longest_files_first
 
 
 def ordered(nodeids: list[str], durations: dict[str, float]) -> list[str]:
-    indexed = sorted(enumerate(nodeids), key=lambda pair: (*order_key(pair[1], durations), pair[0]))
-    return [nodeid for _, nodeid in indexed]
+    return [nodeids[index] for index in longest_files_first(nodeids, durations)]
 
 
-def test_timed_tests_run_longest_first_then_unknown_then_short() -> None:
-    durations = {"tests/a.py::short": 0.1, "tests/a.py::long": 40.0, "tests/b.py::medium": 9.0}
-    nodeids = ["tests/a.py::short", "tests/c.py::untimed", "tests/b.py::medium", "tests/a.py::long"]
+def test_files_run_longest_first_each_in_its_own_order() -> None:
+    durations = {"tests/a.py::one": 0.1, "tests/a.py::two": 0.2, "tests/b.py::slow": 9.0, "tests/b.py::fast": 0.1}
+    nodeids = ["tests/a.py::one", "tests/c.py::untimed", "tests/a.py::two", "tests/b.py::fast", "tests/b.py::slow"]
     assert ordered(nodeids, durations) == [
-        "tests/a.py::long",
-        "tests/b.py::medium",
-        "tests/c.py::untimed",
-        "tests/a.py::short",
+        "tests/b.py::fast",  # b: 9.1 s in all, its tests in collection order
+        "tests/b.py::slow",
+        "tests/a.py::one",  # a: 0.3 s
+        "tests/a.py::two",
+        "tests/c.py::untimed",  # never timed, not a known slow file: 0 s
     ]
 
 
-def test_a_fresh_clone_starts_with_the_slow_modules_in_collection_order() -> None:
+def test_a_fresh_clone_starts_with_the_known_slow_files() -> None:
     slow = f"{UNTIMED_FIRST[0]}::test_x"
     nodeids = ["tests/x.py::one", slow, "tests/x.py::two"]
     assert ordered(nodeids, {}) == [slow, "tests/x.py::one", "tests/x.py::two"]
-    assert ordered(nodeids, {slow: 0.5}) == ["tests/x.py::one", "tests/x.py::two", slow]  # timed: it is short
+    assert ordered(nodeids, {slow: 0.5, "tests/x.py::one": 2.0}) == ["tests/x.py::one", "tests/x.py::two", slow]

@@ -1,51 +1,73 @@
-"""Longest tests first: the order that keeps ``pytest -n`` (``make test``) from ending on one long test.
+"""Longest test files first: the order that keeps ``pytest -n`` (``make test``) from ending on one long file.
 
-pytest-xdist's ``load`` scheduler hands tests out in collection order, so a long end-to-end test collected last
-runs alone at the end while the other workers idle. This plugin (registered in ``tests/conftest.py``) records every
-test's call duration of a run in pytest's cache (``.pytest_cache``, key :data:`CACHE_KEY`) and, on the next run,
-sorts the collected tests by that duration, longest first (Graham's LPT rule; tests never timed keep their place
-after the timed ones of at least :data:`FIRST_FROM_S`, in collection order, and before the shorter ones). The
-order depends only on the cache file, so every xdist worker collects the same order, as xdist requires. Untimed
-tests of :data:`UNTIMED_FIRST`, the slowest modules measured here (issue 21's ``--durations``), count as long, so
-a fresh clone (no cache) starts with them too.
+``make test`` runs ``pytest -n N --dist loadfile``: each test file goes whole to one xdist worker, so its
+module-scoped fixtures (a Celery cluster, a trained tiny model, a loaded encoder) are built once, not once per
+worker, and the workers take the files in collection order. A long file collected last would then run alone at
+the end while the other workers idle. This plugin (registered in ``tests/conftest.py``) records every test's
+duration (setup, call and teardown) in pytest's cache (``.pytest_cache``, key :data:`CACHE_KEY`) and, on the next
+run, orders the files by their recorded total, longest first (Graham's LPT rule), the tests of each file in their
+collection order. The order depends only on the cache file, so every xdist worker collects the same order, as
+xdist requires. A file never timed counts :data:`UNTIMED_GUESS_S` if it is one of :data:`UNTIMED_FIRST` (the
+slowest files measured here), else nothing, so a fresh clone (no cache) starts with those too.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 import pytest
 
 CACHE_KEY = "conteb/durations"
-FIRST_FROM_S = 2.0  # timed tests under this many seconds keep their collection order, after the untimed ones
-UNTIMED_GUESS_S = 30.0  # what an untimed test of UNTIMED_FIRST is assumed to take
-UNTIMED_FIRST = (  # the slowest modules measured here: their tests go first until they have been timed
+UNTIMED_GUESS_S = 60.0  # what an untimed file of UNTIMED_FIRST is assumed to take
+UNTIMED_FIRST = (  # the slowest files measured here (issue 21's --durations), first until they have been timed
     "tests/test_celery_executor.py",
     "tests/test_evaluation_e2e.py",
+    "tests/test_run_interrupts.py",
     "tests/test_reproduce.py",
+    "tests/test_celery_fail_fast.py",
     "tests/test_dagster_ui.py",
     "tests/test_training_assets.py",
-    "tests/test_run_interrupts.py",
-    "tests/test_mteb_task.py",
-    "tests/training/test_train_e2e.py",
     "tests/test_llm_stages_e2e.py",
+    "tests/training/test_train_e2e.py",
+    "tests/test_mteb_task.py",
     "tests/test_sharded_stages.py",
+    "tests/test_end_to_end.py",
 )
 
 
-def expected_seconds(nodeid: str, durations: dict[str, float]) -> float | None:
-    """The test's recorded duration; :data:`UNTIMED_GUESS_S` for an untimed test of :data:`UNTIMED_FIRST`; else
-    None (unknown)."""
-    if nodeid in durations:
-        return durations[nodeid]
-    return UNTIMED_GUESS_S if nodeid.split("::", 1)[0] in UNTIMED_FIRST else None
+def file_of(nodeid: str) -> str:
+    """``tests/x.py`` of ``tests/x.py::test_y[param]``."""
+    return nodeid.split("::", 1)[0]
 
 
-def order_key(nodeid: str, durations: dict[str, float]) -> tuple[int, float]:
-    """Sort key of a test (the caller adds its collection index, so equal keys keep their order): the long ones
-    by decreasing duration, then the unknown ones, then the short ones."""
-    seconds = expected_seconds(nodeid, durations)
-    if seconds is None:
-        return (1, 0.0)
-    return (0, -seconds) if seconds >= FIRST_FROM_S else (2, 0.0)
+def file_seconds(nodeids: list[str], durations: dict[str, float]) -> dict[str, float]:
+    """Expected seconds of each file of ``nodeids``: the sum of its tests' recorded durations, else
+    :data:`UNTIMED_GUESS_S` for a file of :data:`UNTIMED_FIRST` with no test timed, else 0."""
+    totals: dict[str, float] = defaultdict(float)
+    timed: set[str] = set()
+    for nodeid in nodeids:
+        path = file_of(nodeid)
+        totals[path] += durations.get(nodeid, 0.0)
+        if nodeid in durations:
+            timed.add(path)
+    return {
+        path: (total if path in timed else UNTIMED_GUESS_S * (path in UNTIMED_FIRST)) for path, total in totals.items()
+    }
+
+
+def longest_files_first(nodeids: list[str], durations: dict[str, float]) -> list[int]:
+    """The indices of ``nodeids`` in run order: files by decreasing :func:`file_seconds` (ties: the file's first
+    position), each file's tests in their given order."""
+    seconds = file_seconds(nodeids, durations)
+    first_seen: dict[str, int] = {}
+    for index, nodeid in enumerate(nodeids):
+        first_seen.setdefault(file_of(nodeid), index)
+
+    def key(index: int) -> tuple[float, int, int]:
+        path = file_of(nodeids[index])
+        return (-seconds[path], first_seen[path], index)
+
+    return sorted(range(len(nodeids)), key=key)
 
 
 class LongestFirst:
@@ -61,15 +83,11 @@ class LongestFirst:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        durations = self._cached()
-        indexed = sorted(enumerate(items), key=lambda pair: (*order_key(pair[1].nodeid, durations), pair[0]))
-        items[:] = [item for _, item in indexed]
+        order = longest_files_first([item.nodeid for item in items], self._cached())
+        items[:] = [items[index] for index in order]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" or (report.when == "setup" and report.skipped):
-            self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
-        elif report.when == "setup":
-            self.durations[report.nodeid] = report.duration
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         cache = getattr(self.config, "cache", None)
