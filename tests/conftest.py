@@ -51,6 +51,13 @@ def sample_counts() -> SampleCounts:
     return SampleCounts(len(source.documents), chunks.num_rows, len(source.queries))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The options of :mod:`tests.support.schedule` (``--save-durations``)."""
+    from tests.support.schedule import pytest_addoption as schedule_options
+
+    schedule_options(parser)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Longest tests first (:mod:`tests.support.schedule`); one torch thread per xdist worker.
 

@@ -22,6 +22,7 @@ import pytest
 
 from tests.conftest import ROOT, SAMPLE_DIR
 from tests.support.celery_cluster import REDIS_SERVER, free_port
+from tests.support.make import user_make_env
 from tests.support.signalled_run import run_then_signal
 
 pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed (scripts/install-redis.sh)")
@@ -145,12 +146,13 @@ def test_make_workers_keeps_an_exported_dagster_home(tmp_path: Path) -> None:
     port = free_port()
     home = tmp_path / "my-dagster-home"
     home.mkdir()
-    env = {
-        **os.environ,
-        "CONTEB_CONFIG": str(celery_registry(tmp_path, port)),
-        "CONTEB_CELERY_DIR": str(tmp_path / "celery"),
-        "DAGSTER_HOME": str(home),
-    }
+    env = user_make_env(
+        {
+            "CONTEB_CONFIG": str(celery_registry(tmp_path, port)),
+            "CONTEB_CELERY_DIR": str(tmp_path / "celery"),
+            "DAGSTER_HOME": str(home),
+        }
+    )
     make = ["make", "-s", "-o", ".venv/.installed"]
     try:
         started = subprocess.run([*make, "workers", "N=1"], cwd=ROOT, env=env, capture_output=True, text=True,

@@ -4,7 +4,6 @@ never a traceback; review typos (subcommands, ``--task``, ``--kind``) get "did y
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,6 +18,7 @@ from curation.review_items import review_item, review_items_table
 from project.config import load_config
 from review.store import ReviewStore
 from tests.conftest import ROOT, SAMPLE_DIR
+from tests.support.make import user_make_env
 
 GOOD = f"tasks:\n  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n    reformulation: true\n"
 
@@ -82,7 +82,7 @@ def test_make_evaluate_and_reproduce_stop_at_the_registry_without_a_traceback(
     tmp_path: Path, isolated_env: Path, target: str, case: str
 ) -> None:
     body, expected = BROKEN[case]
-    env = {**os.environ, "CONTEB_CONFIG": str(write(tmp_path, body))}
+    env = user_make_env({"CONTEB_CONFIG": str(write(tmp_path, body))})
     # -o: never rebuild the venv stamp (the project is installed already); validation stops it before Dagster starts
     run = subprocess.run(
         ["make", "-s", "-o", ".venv/.installed", target], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120

@@ -1,20 +1,20 @@
 """End-to-end: materialize the real assets with Dagster and reload the output with `datasets`."""
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import dagster as dg
 import pyarrow.parquet as pq
 import pytest
+from click.testing import CliRunner
 
+from cli.main import main
 from conteb.ids import split_chunk_id
 from pipelines.definitions import build_definitions
 from project.config import load_config
 from tests.conftest import ROOT, BuiltSample, load_conteb, sample_counts
+from tests.support.make import user_make_env
 
 # The chunks whose later paragraph names its entity (data/sample/README.md, "The leak rule"): offline, the mask
 # changes exactly these, so they wait for a person; the mask of ostherm_2 removes the answer of ostherm-q5 (flagged).
@@ -141,29 +141,12 @@ def test_quarantine_reaches_tables_and_metadata(tmp_path: Path, isolated_env: Pa
     assert "| chunking | empty_document | 1 |" in card
 
 
-def test_dagster_cli_runs_the_job(built_sample: BuiltSample, isolated_env: Path) -> None:
-    """The command users type: `dagster job execute -j build_conteb` with DAGSTER_MODULE_NAME set, after the
-    review (the decisions of the session's build are kept in the store and used: the gate passes)."""
-    shutil.copytree(built_sample.data_dir / "review", isolated_env / "review")
-    env = {**os.environ, "DAGSTER_MODULE_NAME": "pipelines.definitions"}
-    dagster = Path(sys.executable).parent / "dagster"
-    run = subprocess.run(
-        [str(dagster), "job", "execute", "-j", "build_conteb"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert f"ConTEB dataset written to {isolated_env / 'conteb' / 'sample'}" in run.stderr
-    assert (isolated_env / "conteb" / "sample" / "README.md").exists()
-
-
-def test_the_first_make_run_stops_at_the_gate_in_words_without_a_traceback(isolated_env: Path) -> None:
-    """A new user's first command on a fresh data folder: ``make run`` stops at the review gate, says so and what
-    to do next, and prints no stack trace (pipelines/console_logger.py); make reports the recipe's status 3."""
-    run = subprocess.run(["make", "--no-print-directory", "run"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+def test_the_first_hour_in_commands_a_gate_in_words_a_review_and_the_dataset(isolated_env: Path) -> None:
+    """What a new user types, on a fresh data folder: ``make run`` (the plain ``dagster job execute -j build_conteb``
+    with the Makefile's ``DAGSTER_MODULE_NAME``) stops at the review gate, says so and what to do next, with no stack
+    trace (pipelines/console_logger.py); ``conteb review accept``; ``make run`` again publishes the dataset."""
+    make_run = ["make", "--no-print-directory", "run"]
+    run = subprocess.run(make_run, cwd=ROOT, env=user_make_env(), capture_output=True, text=True, timeout=300)
     output = run.stdout + run.stderr
     assert run.returncode == 2 and "Error 3" in output, output[-3000:]  # make exits 2 when a recipe fails
     assert "WAITING FOR REVIEW (not a failure): task 'sample': 4 reformulation item(s) pending" in output
@@ -171,6 +154,15 @@ def test_the_first_make_run_stops_at_the_gate_in_words_without_a_traceback(isola
     assert "conteb review serve" in output.split("next:", 1)[1]
     assert "Stack Trace" not in output and "Traceback" not in output, output[-3000:]
     assert "{'" not in output and "Warning" not in output  # counts in words (assets/metadata.py), no warnings
+
+    accept = ["review", "accept", "--task", "sample", "--reviewer", "ana"]
+    decided = CliRunner().invoke(main, accept)
+    assert decided.exit_code == 0, decided.output
+    run = subprocess.run(make_run, cwd=ROOT, env=user_make_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    assert f"ConTEB dataset written to {isolated_env / 'conteb' / 'sample'}" in run.stderr
+    assert "build_conteb: succeeded" in run.stdout
+    assert (isolated_env / "conteb" / "sample" / "README.md").exists()
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ the fix (``conteb validate`` and ``make run``), and ``conteb validate`` opens ev
 from __future__ import annotations
 
 import gzip
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -16,6 +15,7 @@ from cli.main import main
 from conteb.config import ConfigError, TaskConfig
 from project.config import load_config
 from tests.conftest import ROOT, squad_article, write_squad
+from tests.support.make import user_make_env
 
 
 def write_config(folder: Path, body: str) -> Path:
@@ -116,7 +116,7 @@ def test_validate_says_what_each_source_holds(tmp_path: Path) -> None:
 def test_make_run_reports_a_bad_registry_on_one_line_without_a_traceback(tmp_path: Path) -> None:
     (tmp_path / "data" / "sample").mkdir(parents=True)
     config = write_config(tmp_path, "tasks:\n  - name: t\n    source: {kind: sample}\n    chunkng: 1\n")
-    env = {**os.environ, "CONTEB_CONFIG": str(config)}
+    env = user_make_env({"CONTEB_CONFIG": str(config)})
     # -o: never rebuild the venv stamp (the project is installed already).
     run = subprocess.run(
         ["make", "-s", "-o", ".venv/.installed", "run"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300

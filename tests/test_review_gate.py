@@ -12,6 +12,7 @@ from pipelines.definitions import build_definitions
 from project.config import load_config
 from review.store import ReviewStore
 from tests.conftest import SAMPLE_DIR, load_conteb
+from tests.support.make import user_make_env
 from tests.support.openai_server import OpenAICompatibleServer
 from tests.test_llm_stages_e2e import API_KEY, scripted_llm, stopped_at_review_gate
 
@@ -95,7 +96,9 @@ def test_make_dev_says_first_what_the_review_sensor_will_launch() -> None:
     sensor = build_definitions(load_config(ROOT / "conteb.yaml")).resolve_sensor_def("review_queue_sensor")
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     # `make -n` prints the recipe without running it: the notice's echo lines come before `dagster dev`.
-    recipe = subprocess.run(["make", "-n", "-s", "dev"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    recipe = subprocess.run(
+        ["make", "-n", "-s", "dev"], cwd=ROOT, env=user_make_env(), capture_output=True, text=True, check=True
+    ).stdout
     assert "dagster dev" in recipe
     notice = recipe.split("dagster dev", 1)[0]
     assert f"sensor {sensor.name} is ON" in notice

@@ -6,22 +6,29 @@ worker, and the workers take the files in collection order. A long file collecte
 the end while the other workers idle. This plugin (registered in ``tests/conftest.py``) records every test's
 duration (setup, call and teardown) in pytest's cache (``.pytest_cache``, key :data:`CACHE_KEY`) and, on the next
 run, orders the files by their recorded total, longest first (Graham's LPT rule), the tests of each file in their
-collection order. The order depends only on the cache file, so every xdist worker collects the same order, as
-xdist requires. A file never timed counts :data:`UNTIMED_GUESS_S` if it is one of :data:`UNTIMED_FIRST` (the
-slowest files measured here), else nothing, so a fresh clone (no cache) starts with those too.
+collection order. The durations are those of :data:`COMMITTED` (``tests/durations.json``, in the repository, so a
+fresh clone starts in a good order; ``make test-durations`` rewrites it), overlaid with the local cache's; the
+order depends only on those two files, so every xdist worker collects the same order, as xdist requires. A file
+never timed counts :data:`UNTIMED_GUESS_S` if it is one of :data:`UNTIMED_FIRST` (the slowest files measured
+here), else nothing.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
 CACHE_KEY = "conteb/durations"
+COMMITTED = Path(__file__).resolve().parents[1] / "durations.json"  # tests/durations.json
+SAVE_OPTION = "--save-durations"
 UNTIMED_GUESS_S = 60.0  # what an untimed file of UNTIMED_FIRST is assumed to take
 UNTIMED_FIRST = (  # the slowest files measured here (issue 21's --durations), first until they have been timed
     "tests/test_celery_executor.py",
     "tests/test_evaluation_e2e.py",
+    "tests/test_evaluation_baselines_e2e.py",
     "tests/test_run_interrupts.py",
     "tests/test_reproduce.py",
     "tests/test_celery_fail_fast.py",
@@ -70,6 +77,12 @@ def longest_files_first(nodeids: list[str], durations: dict[str, float]) -> list
     return sorted(range(len(nodeids)), key=key)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--save-durations``: write this run's durations (of the tests it ran: run the whole suite) to
+    :data:`COMMITTED`."""
+    parser.addoption(SAVE_OPTION, action="store_true", help=f"write the tests' durations to {COMMITTED.name}")
+
+
 class LongestFirst:
     """The plugin: reorders the collection, and records the durations of the run (on the controller, or alone)."""
 
@@ -77,21 +90,28 @@ class LongestFirst:
         self.config = config
         self.durations: dict[str, float] = {}
 
+    def _committed(self) -> dict[str, float]:
+        return json.loads(COMMITTED.read_text(encoding="utf-8")) if COMMITTED.is_file() else {}
+
     def _cached(self) -> dict[str, float]:
         cache = getattr(self.config, "cache", None)
         return dict(cache.get(CACHE_KEY, {})) if cache is not None else {}
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        order = longest_files_first([item.nodeid for item in items], self._cached())
+        durations = {**self._committed(), **self._cached()}
+        order = longest_files_first([item.nodeid for item in items], durations)
         items[:] = [items[index] for index in order]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        cache = getattr(self.config, "cache", None)
-        if cache is None or hasattr(self.config, "workerinput") or not self.durations:
+        if hasattr(self.config, "workerinput") or not self.durations:
             return  # an xdist worker: its reports reach the controller, which records them
-        merged = {**self._cached(), **self.durations}
-        cache.set(CACHE_KEY, {nodeid: round(seconds, 3) for nodeid, seconds in merged.items()})
+        rounded = {nodeid: round(seconds, 3) for nodeid, seconds in self.durations.items()}
+        cache = getattr(self.config, "cache", None)
+        if cache is not None:
+            cache.set(CACHE_KEY, {**self._cached(), **rounded})
+        if self.config.getoption(SAVE_OPTION):  # this run's tests only: run it on the whole suite
+            COMMITTED.write_text(json.dumps(dict(sorted(rounded.items())), indent=0) + "\n", encoding="utf-8")
