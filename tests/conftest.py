@@ -59,7 +59,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Longest tests first (:mod:`tests.support.schedule`); one torch thread per xdist worker.
+    """Longest test files first (:mod:`tests.support.schedule`), kept by xdist; one torch thread per xdist worker.
 
     ``make test`` runs more workers than cores (``pytest -n``, Makefile ``TEST_WORKERS``); each worker's torch
     starting a thread per core made them spin against each other: the whole suite on 4 workers took 7:03 with
@@ -69,6 +69,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from tests.support.schedule import LongestFirst
 
     config.pluginmanager.register(LongestFirst(config), "conteb-longest-first")
+    # xdist's loadscope/loadfile scheduler re-sorts the files by their number of tests (--loadscope-reorder, on by
+    # default), which put the long end-to-end files, with few tests each, last: the order above is kept instead.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
 
