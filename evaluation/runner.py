@@ -28,8 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -65,47 +64,9 @@ from evaluation.results import (
 )
 from evaluation.systems.dispatch import prepare_system, requirement_problem, system_provenance
 from evaluation.systems.ranking import rank_corpus
+from evaluation.tally import summarized_warnings
 
 logger = logging.getLogger(__name__)
-
-TALLIED_LOGGERS = ("embedding.encoder",)
-"""Loggers whose warnings repeat per document (the encoder's truncation warning): during an evaluation each
-distinct warning is printed once, with its count (:func:`summarized_warnings`)."""
-
-
-class _WarningTally(logging.Filter):
-    """Holds back WARNING-and-above records, counted by message template; lets the others through."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: dict[str, tuple[str, int]] = {}  # template -> (first formatted message, count)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING:
-            return True
-        first, count = self.seen.get(str(record.msg), (record.getMessage(), 0))
-        self.seen[str(record.msg)] = (first, count + 1)
-        return False
-
-
-@contextmanager
-def summarized_warnings(log: Log, names: Sequence[str] = TALLIED_LOGGERS) -> Iterator[None]:
-    """While inside, warnings of the loggers ``names`` are not printed one by one; on leaving, each distinct one
-    (by message template) goes to ``log`` once: ``warning: <first message> (logged N times, shown once)``."""
-    tally = _WarningTally()
-    loggers = [logging.getLogger(name) for name in names]
-    for each in loggers:
-        each.addFilter(tally)
-    try:
-        yield
-    finally:
-        for each in loggers:
-            each.removeFilter(tally)
-        for first, count in tally.seen.values():
-            log(
-                f"warning: {first}"
-                + (f" (logged {count} times during this evaluation, shown once)" if count > 1 else "")
-            )
 
 
 def runs_dir(reports_dir: Path, task: str) -> Path:

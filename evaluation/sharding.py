@@ -53,6 +53,7 @@ from evaluation.encoded import (
 from evaluation.indexed import Log, NotRunnable, no_log
 from evaluation.rechunk import SpanSources, rechunk_corpus
 from evaluation.systems.dispatch import encode_system, encodes_chunks, requirement_problem
+from evaluation.tally import summarized_warnings
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +120,11 @@ def encoding_shards(corpus: EvalCorpus, sources: SpanSources | None, size: int) 
     return shards
 
 
+def prefixed(log: Log, prefix: str) -> Log:
+    """``log`` with ``prefix`` before every line."""
+    return lambda line: log(prefix + line)
+
+
 def encode_shard(
     shard: EncodingShard,
     jobs: Sequence[EncodingJob],
@@ -145,7 +151,8 @@ def encode_shard(
                     sources = shard.sources
                     rechunked[size] = rechunk_corpus(sources.documents, sources.queries, size, name=shard.corpus.name)
                 corpus = rechunked[size]
-            encoding = encode_system(job.system, corpus, models_dir, show_progress=show_progress)
+            with summarized_warnings(prefixed(log, f"{label}{job.key}: ")):  # each repeated warning once per system
+                encoding = encode_system(job.system, corpus, models_dir, show_progress=show_progress)
             outcomes[job.key] = encoding
             log(f"{label}{job.key}: encoded {encoding.n_chunks:,} chunks in {encoding.seconds:.1f} s")
         except NotRunnable as reason:

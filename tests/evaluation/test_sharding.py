@@ -246,3 +246,34 @@ def test_a_hybrid_has_its_components_encoded_in_the_shards(sample, models, confi
     evaluation = evaluate(sample, tmp_path, models, with_hybrid, encodings, systems=["hybrid"])
     assert [(run.system, run.status) for run in evaluation.runs] == [("hybrid", "ok")]
     assert [(p.system, p.chunk_size) for p in evaluation.chunk_sizes] == [("hybrid", SIZE)]
+
+
+def test_a_warning_repeated_per_document_is_logged_once_per_system_and_shard(
+    sample, models, config, monkeypatch, caplog
+):
+    """The encoder's truncation warning, once per document, reaches the step's log once, naming shard and system
+    (evaluation/tally.py), and is not printed one by one."""
+    import logging
+
+    corpus, _ = sample
+    encoder = logging.getLogger("embedding.encoder")
+    real = sharding.encode_system
+
+    def warning_per_document(system, shard_corpus, *args, **kwargs):
+        for _ in set(shard_corpus.doc_ids):  # one per document
+            encoder.warning("%d chunk(s) longer than %d tokens truncated to fit the context", 1, 510)
+        return real(system, shard_corpus, *args, **kwargs)
+
+    monkeypatch.setattr(sharding, "encode_system", warning_per_document)
+    lines: list[str] = []
+    with caplog.at_level(logging.WARNING, logger="embedding.encoder"):
+        jobs = [job for job in jobs_of(sample, models, config, ["independent", "late"]) if job.key.chunk_size is None]
+        encode_in_shards(corpus, jobs, models, SHARD, log=lines.append)
+    assert [r for r in caplog.records if r.name == "embedding.encoder"] == []
+    warned = [line for line in lines if "truncated" in line]
+    assert warned == [
+        f"sample shard s000{shard}: {system}: warning: 1 chunk(s) longer than 510 tokens truncated to fit the context"
+        f" (logged {count} times, shown once)"
+        for shard, count in ((0, SHARD), (1, SHARD), (2, sample_counts().documents - 2 * SHARD))
+        for system in ("independent", "late")
+    ]
