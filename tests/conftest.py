@@ -63,8 +63,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     ``make test`` runs more workers than cores (``pytest -n``, Makefile ``TEST_WORKERS``); each worker's torch
     starting a thread per core made them spin against each other: the whole suite on 4 workers took 7:03 with
-    torch's default threads and 5:04 with one (2 cores, issue 21's note). Set ``OMP_NUM_THREADS`` to override;
-    subprocesses the tests start inherit it.
+    torch's default threads (the browser and Celery tests skipped) and 5:04 with one (all of them run; 2 cores,
+    issue 21's note). Set ``OMP_NUM_THREADS`` to override; subprocesses the tests start inherit it.
     """
     from tests.support.schedule import LongestFirst
 
