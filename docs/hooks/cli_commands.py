@@ -7,13 +7,14 @@ them: an unknown subcommand or option is named, with the closest known one.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import shlex
 from dataclasses import dataclass
 from functools import cache
 
 import click
+
+from conteb.config import closest_name  # the one "did you mean" of the registry and the command line
 
 ENTRY_POINT = "cli.main:main"
 PROGRAM = "conteb"
@@ -96,8 +97,8 @@ def check_command(line: str) -> str | None:
             name = token.split("=", 1)[0]
             options = _option_names(current.command, current.context)
             if name not in options:
-                close = difflib.get_close_matches(name, list(options), n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else f" (its options: {', '.join(sorted(options))})"
+                close = closest_name(name, options)
+                hint = f" (did you mean '{close}'?)" if close else f" (its options: {', '.join(sorted(options))})"
                 return f"'{current.path}' has no option '{name}'{hint}"
             skip = "=" not in token and _takes_value(options[name])
             continue
@@ -108,8 +109,8 @@ def check_command(line: str) -> str | None:
         child = by_path.get(f"{current.path} {token}")
         if child is None:
             known = sorted(current.command.list_commands(current.context))
-            close = difflib.get_close_matches(token, known, n=1)
-            hint = f"did you mean '{current.path} {close[0]}'?" if close else f"its commands: {', '.join(known)}"
+            close = closest_name(token, known)
+            hint = f"did you mean '{current.path} {close}'?" if close else f"its commands: {', '.join(known)}"
             return f"no command '{current.path} {token}' ({hint})"
         current = child
     return None

@@ -12,7 +12,6 @@ tree that :func:`check_key` resolves a dotted path in (the staleness check of :m
 from __future__ import annotations
 
 import ast
-import difflib
 import enum
 import inspect
 import io
@@ -29,6 +28,8 @@ import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
+
+from conteb.config import closest_name  # the one "did you mean" of the registry and the command line
 
 ROOT_MODEL = "project.config:ProjectConfig"
 TASK_MODEL = "conteb.config:TaskConfig"
@@ -374,8 +375,8 @@ def _resolve(node: Node, segments: list[str], done: list[str]) -> str | None:
     known = sorted(node.children)
     if not known:
         return f"'{head}': {where} has no keys below it"
-    close = difflib.get_close_matches(head, known, n=1)
-    hint = f"did you mean '{close[0]}'?" if close else "known: " + ", ".join(known)
+    close = closest_name(head, known)
+    hint = f"did you mean '{close}'?" if close else "known: " + ", ".join(known)
     return f"no key '{head}' in {where} ({hint})"
 
 
