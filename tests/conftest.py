@@ -3,14 +3,13 @@ once per test session (``built_sample``), shared by the xdist workers (``make te
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import gzip
 import json
 import math
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -85,21 +84,25 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+def offline_environment(patch: pytest.MonkeyPatch, root: Path, data_dir: Path) -> Path:
+    """Point ``patch``'s environment at ``root``: ``data_dir`` as ``CONTEB_DATA_DIR`` (returned), Dagster's home
+    (telemetry off) and Hugging Face's under ``root``, the hubs offline, no registry override and no LLM key."""
+    patch.setenv("CONTEB_DATA_DIR", str(data_dir))
+    patch.setenv("DAGSTER_HOME", str(root / "dagster-home"))
+    patch.setenv("HF_HOME", str(root / "hf-home"))
+    patch.setenv("HF_DATASETS_OFFLINE", "1")
+    patch.setenv("HF_HUB_OFFLINE", "1")
+    for name in ("CONTEB_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):  # offline unless a test sets its server
+        patch.delenv(name, raising=False)
+    (root / "dagster-home").mkdir(parents=True, exist_ok=True)
+    (root / "dagster-home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    return data_dir
+
+
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test writes under its own tmp folder, never into the repository's data/."""
-    data_dir = tmp_path / "data-out"
-    monkeypatch.setenv("CONTEB_DATA_DIR", str(data_dir))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.delenv("CONTEB_CONFIG", raising=False)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # offline unless a test points at its own server
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    (tmp_path / "dagster-home").mkdir()
-    (tmp_path / "dagster-home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    return data_dir
+    return offline_environment(monkeypatch, tmp_path, tmp_path / "data-out")
 
 
 SAMPLE_REVIEWER = "sample-reviewer"  # the person who decides the sample's pending review items in built_sample
@@ -132,23 +135,6 @@ def build_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Calla
     return folder
 
 
-@contextlib.contextmanager
-def offline_env(root: Path) -> Iterator[Path]:
-    """The environment of :func:`isolated_env` for a build outside a test (a session fixture): data under
-    ``root/data`` (returned), Dagster's and Hugging Face's homes under ``root``, no LLM key."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("CONTEB_DATA_DIR", str(root / "data"))
-        patch.setenv("DAGSTER_HOME", str(root / "dagster-home"))
-        patch.setenv("HF_HOME", str(root / "hf-home"))
-        patch.setenv("HF_DATASETS_OFFLINE", "1")
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        for name in ("CONTEB_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
-            patch.delenv(name, raising=False)
-        (root / "dagster-home").mkdir(parents=True, exist_ok=True)
-        (root / "dagster-home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-        yield root / "data"
-
-
 @dataclass(frozen=True)
 class BuiltSample:
     """The repository's ``conteb.yaml`` (its ``sample`` task, offline) built as a new user does: ``build_conteb``
@@ -156,17 +142,17 @@ class BuiltSample:
     ``conteb review accept``, and the rerun completes.
 
     ``data_dir`` is that build's ``CONTEB_DATA_DIR`` (``conteb/sample/`` = the published dataset,
-    ``stages/sample/``, ``review/review.sqlite``); ``at_gate`` the same folder as the first run left it (stopped
-    at the gate, nothing published); ``pending`` and ``flagged`` the review item ids that run left pending (and
-    those of them flagged); ``gate_failures`` the checks that failed in it (``"<asset>:<check>"``); ``run_ids``
-    the first and the second run, recorded in the Dagster instance at ``instance_dir`` (:meth:`instance`).
-    Shared by every test of the session (all xdist workers): read-only, copy it (:meth:`copy_data`) to write.
+    ``stages/sample/``, ``review/review.sqlite``); of the first run (stopped at the gate): ``published_at_gate``
+    whether the dataset folder existed after it, ``pending`` and ``flagged`` the review item ids it left pending
+    (and those of them flagged), ``gate_failures`` the checks that failed in it (``"<asset>:<check>"``);
+    ``run_ids`` the first and the second run, recorded in the Dagster instance at ``instance_dir``
+    (:meth:`instance`). Shared by every test of the session (all xdist workers): read-only, copy it
+    (:meth:`copy_data`) to write.
     """
 
-    config: Path
     data_dir: Path
-    at_gate: Path
     instance_dir: Path
+    published_at_gate: bool
     pending: tuple[str, ...]
     flagged: tuple[str, ...]
     gate_failures: tuple[str, ...]
@@ -191,42 +177,46 @@ class BuiltSample:
 
 
 def _build_the_sample(folder: Path) -> None:
-    """:class:`BuiltSample`'s build, into ``folder`` (``data/``, ``at-gate/``, ``instance/``, ``built.json``)."""
+    """:class:`BuiltSample`'s build, into ``folder`` (``data/``, ``dagster-home/``, ``built.json``), in the
+    environment of :func:`isolated_env`."""
     import dagster as dg
     from click.testing import CliRunner
 
     from cli.main import main
-    from conteb.storage import review_store_path
+    from conteb.storage import dataset_dir, review_store_path
     from pipelines.definitions import build_definitions
     from project.config import load_config
     from review.store import ReviewStore
 
     config = ROOT / "conteb.yaml"
-    (folder / "instance").mkdir()
-    (folder / "instance" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    with offline_env(folder) as data_dir, dg.DagsterInstance.local_temp(str(folder / "instance")) as instance:
+    with pytest.MonkeyPatch.context() as patch:
+        data_dir = offline_environment(patch, folder, folder / "data")
+        instance = dg.DagsterInstance.local_temp(str(folder / "dagster-home"))
+        with instance:
 
-        def run() -> dg.ExecuteInProcessResult:
-            defs = build_definitions(load_config(config))
-            return defs.resolve_job_def("build_conteb").execute_in_process(instance=instance, raise_on_error=False)
+            def run() -> dg.ExecuteInProcessResult:
+                defs = build_definitions(load_config(config))
+                job = defs.resolve_job_def("build_conteb")
+                return job.execute_in_process(instance=instance, raise_on_error=False)
 
-        first = run()
-        evaluations = first.get_asset_check_evaluations()
-        failures = sorted(f"{e.asset_key.to_user_string()}:{e.check_name}" for e in evaluations if not e.passed)
-        store = ReviewStore(review_store_path(data_dir))
-        waiting = [item for item in store.items(task="sample") if item.status == "pending"]
-        store.close()
-        if first.success or not waiting:
-            raise AssertionError(f"the sample's first build should stop at the review gate; failed: {failures}")
-        shutil.copytree(data_dir, folder / "at-gate")
-        accept = ["--config", str(config), "review", "accept", "--task", "sample", "--reviewer", SAMPLE_REVIEWER]
-        decided = CliRunner().invoke(main, accept)
-        if decided.exit_code != 0:
-            raise AssertionError(f"conteb review accept failed: {decided.output}")
-        second = run()
-        if not second.success:
-            raise AssertionError("the sample's rerun after the review did not complete")
+            first = run()
+            evaluations = first.get_asset_check_evaluations()
+            failures = sorted(f"{e.asset_key.to_user_string()}:{e.check_name}" for e in evaluations if not e.passed)
+            store = ReviewStore(review_store_path(data_dir))
+            waiting = [item for item in store.items(task="sample") if item.status == "pending"]
+            store.close()
+            if first.success or not waiting:
+                raise AssertionError(f"the sample's first build should stop at the review gate; failed: {failures}")
+            published_at_gate = dataset_dir(data_dir, "sample").exists()
+            accept = ["--config", str(config), "review", "accept", "--task", "sample", "--reviewer", SAMPLE_REVIEWER]
+            decided = CliRunner().invoke(main, accept)
+            if decided.exit_code != 0:
+                raise AssertionError(f"conteb review accept failed: {decided.output}")
+            second = run()
+            if not second.success:
+                raise AssertionError("the sample's rerun after the review did not complete")
     built = {
+        "published_at_gate": published_at_gate,
         "pending": [item.item_id for item in waiting],
         "flagged": [item.item_id for item in waiting if item.flagged],
         "gate_failures": failures,
@@ -241,10 +231,9 @@ def built_sample(tmp_path_factory: pytest.TempPathFactory) -> BuiltSample:
     folder = build_once(tmp_path_factory, "built-sample", _build_the_sample)
     built = json.loads((folder / "built.json").read_text())
     return BuiltSample(
-        config=ROOT / "conteb.yaml",
         data_dir=folder / "data",
-        at_gate=folder / "at-gate",
-        instance_dir=folder / "instance",
+        instance_dir=folder / "dagster-home",
+        published_at_gate=built["published_at_gate"],
         pending=tuple(built["pending"]),
         flagged=tuple(built["flagged"]),
         gate_failures=tuple(built["gate_failures"]),

@@ -42,7 +42,7 @@ def test_build_conteb_on_the_sample(built_sample: BuiltSample) -> None:
     assert built_sample.gate_failures == ("sample/review_queue_reformulation:review_complete",)
     assert sorted(built_sample.pending) == sorted(f"sample:reformulation:{cid}" for cid in MASKED_CHUNKS)
     assert built_sample.flagged == ("sample:reformulation:ostherm_2",)
-    assert not (built_sample.at_gate / "conteb" / "sample").exists()  # nothing published before the review
+    assert not built_sample.published_at_gate  # nothing published before the review
 
     instance = built_sample.instance()
     second = instance.get_run_by_id(built_sample.run_ids[1])
