@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.schedule import UNTIMED_FIRST, longest_files_first
+from tests.support.schedule import longest_files_first
 
 
 def ordered(nodeids: list[str], durations: dict[str, float]) -> list[str]:
@@ -21,8 +21,7 @@ def test_files_run_longest_first_each_in_its_own_order() -> None:
     ]
 
 
-def test_a_fresh_clone_starts_with_the_known_slow_files() -> None:
-    slow = f"{UNTIMED_FIRST[0]}::test_x"
-    nodeids = ["tests/x.py::one", slow, "tests/x.py::two"]
-    assert ordered(nodeids, {}) == [slow, "tests/x.py::one", "tests/x.py::two"]
-    assert ordered(nodeids, {slow: 0.5, "tests/x.py::one": 2.0}) == ["tests/x.py::one", "tests/x.py::two", slow]
+def test_a_file_without_durations_keeps_its_place_among_the_untimed() -> None:
+    nodeids = ["tests/x.py::one", "tests/y.py::slow", "tests/x.py::two"]
+    assert ordered(nodeids, {}) == ["tests/x.py::one", "tests/x.py::two", "tests/y.py::slow"]  # files kept whole
+    assert ordered(nodeids, {"tests/y.py::slow": 30.0}) == ["tests/y.py::slow", "tests/x.py::one", "tests/x.py::two"]

@@ -9,8 +9,7 @@ run, orders the files by their recorded total, longest first (Graham's LPT rule)
 collection order. The durations are those of :data:`COMMITTED` (``tests/durations.json``, in the repository, so a
 fresh clone starts in a good order; ``make test-durations`` rewrites it), overlaid with the local cache's; the
 order depends only on those two files, so every xdist worker collects the same order, as xdist requires. A file
-never timed counts :data:`UNTIMED_GUESS_S` if it is one of :data:`UNTIMED_FIRST` (the slowest files measured
-here), else nothing.
+never timed counts 0 s (it runs with the short ones until ``make test-durations`` times it).
 """
 
 from __future__ import annotations
@@ -24,22 +23,6 @@ import pytest
 CACHE_KEY = "conteb/durations"
 COMMITTED = Path(__file__).resolve().parents[1] / "durations.json"  # tests/durations.json
 SAVE_OPTION = "--save-durations"
-UNTIMED_GUESS_S = 60.0  # what an untimed file of UNTIMED_FIRST is assumed to take
-UNTIMED_FIRST = (  # the slowest files measured here (issue 21's --durations), first until they have been timed
-    "tests/test_celery_executor.py",
-    "tests/test_evaluation_e2e.py",
-    "tests/test_evaluation_baselines_e2e.py",
-    "tests/test_run_interrupts.py",
-    "tests/test_reproduce.py",
-    "tests/test_celery_fail_fast.py",
-    "tests/test_dagster_ui.py",
-    "tests/test_training_assets.py",
-    "tests/test_llm_stages_e2e.py",
-    "tests/training/test_train_e2e.py",
-    "tests/test_mteb_task.py",
-    "tests/test_sharded_stages.py",
-    "tests/test_end_to_end.py",
-)
 
 
 def file_of(nodeid: str) -> str:
@@ -48,18 +31,12 @@ def file_of(nodeid: str) -> str:
 
 
 def file_seconds(nodeids: list[str], durations: dict[str, float]) -> dict[str, float]:
-    """Expected seconds of each file of ``nodeids``: the sum of its tests' recorded durations, else
-    :data:`UNTIMED_GUESS_S` for a file of :data:`UNTIMED_FIRST` with no test timed, else 0."""
+    """Expected seconds of each file of ``nodeids``: the sum of its tests' recorded durations (0 for a test never
+    timed)."""
     totals: dict[str, float] = defaultdict(float)
-    timed: set[str] = set()
     for nodeid in nodeids:
-        path = file_of(nodeid)
-        totals[path] += durations.get(nodeid, 0.0)
-        if nodeid in durations:
-            timed.add(path)
-    return {
-        path: (total if path in timed else UNTIMED_GUESS_S * (path in UNTIMED_FIRST)) for path, total in totals.items()
-    }
+        totals[file_of(nodeid)] += durations.get(nodeid, 0.0)
+    return totals
 
 
 def longest_files_first(nodeids: list[str], durations: dict[str, float]) -> list[int]:
