@@ -6,7 +6,7 @@ another case (``NOTES.TXT`` for ``*.txt``: ``files_skipped_other_case``) and mat
 subfolders (``files_skipped_in_subfolders``). A matched entry that is a symlink leading outside
 the folder (to a file, or to a device such as ``/dev/zero``) is refused (:class:`SourceError`): the
 corpus is what the folder holds. A matched entry inside it that is no regular file (a FIFO, a
-character or block device, a socket, a dangling symlink) is never opened: it becomes a quarantine
+character or block device, a socket, a dangling symlink or a loop) is never opened: it becomes a quarantine
 row (``not_a_regular_file``, the detail saying what it is).
 
 The encoding is detected per file (:mod:`curation.encoding`); a non-UTF-8 file, or a UTF-8 file
@@ -16,6 +16,7 @@ with invalid bytes replaced (counted: ``invalid_utf8_bytes_replaced``), is loade
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass, field
@@ -57,8 +58,8 @@ def entry_kind(path: Path) -> str | None:
         mode = path.stat().st_mode
     except FileNotFoundError:
         return "a dangling symlink (its target does not exist)"
-    except OSError as error:  # e.g. a symlink loop
-        return f"unreadable ({error.strerror})"
+    except OSError as error:
+        return "a symlink loop" if error.errno == errno.ELOOP else f"unreadable ({error.strerror})"
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return None
     return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), "not a regular file")
@@ -74,7 +75,7 @@ def scan_text_folder(folder: Path, patterns: tuple[str, ...]) -> FolderScan:
     matched = {path for pattern in patterns for path in folder.glob(pattern)}
     root = folder.resolve()
     for path in sorted(matched):
-        target = path.resolve()
+        target = Path(os.path.realpath(path))  # never raises, on a symlink loop either (Path.resolve does)
         if not target.is_relative_to(root):
             how = "symlink to" if path.is_symlink() else "leads to"
             kind = entry_kind(path)
@@ -111,7 +112,10 @@ def load_text_folder(folder: Path, patterns: tuple[str, ...] = ("*.txt", "*.md")
     files = scan.files
     doc_ids = assign_doc_ids([path.stem for path in files], [path.name for path in files], str(folder))
     for path, doc_id in zip(files, doc_ids, strict=True):
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as error:  # e.g. no permission to read it
+            raise SourceError(f"{path}: cannot read: {error.strerror}") from None
         if looks_binary(data):
             result.quarantine.append(
                 QuarantineRecord(
