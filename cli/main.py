@@ -5,7 +5,8 @@ waiting, and what to do next. With ``--run-status N`` (what ``make run`` passes 
 build_conteb``) it also says how that run ended and exits 0 (succeeded), 3 (:data:`EXIT_WAITING_FOR_REVIEW`: the
 run stopped only at review gates, not a crash) or N (failed).
 ``conteb validate``: load the registry and open every source it declares; one line per problem, naming the file,
-the task and the field (exit status 1 on any problem).
+the task and the field (exit status 1 on any problem); the rows a source would quarantine are counted and the first
+named (not a problem: the build quarantines them too).
 ``conteb costs``: the LLM cost ledger: calls, tokens and estimated dollars per task and stage.
 """
 
