@@ -5,7 +5,8 @@ waiting, and what to do next. With ``--run-status N`` (what ``make run`` passes 
 build_conteb``) it also says how that run ended and exits 0 (succeeded), 3 (:data:`EXIT_WAITING_FOR_REVIEW`: the
 run stopped only at review gates, not a crash) or N (failed).
 ``conteb validate``: load the registry and open every source it declares; one line per problem, naming the file,
-the task and the field (exit status 1 on any problem).
+the task and the field (exit status 1 on any problem); the rows a source would quarantine are counted and the first
+named (not a problem: the build quarantines them too).
 ``conteb costs``: the LLM cost ledger: calls, tokens and estimated dollars per task and stage.
 """
 
@@ -70,13 +71,19 @@ def validate(ctx: click.Context, no_sources: bool) -> None:
             click.echo(f"  {task.name}: source: {opened[task.name]}")
 
 
+QUARANTINE_SHOWN = 5
+"""Quarantined source rows ``conteb validate`` names (file, row, reason) before counting the rest."""
+
+
 class SourceProblem(str):
     """Why a task's source cannot be read (the loader's message: file, row and reason)."""
 
 
 def check_source(task: TaskConfig, base_dir: Path) -> str:
-    """Load ``task``'s source as the ``source_documents`` asset would: ``documents N, queries M``, ``not opened:
-    ...`` for a hub dataset (no network is assumed), or a :class:`SourceProblem`."""
+    """Load ``task``'s source as the ``source_documents`` asset would: ``documents N, queries M`` (then the rows it
+    would quarantine: their count by reason and the first ones, file, row and reason), ``not opened: ...`` for a hub
+    dataset (no network is assumed), or a :class:`SourceProblem`."""
+    from curation.quarantine import count_reasons
     from curation.sources import SourceError, load_source
 
     if isinstance(task.source, HFDatasetSource) and not Path(task.source.path).exists():
@@ -85,7 +92,14 @@ def check_source(task: TaskConfig, base_dir: Path) -> str:
         result = load_source(task.source, base_dir)
     except SourceError as error:
         return SourceProblem(str(error))
-    return f"documents {len(result.documents):,}, queries {len(result.queries):,}"
+    held = f"documents {len(result.documents):,}, queries {len(result.queries):,}"
+    if not result.quarantine:
+        return held
+    reasons = ", ".join(f"{reason} {n:,}" for reason, n in count_reasons(result.quarantine_table()).items())
+    shown = [f"\n    {record.where_and_why()}" for record in result.quarantine[:QUARANTINE_SHOWN]]
+    more = len(result.quarantine) - QUARANTINE_SHOWN
+    rest = f"\n    ... and {more:,} more (all in source_quarantine when the task runs)" if more > 0 else ""
+    return f"{held}, quarantined {len(result.quarantine):,} ({reasons}):{''.join(shown)}{rest}"
 
 
 def describe_splits(task: TaskConfig) -> str:

@@ -31,8 +31,11 @@ def slugify(text: str) -> str:
 
 
 def short_hash(text: str, length: int = 8) -> str:
-    """First ``length`` hex digits of the SHA-1 of ``text`` (stable across runs and machines)."""
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:length]
+    """First ``length`` hex digits of the SHA-1 of ``text`` (stable across runs and machines).
+
+    A lone surrogate (a JSON ``"\\ud800"`` escape) is hashed as its code point, never an encoding error.
+    """
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:length]
 
 
 def doc_id_from(name: str) -> str:

@@ -1,33 +1,54 @@
 """What counts as blank text: the one rule every emptiness check of the project uses (queries, documents, chunks,
-answers, LLM outputs, reviewers' edits).
+answers, LLM outputs, reviewers' edits); and what text no UTF-8 file can store (lone surrogates).
 
-A text is *blank* when a reader would see nothing in it: it is None or empty, or every character is whitespace
-(``str.isspace``) or one of :data:`BLANK_CATEGORIES` (space, line and paragraph separators, format characters such
-as U+200B ZERO WIDTH SPACE, U+FEFF, U+2060 WORD JOINER, U+180E, and control characters) or of
-:data:`BLANK_CHARACTERS` (letters and symbols that render as nothing: Hangul fillers, the blank Braille pattern,
-the combining grapheme joiner). ``str.strip()`` alone only knows the whitespace: ``"\\u200b\\u00a0\\u3000"`` is not
-empty to it.
+A text is *blank* when a reader would see nothing in it: it is None or empty, or every character is one of
 
-Pure: standard library only.
+* Unicode ``White_Space`` (what ``str.isspace`` knows, e.g. U+00A0, U+3000, U+2028);
+* Unicode ``Default_Ignorable_Code_Point`` (DI): the characters Unicode says a renderer shows nothing for when it does
+  not support them, e.g. U+200B ZERO WIDTH SPACE, U+FEFF, U+2060 WORD JOINER, U+180E, the variation selectors
+  U+FE00..U+FE0F and U+180B..U+180F, U+17B4/U+17B5, U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0;
+* a control character (general category ``Cc``, e.g. NUL);
+* U+2800 BRAILLE PATTERN BLANK, the one symbol that is an empty cell by definition (neither White_Space nor DI).
+
+The properties come from the ``regex`` package's Unicode tables (no hand list to keep up to date); ``str.strip()``
+alone only knows the whitespace: ``"\\u200b\\u00a0\\u3000"`` is not empty to it.
 """
 
 from __future__ import annotations
 
-import unicodedata
+from functools import cache
 
-BLANK_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc"})
-"""Unicode general categories whose characters show nothing on their own."""
+import regex
 
-BLANK_CHARACTERS = frozenset("\u034f\u115f\u1160\u2800\u3164\uffa0")
-"""Characters of other categories that render as nothing (U+034F, the Hangul fillers U+115F, U+1160, U+3164,
-U+FFA0, and U+2800 BRAILLE PATTERN BLANK)."""
+_BLANK_CLASS = r"[\p{White_Space}\p{Default_Ignorable_Code_Point}\p{Cc}\u2800]"
+_BLANK_CHARACTER = regex.compile(_BLANK_CLASS)
+_BLANK_TEXT = regex.compile(_BLANK_CLASS + "*")
+_SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 
+@cache  # callers walk texts character by character: a lookup per character, not a regex match
 def is_blank_character(char: str) -> bool:
     """True for a character that shows nothing (the module's rule)."""
-    return char.isspace() or char in BLANK_CHARACTERS or unicodedata.category(char) in BLANK_CATEGORIES
+    return _BLANK_CHARACTER.fullmatch(char) is not None
 
 
 def is_blank(text: str | None) -> bool:
     """True when ``text`` is None, empty, or made only of characters that show nothing (the module's rule)."""
-    return not text or all(is_blank_character(char) for char in text)
+    return not text or _BLANK_TEXT.fullmatch(text) is not None
+
+
+def lone_surrogate(text: str) -> int | None:
+    """Index of the first lone surrogate (U+D800..U+DFFF) in ``text``, or None when UTF-8 can encode it all.
+
+    JSON's ``"\\ud800"`` escape and undecodable file names (``os.fsdecode``) put them in a Python ``str``; Arrow,
+    Parquet and SQLite then refuse the text with ``UnicodeEncodeError``.
+    """
+    if text.isascii():
+        return None
+    found = _SURROGATE.search(text)
+    return None if found is None else found.start()
+
+
+def escape_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate written as its ``\\udXXX`` escape: storable, and shows what the input held."""
+    return text if lone_surrogate(text) is None else text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -21,10 +21,15 @@ class QuarantineReason(StrEnum):
     """Why a row was refused. Values are stable: they are stored and counted in metadata."""
 
     BINARY_FILE = "binary_file"  # a text-folder file holding NUL bytes
+    NOT_A_REGULAR_FILE = (
+        "not_a_regular_file"  # a text-folder entry that is a FIFO, a device, a socket or a dangling link
+    )
     DUPLICATE_QUERY_ID = "duplicate_query_id"  # a second query with an id already seen
     NO_ANSWER = "no_answer"  # an answerable query with an empty answer list
     EMPTY_QUERY = "empty_query"  # the question is blank (conteb.text.is_blank)
-    INVALID_FIELD = "invalid_field"  # a field of the row has the wrong JSON type (detail: the field and value)
+    # a field of the row has the wrong JSON type, or a value no dataset file can hold: a lone surrogate, an offset
+    # beyond 64 bits (curation.sources.storable; detail: the field and value)
+    INVALID_FIELD = "invalid_field"
     UNKNOWN_DOCUMENT = "unknown_document"  # a query naming a document the source lacks
     EMPTY_DOCUMENT = "empty_document"  # blank text (conteb.text.is_blank): nothing to chunk
     DOCUMENT_QUARANTINED = "document_quarantined"  # the query's document was quarantined
@@ -49,6 +54,10 @@ class QuarantineRecord:
     source: str
     row: str
     detail: str
+
+    def where_and_why(self) -> str:
+        """``<source>: <row>: <reason>: <detail>``: the one line that shows a user this row."""
+        return f"{self.source}: {self.row}: {self.reason}: {self.detail}"
 
     def as_row(self) -> dict:
         row = asdict(self)

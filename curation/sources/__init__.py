@@ -17,6 +17,7 @@ from curation.sources.hf_dataset import load_hf_dataset
 from curation.sources.model import SourceDocument, SourceError, SourceQuery, SourceResult
 from curation.sources.sample import load_sample
 from curation.sources.squad import load_squad_json
+from curation.sources.storable import quarantine_unstorable
 from curation.sources.text_folder import load_text_folder
 
 __all__ = ["SourceError", "SourceResult", "load_source", "source_label"]
@@ -28,7 +29,8 @@ def load_source(source: SourceConfigs, base_dir: Path | None = None) -> SourceRe
     """Dispatch on ``source.kind``; paths are already resolved by :func:`conteb.config.load_config`.
 
     With ``base_dir`` (the config file's folder), ``source`` columns hold file paths relative to
-    it, so published rows carry no machine-specific absolute paths.
+    it, so published rows carry no machine-specific absolute paths. Rows no Arrow table can hold (a lone surrogate,
+    an offset beyond 64 bits) are quarantined (:mod:`curation.sources.storable`).
     """
     match source:
         case SquadJsonSource():
@@ -43,7 +45,7 @@ def load_source(source: SourceConfigs, base_dir: Path | None = None) -> SourceRe
             result = load_controlled(source)
         case _:  # pragma: no cover
             raise TypeError(f"unknown source config {source!r}")
-    return relabel_sources(result, base_dir) if base_dir else result
+    return quarantine_unstorable(relabel_sources(result, base_dir) if base_dir else result)
 
 
 def source_label(source: SourceConfigs, base_dir: Path) -> str:

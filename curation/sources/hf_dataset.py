@@ -16,12 +16,61 @@ from conteb.config import HFColumns
 from curation.sources.articles import RawArticle, RawParagraph, RawQuestion, answer_problem, assemble, wrong_type
 from curation.sources.model import SourceError, SourceResult
 
+ARROW_FILE_MAGIC = b"ARROW1"  # the first and last bytes of the Arrow IPC *file* format
+
+
+def arrow_problem(path: Path) -> str | None:
+    """Why ``path`` is no complete Arrow IPC file or stream (``save_to_disk`` writes streams), or None.
+
+    Every record batch is read (memory-mapped, no copy); a stream must end with its end-of-stream marker, so one cut
+    at a message boundary, which a reader takes for a shorter (or empty) table, is found too.
+    """
+    import pyarrow as pa
+
+    try:
+        with pa.memory_map(str(path)) as source:
+            if source.read(len(ARROW_FILE_MAGIC)) == ARROW_FILE_MAGIC:  # the file format checks its own footer
+                source.seek(0)
+                reader = pa.ipc.open_file(source)
+                for index in range(reader.num_record_batches):
+                    reader.get_batch(index)
+                return None
+            source.seek(0)
+            for _ in pa.ipc.open_stream(source):
+                pass
+            source.seek(0)
+            messages = pa.ipc.MessageReader.open_stream(source)
+            while True:
+                before = source.tell()
+                try:
+                    messages.read_next_message()
+                except StopIteration:
+                    break
+            marked = source.tell() > before  # the last read consumed the end-of-stream marker, not the end of file
+    except (pa.ArrowException, OSError) as error:
+        return f"truncated or not an Arrow file ({error})"
+    return None if marked else "truncated Arrow stream: it ends without its end-of-stream marker"
+
+
+def check_arrow_files(folder: Path) -> None:
+    """Raise :class:`SourceError` naming the first ``*.arrow`` file under ``folder`` that is truncated or no Arrow."""
+    for path in sorted(folder.rglob("*.arrow")):
+        problem = arrow_problem(path)
+        if problem:
+            raise SourceError(f"{path}: {problem}")
+
 
 def open_hf_dataset(path: str, name: str | None, split: str) -> Any:
-    """A ``datasets.Dataset``: ``load_from_disk`` for a saved dataset folder, else ``load_dataset``."""
+    """A ``datasets.Dataset``: ``load_from_disk`` for a saved dataset folder, else ``load_dataset``.
+
+    A local folder's Arrow files are checked first (:func:`check_arrow_files`): a truncated one is an error naming
+    it, never a dataset with fewer rows.
+    """
     import datasets
 
     folder = Path(path)
+    if folder.is_dir():
+        check_arrow_files(folder)
     if folder.is_dir() and ((folder / "dataset_dict.json").exists() or (folder / "state.json").exists()):
         loaded = datasets.load_from_disk(str(folder))
         if isinstance(loaded, datasets.DatasetDict):
@@ -31,8 +80,9 @@ def open_hf_dataset(path: str, name: str | None, split: str) -> Any:
         return loaded
     try:
         return datasets.load_dataset(path, name, split=split)
-    except (FileNotFoundError, ValueError) as error:
-        raise SourceError(f"{path}: cannot load split {split!r} (config {name!r}): {error}") from None
+    except (FileNotFoundError, ValueError, datasets.exceptions.DatasetGenerationError) as error:
+        cause = f" ({error.__cause__})" if error.__cause__ else ""  # a generation error's message omits its cause
+        raise SourceError(f"{path}: cannot load split {split!r} (config {name!r}): {error}{cause}") from None
 
 
 def load_hf_dataset(path: str, name: str | None, split: str, columns: HFColumns) -> SourceResult:

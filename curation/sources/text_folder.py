@@ -3,8 +3,11 @@
 Only the files of the folder itself whose names match ``patterns`` are loaded. Files that look
 meant but are left out are counted and named in a warning: a name matching a pattern only in
 another case (``NOTES.TXT`` for ``*.txt``: ``files_skipped_other_case``) and matching files in
-subfolders (``files_skipped_in_subfolders``). A matched file that is a symlink leading outside
-the folder is refused (:class:`SourceError`): the corpus is what the folder holds.
+subfolders (``files_skipped_in_subfolders``). A matched entry that is a symlink leading outside
+the folder (to a file, or to a device such as ``/dev/zero``) is refused (:class:`SourceError`): the
+corpus is what the folder holds. A matched entry inside it that is no regular file (a FIFO, a
+character or block device, a socket, a dangling symlink or a loop) is never opened: it becomes a quarantine
+row (``not_a_regular_file``, the detail saying what it is).
 
 The encoding is detected per file (:mod:`curation.encoding`); a non-UTF-8 file, or a UTF-8 file
 with invalid bytes replaced (counted: ``invalid_utf8_bytes_replaced``), is loaded and reported in
@@ -13,7 +16,9 @@ with invalid bytes replaced (counted: ``invalid_utf8_bytes_replaced``), is loade
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -33,27 +38,58 @@ class FolderScan:
     files: list[Path]
     other_case: list[str] = field(default_factory=list)
     in_subfolders: list[str] = field(default_factory=list)
+    not_regular: list[tuple[Path, str]] = field(default_factory=list)  # (entry, what it is): never opened
+
+
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def entry_kind(path: Path) -> str | None:
+    """What ``path`` is when it is no regular file (following a symlink; nothing is opened), else None.
+
+    A folder is None too: the files in it are counted as ``in_subfolders``.
+    """
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return "a dangling symlink (its target does not exist)"
+    except OSError as error:
+        return "a symlink loop" if error.errno == errno.ELOOP else f"unreadable ({error.strerror})"
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((kind for test, kind in _SPECIAL_KINDS if test(mode)), "not a regular file")
 
 
 def scan_text_folder(folder: Path, patterns: tuple[str, ...]) -> FolderScan:
-    """Files of ``folder`` matching any of ``patterns`` (sorted by name), and the near misses.
+    """Files of ``folder`` matching any of ``patterns`` (sorted by name), the entries that match but are no regular
+    file (FIFO, device, socket, dangling link: ``not_regular``, never opened), and the near misses.
 
-    A matched file that resolves outside ``folder`` (a symlink, or a pattern with ``..``) is a :class:`SourceError`.
+    A matched entry that resolves outside ``folder`` (a symlink, e.g. to ``/dev/zero``, or a pattern with ``..``) is
+    a :class:`SourceError` naming it and what it leads to.
     """
-    matched = {path for pattern in patterns for path in folder.glob(pattern) if path.is_file()}
+    matched = {path for pattern in patterns for path in folder.glob(pattern)}
     root = folder.resolve()
-    for path in matched:
-        target = path.resolve()
+    for path in sorted(matched):
+        target = Path(os.path.realpath(path))  # never raises, on a symlink loop either (Path.resolve does)
         if not target.is_relative_to(root):
             how = "symlink to" if path.is_symlink() else "leads to"
+            kind = entry_kind(path)
             raise SourceError(
-                f"{path}: {how} {target}, outside the source folder {folder}; "
+                f"{path}: {how} {target}{f' ({kind})' if kind else ''}, outside the source folder {folder}; "
                 "copy the file into the folder or remove the link"
             )
+    kinds = {path: entry_kind(path) for path in matched}
+    files = [path for path, kind in kinds.items() if kind is None and not path.is_dir()]
     names = [pattern.rsplit("/", 1)[-1].lower() for pattern in patterns]
-    scan = FolderScan(sorted(matched, key=lambda path: path.name))
-    for directory, _, files in os.walk(folder):
-        for name in sorted(files):
+    scan = FolderScan(sorted(files, key=lambda path: path.name))
+    scan.not_regular = sorted(((path, kind) for path, kind in kinds.items() if kind), key=lambda item: item[0].name)
+    for directory, _, entries in os.walk(folder):
+        for name in sorted(entries):
             path = Path(directory) / name
             if path in matched or not any(fnmatchcase(name.lower(), pattern) for pattern in names):
                 continue
@@ -67,10 +103,19 @@ def load_text_folder(folder: Path, patterns: tuple[str, ...] = ("*.txt", "*.md")
     result = SourceResult()
     scan = scan_text_folder(folder, patterns)
     _report_skipped(result, folder, scan)
+    for path, kind in scan.not_regular:
+        detail = f"{kind}, not a regular file: not read"
+        record = QuarantineRecord(
+            STAGE, QuarantineReason.NOT_A_REGULAR_FILE, "document", path.name, None, str(path), "file", detail
+        )
+        result.quarantine.append(record)
     files = scan.files
     doc_ids = assign_doc_ids([path.stem for path in files], [path.name for path in files], str(folder))
     for path, doc_id in zip(files, doc_ids, strict=True):
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as error:  # e.g. no permission to read it
+            raise SourceError(f"{path}: cannot read: {error.strerror}") from None
         if looks_binary(data):
             result.quarantine.append(
                 QuarantineRecord(

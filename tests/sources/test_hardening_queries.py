@@ -39,6 +39,10 @@ def hf_row(query_id: str, question: str, answer_start: object) -> dict:
 INVISIBLE = ["\u200b\u00a0\u3000", "\ufeff\u2060\u180e", "\u2028\u2029\u200d", "\u3164\u2800"]
 """Questions a reader sees nothing in, which ``str.strip()`` does not empty."""
 
+DEFAULT_IGNORABLE = ["\ufe0f\ufe0f", "\u180b\u180c", "\u17b4\u17b5", "\U000e0001\U000e0020", "\u00ad\u061c"]
+"""Questions of Unicode Default_Ignorable_Code_Point characters only (variation selectors, Khmer inherent vowels,
+tag characters, soft hyphen, Arabic letter mark): nothing to see, whatever their general category."""
+
 
 @pytest.mark.parametrize("question", ["", "   \n\t", *INVISIBLE])
 def test_empty_squad_question_is_quarantined(tmp_path: Path, question: str) -> None:
@@ -52,6 +56,25 @@ def test_empty_squad_question_is_quarantined(tmp_path: Path, question: str) -> N
         "data[0].paragraphs[0].qas[1]",
     )
     assert record.detail == "empty question"
+
+
+@pytest.mark.parametrize("question", DEFAULT_IGNORABLE)
+def test_default_ignorable_questions_are_blank_and_quarantined(tmp_path: Path, question: str) -> None:
+    assert is_blank(question) and is_blank(f" {question}\u200b ")
+    answers = [{"text": "French", "answer_start": 15}]
+    result = load_squad_json(squad_with(tmp_path, {"id": "di", "question": question, "answers": answers}))
+    assert [q.query_id for q in result.queries] == ["ok"]
+    assert [(r.reason, r.object_id) for r in result.quarantine] == [(QuarantineReason.EMPTY_QUERY, "di")]
+
+
+@pytest.mark.parametrize("question", ["Who?", "\u2764\ufe0f?", "\u1828\u180b", "\u0600"])
+def test_questions_with_something_visible_are_kept(tmp_path: Path, question: str) -> None:
+    """A visible character keeps a question, even beside a variation selector; U+0600 ARABIC NUMBER SIGN is a format
+    character (Cf) that is drawn, not default-ignorable: the general category alone does not make text blank."""
+    assert not is_blank(question)
+    answers = [{"text": "French", "answer_start": 15}]
+    result = load_squad_json(squad_with(tmp_path, {"id": "v", "question": question, "answers": answers}))
+    assert [q.query_id for q in result.queries] == ["ok", "v"] and result.quarantine == []
 
 
 def test_empty_hf_question_is_quarantined() -> None:

@@ -1,11 +1,13 @@
 """Text folders: per-file decoding that keeps UTF-8 files UTF-8, skipped files counted, symlinks kept inside."""
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
 
 from curation.encoding import decode_bytes
+from curation.quarantine import QuarantineReason
 from curation.sources.model import SourceError
 from curation.sources.text_folder import load_text_folder
 from tests.conftest import SHARED_DATA
@@ -85,3 +87,40 @@ def test_every_real_sotu_file_decodes_right() -> None:
         assert "\ufffd" not in decoded.text and "\r" not in decoded.text, path.name
         if b"\x92" in data:
             assert "’" in decoded.text, path.name
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/null"])
+def test_symlink_to_a_device_is_refused_as_leading_out_of_the_folder(tmp_path: Path, device: str) -> None:
+    (tmp_path / "speech.txt").write_text("A speech.")
+    os.symlink(device, tmp_path / "endless.txt")
+    pattern = rf"endless.txt: symlink to {device} \(a character device\), outside the source folder"
+    with pytest.raises(SourceError, match=pattern):
+        load_text_folder(tmp_path)
+
+
+def test_fifo_socket_dangling_link_and_loop_are_quarantined_never_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    monkeypatch.chdir(folder)  # the socket is bound by a relative name: a socket's path is limited to ~100 bytes
+    (folder / "speech.txt").write_text("A speech.")
+    os.mkfifo(folder / "pipe.txt")  # opening it for reading would block until a writer comes
+    os.symlink(folder / "pipe.txt", folder / "to-pipe.md")  # a link inside the folder is judged by its target
+    os.symlink(folder / "gone.txt", folder / "dangling.txt")
+    os.symlink("loop.txt", folder / "loop.txt")  # pathlib's resolve() raises RuntimeError on it
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind("sock.txt")
+        result = load_text_folder(folder)
+    assert [doc.doc_id for doc in result.documents] == ["speech"]
+    assert [(r.reason, r.object_id, r.source, r.row, r.detail) for r in result.quarantine] == [
+        (QuarantineReason.NOT_A_REGULAR_FILE, name, str(folder / name), "file", f"{kind}, not a regular file: not read")
+        for name, kind in [
+            ("dangling.txt", "a dangling symlink (its target does not exist)"),
+            ("loop.txt", "a symlink loop"),
+            ("pipe.txt", "a FIFO (named pipe)"),
+            ("sock.txt", "a socket"),
+            ("to-pipe.md", "a FIFO (named pipe)"),
+        ]
+    ]
+    assert "files_skipped_other_case" not in result.stats and result.warnings == []

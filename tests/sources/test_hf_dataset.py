@@ -2,10 +2,13 @@ from pathlib import Path
 
 import datasets
 import pytest
+from click.testing import CliRunner
 
+from cli.main import main
 from conteb.config import HFColumns
 from curation.sources.hf_dataset import load_hf_dataset, rows_to_articles
 from curation.sources.model import SourceError
+from tests.conftest import materialize_task
 
 ROWS = {
     "id": ["q1", "q2", "q3"],
@@ -49,3 +52,44 @@ def test_missing_column_names_role_and_available_columns() -> None:
         SourceError, match=r"columns not in the dataset: query -> 'question'.*available: \['context', 'title'\]"
     ):
         rows_to_articles([{"context": "c", "title": "t"}], HFColumns(query_id=None, answers=None), "x")
+
+
+def saved_with_cut_arrow(folder: Path, cut: str) -> Path:
+    """``ROWS`` saved as a DatasetDict at ``folder``, its one Arrow stream cut: ``"schema"`` just after the schema
+    message (a reader takes it for an empty table), ``"half"`` in the middle of a record batch."""
+    datasets.DatasetDict({"validation": datasets.Dataset.from_dict(ROWS)}).save_to_disk(str(folder))
+    [arrow] = sorted(folder.rglob("*.arrow"))
+    data = arrow.read_bytes()
+    assert data[:4] == b"\xff\xff\xff\xff"  # an Arrow IPC stream: continuation marker, then the schema's length
+    schema_end = 8 + int.from_bytes(data[4:8], "little")
+    arrow.write_bytes(data[: schema_end if cut == "schema" else len(data) // 2])
+    return arrow
+
+
+@pytest.mark.parametrize(("cut", "reason"), [("schema", "truncated Arrow stream"), ("half", "truncated or not an")])
+def test_truncated_arrow_file_is_an_error_naming_it(tmp_path: Path, cut: str, reason: str) -> None:
+    arrow = saved_with_cut_arrow(tmp_path / "ds", cut)
+    with pytest.raises(SourceError, match=rf"^{arrow}: {reason}"):
+        load_hf_dataset(str(tmp_path / "ds"), None, "validation", HFColumns())
+
+
+def test_truncated_arrow_file_in_a_plain_folder_is_an_error_naming_it(tmp_path: Path) -> None:
+    """A folder of ``.arrow`` files read by ``load_dataset`` (no ``state.json``)."""
+    arrow = saved_with_cut_arrow(tmp_path / "saved", "schema")
+    (tmp_path / "plain").mkdir()
+    plain = arrow.rename(tmp_path / "plain" / "validation.arrow")
+    with pytest.raises(SourceError, match=rf"^{plain}: truncated Arrow stream"):
+        load_hf_dataset(str(tmp_path / "plain"), None, "validation", HFColumns())
+
+
+def test_validate_and_the_build_name_the_truncated_arrow_file(tmp_path: Path) -> None:
+    arrow = saved_with_cut_arrow(tmp_path / "ds", "schema")
+    config = tmp_path / "conteb.yaml"
+    config.write_text("tasks:\n  - name: cut\n    source: {kind: hf_dataset, path: ds, split: validation}\n")
+    checked = CliRunner().invoke(main, ["--config", str(config), "validate"])
+    assert checked.exit_code == 1 and "documents 0" not in checked.output
+    [line] = checked.output.splitlines()
+    assert line.startswith(f"{config}: task 'cut' (tasks[0]): source: {arrow}: truncated Arrow stream")
+    run, _ = materialize_task(config)
+    [failure] = [event for event in run.all_events if event.is_step_failure]
+    assert f"{arrow}: truncated Arrow stream" in str(failure.step_failure_data.user_failure_data.description)
