@@ -93,7 +93,9 @@ def test_registry_prompts_and_code_each_change_their_own_part(tmp_path: Path, mo
     cache = tmp_path / "code" / "curation" / "__pycache__"
     cache.mkdir(exist_ok=True)
     (cache / "reformulation.cpython-312.pyc").write_bytes(b"compiled")
-    assert code_version(copies) == base["code"]  # compiled caches are not code
+    (tmp_path / "code" / "curation" / ".reformulation.py.swp").write_bytes(b"vim")
+    (tmp_path / "code" / "curation" / "reformulation.py~").write_bytes(b"backup")
+    assert code_version(copies) == base["code"]  # compiled caches and an open editor's files are not code
     source = tmp_path / "code" / "curation" / "reformulation.py"
     source.write_text(source.read_text() + "\n# an edit\n")
     changed = code_version(copies)
