@@ -1,7 +1,8 @@
 """``conteb workers check``: are the Celery workers of ``execution.executor: celery`` there, and on this registry?
 
 What ``make run`` and ``make evaluate`` ask before they start a run on Celery, so a missing broker, no worker or
-workers started on another registry are told in one line (exit status 1) before any run is created. A run started
+workers started on another registry, other prompt files or other code (``project/fingerprint.py``) are told in one
+line (exit status 1) before any run is created. A run started
 without the check fails the same ways by itself, within seconds (``pipelines/celery_loop.py``,
 ``pipelines/celery_steps.py``). With another executor there is nothing to check (exit status 0).
 """
@@ -27,7 +28,7 @@ def workers() -> None:
 @click.option("--quiet", is_flag=True, help="Say nothing when all is well.")
 @click.pass_context
 def check(ctx: click.Context, wait_s: float, quiet: bool) -> None:
-    """Check the broker, that a worker consumes the queue, and that every worker runs this registry."""
+    """Check the broker, that a worker consumes the queue, and that every worker runs this registry, prompts, code."""
     config = load_registry(ctx)
     if config.execution.executor != "celery":
         if not quiet:
@@ -35,10 +36,10 @@ def check(ctx: click.Context, wait_s: float, quiet: bool) -> None:
         return
     from pipelines.celery import QUEUE, celery_app, loop_settings
     from pipelines.celery_loop import CeleryUnavailable, check_broker, no_worker_message, queue_consumers
-    from pipelines.celery_steps import RESTART_WORKERS, worker_registries
-    from project.config import registry_fingerprint
+    from pipelines.celery_steps import RESTART_WORKERS, worker_fingerprints
+    from project.fingerprint import REGISTRY_PART, fingerprint_differences, step_fingerprint
 
-    expected = registry_fingerprint(config)
+    expected = step_fingerprint(config)
     settings = loop_settings(config.execution.celery, expected)
     app = celery_app(config.execution.celery)
     try:
@@ -50,14 +51,16 @@ def check(ctx: click.Context, wait_s: float, quiet: bool) -> None:
         time.sleep(0.5)
     if not consumers:
         sys.exit(no_worker_message(settings, 0, waited_s=wait_s))
-    registries = worker_registries(app)
-    stale = sorted(name for name in consumers if registries.get(name) != expected)
+    fingerprints = worker_fingerprints(app)
+    stale = {name: fingerprint_differences(expected, fingerprints.get(name)) for name in consumers}
+    stale = {name: differences for name, differences in stale.items() if differences}
     if stale:
         sys.exit(
-            f"Celery worker(s) {', '.join(stale)} run another registry than {config.config_path} "
-            f"({', '.join(sorted({str(registries.get(name)) for name in stale}))}, this one is {expected}): "
+            f"Celery worker(s) {', '.join(sorted(stale))} started on another registry, prompts or code than "
+            f"{config.config_path} and this checkout: this run would be launched with "
+            f"{'; and '.join(dict.fromkeys(clause for clauses in stale.values() for clause in clauses))}: "
             f"restart the workers: {RESTART_WORKERS}"
         )
     if not quiet:
-        click.echo(f"{len(consumers)} worker(s) on {config.execution.celery.broker}, registry {expected}: "
-                   + ", ".join(consumers))  # fmt: skip
+        click.echo(f"{len(consumers)} worker(s) on {config.execution.celery.broker}, registry "
+                   f"{expected[REGISTRY_PART]}, same prompts and code: " + ", ".join(consumers))  # fmt: skip

@@ -12,19 +12,27 @@ File shape::
 
 ``Prompt.tag`` (``name@vN:<sha256 of the file, 12 hex>``) goes into every cache key and into the
 provenance columns of the rows the prompt produced, so editing a prompt invalidates its cache.
+
+The files live in :func:`prompts_dir`: ``$CONTEB_PROMPTS_DIR`` when set (a copy of the prompts to try edits on, or
+the tests' own), else ``llm/prompts/`` of the installed package. :func:`load_prompt` reads the file at every call
+and memoizes only the parsing, keyed by the file's bytes: a long-lived process (a Celery worker, ``dagster dev``, a
+test session) never serves a prompt that is no longer on disk. The Celery executor's step fingerprint
+(``project/fingerprint.py``) covers every file of the folder as well.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 
 import jinja2
 import yaml
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
+PROMPTS_DIR_ENV = "CONTEB_PROMPTS_DIR"
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
 
 
@@ -48,11 +56,26 @@ class Prompt:
         )
 
 
-@cache
-def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> Prompt:
-    """Read ``<directory>/<name>.yaml``."""
-    path = directory / f"{name}.yaml"
-    raw = path.read_bytes()
+def prompts_dir() -> Path:
+    """The folder of the prompt files: ``$CONTEB_PROMPTS_DIR`` when set, else :data:`PROMPTS_DIR`."""
+    override = os.environ.get(PROMPTS_DIR_ENV)
+    return Path(override).expanduser().resolve() if override else PROMPTS_DIR
+
+
+def load_prompt(name: str, directory: Path | None = None) -> Prompt:
+    """Read ``<directory>/<name>.yaml`` (default: :func:`prompts_dir`) now; only parsing is memoized, by content."""
+    path = (directory or prompts_dir()) / f"{name}.yaml"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        where = f" (${PROMPTS_DIR_ENV} names {path.parent})" if os.environ.get(PROMPTS_DIR_ENV) else ""
+        raise FileNotFoundError(f"{path}: no such prompt file{where}") from None
+    return _parse(str(path), raw)
+
+
+@lru_cache(maxsize=64)
+def _parse(path: str, raw: bytes) -> Prompt:
+    """The prompt of the file ``path`` whose bytes are ``raw`` (``path`` only names it in errors)."""
     data = yaml.safe_load(raw)
     missing = {"name", "version", "system", "user"} - set(data)
     if missing:

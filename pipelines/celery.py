@@ -11,8 +11,8 @@ the job's code pointer and a reference to the Dagster instance; a worker loads t
 imported once per worker before its pool forks: ``include``), runs that one step against the shared instance and
 data folder, logs ``Executing steps <key> in celery worker`` with the worker's name (``Celery worker`` metadata;
 every event also carries the pid of the process that ran the step) and returns the step's events, which the run's
-process follows. The workers read the registry, ``$CONTEB_DATA_DIR`` and ``$DAGSTER_HOME`` of the environment
-they were started in: start them from the same environment as the run.
+process follows. The workers read the registry, ``$CONTEB_DATA_DIR``, ``$CONTEB_PROMPTS_DIR`` and ``$DAGSTER_HOME``
+of the environment they were started in: start them from the same environment as the run.
 
 A worker process killed mid-step (SIGKILL, the OOM killer): with ``task_acks_late`` the task is acknowledged only
 when the step has finished, and with ``task_reject_on_worker_lost`` the worker that loses its pool process puts
@@ -33,7 +33,8 @@ from dagster_celery.executor import CeleryExecutor
 
 from pipelines.celery_loop import LoopSettings, celery_execution_loop
 from pipelines.celery_steps import create_step_task
-from project.config import CeleryConfig
+from project.config import CeleryConfig, ProjectConfig
+from project.fingerprint import step_fingerprint
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -67,10 +68,11 @@ def celery_executor_config(celery: CeleryConfig) -> dict[str, Any]:
     }
 
 
-def loop_settings(celery: CeleryConfig, registry: str) -> LoopSettings:
-    """The run-side loop's settings (``pipelines/celery_loop.py``) from the ``execution.celery`` block."""
+def loop_settings(celery: CeleryConfig, fingerprint: dict[str, str]) -> LoopSettings:
+    """The run-side loop's settings (``pipelines/celery_loop.py``) from the ``execution.celery`` block, with the
+    ``fingerprint`` every step carries."""
     return LoopSettings(
-        registry=registry,
+        fingerprint=fingerprint,
         broker=celery.broker,
         queue=QUEUE,
         no_worker_timeout_s=celery.no_worker_timeout_s,
@@ -91,9 +93,11 @@ class ConTEBCeleryExecutor(CeleryExecutor):
         return celery_execution_loop(plan_context, execution_plan, make_app(self.app_args()), self.loop)
 
 
-def celery_executor_def(celery: CeleryConfig, registry: str) -> dg.ExecutorDefinition:
-    """The executor ``celery``: steps to the workers of ``celery`` (the registry block), each step carrying
-    ``registry`` (:func:`project.config.registry_fingerprint` of the registry the run's process loaded)."""
+def celery_executor_def(config: ProjectConfig) -> dg.ExecutorDefinition:
+    """The executor ``celery``: steps to the workers of ``config.execution.celery``, each step carrying the run's
+    fingerprint (:func:`project.fingerprint.step_fingerprint` of ``config``, the prompt files and the code, taken
+    when the run's executor starts, so a long-lived process that builds runs sends what is on disk now)."""
+    celery = config.execution.celery
     from dagster._core.execution.retries import RetryMode, get_retries_config
 
     arguments = celery_executor_config(celery)
@@ -105,9 +109,10 @@ def celery_executor_def(celery: CeleryConfig, registry: str) -> dg.ExecutorDefin
     )
     def conteb_celery_executor(init_context: dg.InitExecutorContext) -> ConTEBCeleryExecutor:
         """Every step on a Celery worker of ``execution.celery`` (``make workers``); stops on Ctrl-C and SIGTERM,
-        fails fast without a broker or a worker, and refuses workers whose registry differs."""
+        fails fast without a broker or a worker, and is refused by workers whose fingerprint differs."""
         retries = RetryMode.from_config(init_context.executor_config["retries"])
-        return ConTEBCeleryExecutor(loop=loop_settings(celery, registry), retries=retries, **arguments)
+        loop = loop_settings(celery, step_fingerprint(config))
+        return ConTEBCeleryExecutor(loop=loop, retries=retries, **arguments)
 
     return conteb_celery_executor
 
@@ -119,11 +124,12 @@ def celery_app(celery: CeleryConfig) -> Celery:
     return make_app(CeleryExecutor.for_cli(**celery_executor_config(celery)).app_args())
 
 
-def worker_app(celery: CeleryConfig, registry: str) -> Celery:
+def worker_app(celery: CeleryConfig, fingerprint: dict[str, str]) -> Celery:
     """The Celery app the workers run (``pipelines/worker.py``): :func:`celery_app` and the step task
-    (``celery_steps.py``), which refuses steps of runs on a registry other than ``registry`` (the worker's own)."""
+    (``celery_steps.py``), which refuses steps of runs whose fingerprint differs from ``fingerprint`` (the
+    worker's own, taken when it started)."""
     app = celery_app(celery)
-    create_step_task(app, registry)
+    create_step_task(app, fingerprint)
     return app
 
 

@@ -22,7 +22,7 @@ Dagster drives it as an executor's ``execute`` (``pipelines/celery.py``); the st
   log lines, each with the worker's name and pid) are shown in the run's terminal as they are written:
   ``pipelines/celery_console.py``, once per tick, before the finished tasks' events are replayed, and once more
   when the loop ends (dagster-celery showed none of them).
-* **Refused steps.** A worker that refuses a step (its registry differs) fails the run with the worker's one-line
+* **Refused steps.** A worker that refuses a step (its fingerprint differs) fails the run with the worker's one-line
   reason, as does any other error a task raised.
 """
 
@@ -60,9 +60,10 @@ class CeleryUnavailable(Exception):
 
 @dataclass(frozen=True)
 class LoopSettings:
-    """What the loop needs beyond Dagster's context: the registry fingerprint every step carries, and its clocks."""
+    """What the loop needs beyond Dagster's context: the fingerprint every step carries
+    (:func:`project.fingerprint.step_fingerprint`), and its clocks."""
 
-    registry: str
+    fingerprint: dict[str, str]
     broker: str
     queue: str
     no_worker_timeout_s: float
@@ -209,7 +210,7 @@ def _loop(
                         )
                         results[step.key] = submit_step(
                             app, job_context, step, settings.queue, default_priority, active.get_known_state(),
-                            settings.registry,
+                            settings.fingerprint,
                         )  # fmt: skip
             time.sleep(TICK_S)
     if stopping_since is not None:  # every step had finished or was given up: the run still ends as interrupted

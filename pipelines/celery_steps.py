@@ -2,14 +2,17 @@
 
 The run's process (:func:`submit_step`) sends ``conteb_execute_step`` with the step's ``ExecuteStepArgs`` (run id,
 step key, instance reference, known state: Dagster's own wire format, as ``dagster-celery`` sends it), the job's
-code pointer and ``registry``: the fingerprint of the resolved registry the run's process loaded
-(:func:`project.config.registry_fingerprint`). A worker (:func:`create_step_task`, registered by
-``pipelines/worker.py`` with the fingerprint of the registry *its* definitions were built from) refuses, before it
-runs anything:
+code pointer and its fingerprint (:func:`project.fingerprint.step_fingerprint`, taken when the run's executor
+starts: the registry, each prompt file, the code version). It travels as the task's ``registry`` argument, the name
+it had when it held the registry's digest alone, so that a worker started before the fingerprint had parts refuses
+it with its restart hint rather than a ``TypeError``. A worker (:func:`create_step_task`, registered by
+``pipelines/worker.py`` with the fingerprint it took when it started) refuses, before it runs anything:
 
-* a step whose registry differs from the worker's (:class:`StepRefused`, "restart the workers: make workers-stop
-  && make workers"): workers load ``conteb.yaml`` once, when they start, so after an edit (``llm.temperature``, a
-  task's chunk size, ``$CONTEB_DATA_DIR``) they would run the old settings and report success;
+* a step whose fingerprint differs from the worker's (:class:`StepRefused`, one line naming each part that differs
+  -- registry, prompt file, code -- and "restart the workers: make workers-stop && make workers"): workers load
+  ``conteb.yaml`` and import the code once, when they start, so after an edit (``llm.temperature``, a task's chunk
+  size, ``$CONTEB_DATA_DIR``, ``llm/prompts/reformulation.yaml``, a source file) they would run the old settings
+  and report success;
 * a step whose run has already ended (Ctrl-C, SIGTERM, no worker in time: the run's process revoked what it had
   sent, but a worker that was not running then never heard of the revoke and may find the task in the queue
   later): it is dropped with an engine event on the run, never executed.
@@ -32,6 +35,8 @@ from dagster._core.execution.api import create_execution_plan, execute_plan_iter
 from dagster._grpc.types import ExecuteStepArgs
 from dagster._serdes import pack_value, serialize_value, unpack_value
 
+from project.fingerprint import fingerprint_differences
+
 if TYPE_CHECKING:
     from celery import Celery
     from celery.result import AsyncResult
@@ -44,7 +49,7 @@ DELEGATE_MARKER = "celery_queue_wait"  # dagster-celery's marker: the time a ste
 WORKER_KEY = "Celery worker"  # the worker's name (``conteb-<i>@<host>``) in the metadata of the engine events below
 PID_KEY = "Worker pid"  # ... and the pool process's pid (``report_engine_event`` records no pid of its own)
 RESTART_WORKERS = "make workers-stop && make workers"
-REGISTRY_COMMAND = "conteb_registry"  # the workers' remote command that tells which registry they run
+REGISTRY_COMMAND = "conteb_registry"  # the workers' remote command that tells the fingerprint they took at start
 
 
 def worker_metadata(worker: str) -> dict[str, Any]:
@@ -56,15 +61,15 @@ class StepRefused(Exception):
     """A worker would not run a step; the message says why and what to do (one line)."""
 
 
-def registry_refusal(step_key: str, run_registry: str | None, worker_registry: str, worker: str) -> str | None:
-    """Why worker ``worker`` (whose definitions come from registry ``worker_registry``) must not run ``step_key`` of
-    a run on registry ``run_registry``, or None when they are the same."""
-    if run_registry == worker_registry:
+def fingerprint_refusal(step_key: str, run: object, worker_fingerprint: dict[str, str], worker: str) -> str | None:
+    """Why worker ``worker`` (which took ``worker_fingerprint`` when it started) must not run ``step_key`` of a run
+    whose fingerprint is ``run`` (as received), in one line naming what differs; None when nothing does."""
+    differences = fingerprint_differences(run, worker_fingerprint)
+    if not differences:
         return None
     return (
-        f"step {step_key} refused by Celery worker {worker}: the run was launched with registry {run_registry} but "
-        f"the worker loaded registry {worker_registry} when it started (conteb.yaml or $CONTEB_DATA_DIR changed "
-        f"since): restart the workers: {RESTART_WORKERS}"
+        f"step {step_key} refused by Celery worker {worker}: the run was launched with {'; and '.join(differences)}: "
+        f"restart the workers: {RESTART_WORKERS}"
     )
 
 
@@ -75,9 +80,9 @@ def submit_step(
     queue: str,
     priority: int,
     known_state: Any,
-    registry: str,
+    fingerprint: dict[str, str],
 ) -> AsyncResult:
-    """Send ``step`` of the run to ``queue`` as a :data:`STEP_TASK` carrying the run's ``registry`` fingerprint."""
+    """Send ``step`` of the run to ``queue`` as a :data:`STEP_TASK` carrying the run's ``fingerprint``."""
     args = ExecuteStepArgs(
         job_origin=plan_context.reconstructable_job.get_python_origin(),
         run_id=plan_context.dagster_run.run_id,
@@ -92,35 +97,36 @@ def submit_step(
         kwargs={
             "execute_step_args_packed": pack_value(args),
             "executable_dict": plan_context.reconstructable_job.to_dict(),
-            "registry": registry,
+            "registry": fingerprint,  # the argument's old name: see the module's docstring
         },
         immutable=True,
     )
     return signature.apply_async(priority=priority, queue=queue, routing_key=f"{queue}.{STEP_TASK}")
 
 
-def worker_registries(app: Celery, timeout_s: float = 1.0) -> dict[str, str | None]:
-    """Worker name -> the registry fingerprint it runs (None for a worker without :data:`REGISTRY_COMMAND`: not one
-    of ours), for the workers that answer within ``timeout_s``."""
+def worker_fingerprints(app: Celery, timeout_s: float = 1.0) -> dict[str, dict[str, str] | str | None]:
+    """Worker name -> the fingerprint it took when it started (a bare registry digest for a worker from before the
+    fingerprint had parts, None for a worker without :data:`REGISTRY_COMMAND`: not one of ours), for the workers
+    that answer within ``timeout_s``."""
     replies = app.control.broadcast(REGISTRY_COMMAND, reply=True, timeout=timeout_s) or []
-    out: dict[str, str | None] = {}
+    out: dict[str, dict[str, str] | str | None] = {}
     for reply in replies:
         for name, answer in reply.items():
-            out[name] = answer.get("registry") if isinstance(answer, dict) else None
+            out[name] = answer.get("fingerprint", answer.get("registry")) if isinstance(answer, dict) else None
     return out
 
 
-def create_step_task(app: Celery, worker_registry: str) -> Any:
+def create_step_task(app: Celery, worker_fingerprint: dict[str, str]) -> Any:
     """Register :data:`STEP_TASK` on the workers' ``app``, and the remote command :data:`REGISTRY_COMMAND` that
-    tells ``worker_registry``: the fingerprint of the registry the worker's definitions were built from."""
+    tells ``worker_fingerprint``: the fingerprint the worker took when it started."""
     from celery.worker.control import inspect_command
 
     @inspect_command(name=REGISTRY_COMMAND)
-    def conteb_registry(state: Any) -> dict[str, str]:
-        return {"registry": worker_registry}
+    def conteb_registry(state: Any) -> dict[str, dict[str, str]]:
+        return {"fingerprint": worker_fingerprint}
 
     @app.task(bind=True, name=STEP_TASK, track_started=True)
-    def execute_step(self: Any, execute_step_args_packed: dict, executable_dict: dict, registry: str | None = None):
+    def execute_step(self: Any, execute_step_args_packed: dict, executable_dict: dict, registry: object = None):
         args = unpack_value(execute_step_args_packed, as_type=ExecuteStepArgs)
         instance = dg.DagsterInstance.from_ref(args.instance_ref)  # type: ignore[arg-type]
         run = instance.get_run_by_id(args.run_id)
@@ -138,7 +144,7 @@ def create_step_task(app: Celery, worker_registry: str) -> Any:
                 EngineEventData(worker_metadata(worker), marker_end=DELEGATE_MARKER),
             )
             return []
-        refusal = registry_refusal(step_key, registry, worker_registry, worker)
+        refusal = fingerprint_refusal(step_key, registry, worker_fingerprint, worker)
         if refusal is not None:
             report(refusal, EngineEventData(worker_metadata(worker), marker_end=DELEGATE_MARKER))
             raise StepRefused(refusal)

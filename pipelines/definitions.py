@@ -31,7 +31,7 @@ from conteb.environment import keep_caches_in
 from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
 from pipelines.console_logger import console_logger
 from pipelines.jobs import build_conteb_job, build_evaluate_job, build_reproduce_job, build_train_job, choose_executor
-from project.config import ExecutionConfig, ProjectConfig, load_config, registry_fingerprint
+from project.config import ExecutionConfig, ProjectConfig, load_config
 
 
 def task_assets(
@@ -114,7 +114,5 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
 
 CONFIG = load_config()
 """The registry this code location was built from."""
-REGISTRY = registry_fingerprint(CONFIG)
-"""Its fingerprint (:func:`project.config.registry_fingerprint`): what a Celery worker checks each step against."""
 keep_caches_in(CONFIG.config_dir)
 defs = build_definitions(CONFIG)

@@ -9,7 +9,7 @@ import dagster as dg
 from conteb.names import Job
 from conteb.reproduce import REPRODUCE_TASK
 from pipelines.celery import celery_executor_def
-from project.config import ProjectConfig, registry_fingerprint
+from project.config import ProjectConfig
 
 
 def choose_executor(config: ProjectConfig) -> dg.ExecutorDefinition:
@@ -22,7 +22,7 @@ def choose_executor(config: ProjectConfig) -> dg.ExecutorDefinition:
     execution = config.execution
     executor = execution.executor
     if executor == "celery":
-        return celery_executor_def(execution.celery, registry_fingerprint(config))
+        return celery_executor_def(config)
     if executor == "auto":
         executor = "multiprocess" if len(config.tasks) >= execution.multiprocess_from_tasks else "in_process"
     if executor == "in_process":
@@ -60,7 +60,7 @@ def evaluate_executor(config: ProjectConfig | None) -> dg.ExecutorDefinition:
     """``evaluate_conteb``'s executor: in process (one model load serves every task), or Celery when the registry
     says ``execution.executor: celery`` (each task's evaluation a step on a worker, each loading its models)."""
     if config is not None and config.execution.executor == "celery":
-        return celery_executor_def(config.execution.celery, registry_fingerprint(config))
+        return celery_executor_def(config)
     return dg.in_process_executor
 
 

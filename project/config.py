@@ -214,7 +214,7 @@ def registry_fingerprint(config: ProjectConfig) -> str:
     The canonical JSON (sorted keys) of every validated setting, defaults and resolved source paths included
     (``config_path`` left out: the same registry read from another path is the same registry), and the data folder
     (``$CONTEB_DATA_DIR`` or ``data/`` beside the registry): two processes with the same fingerprint build the same
-    steps on the same files. A Celery worker refuses steps whose fingerprint differs from its own.
+    steps on the same files. It is the ``registry`` part of a Celery step's fingerprint (``project/fingerprint.py``).
     """
     payload = {
         "registry": config.model_dump(mode="json", exclude={"config_path"}),

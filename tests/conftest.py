@@ -92,7 +92,7 @@ def offline_environment(patch: pytest.MonkeyPatch, root: Path, data_dir: Path) -
     patch.setenv("HF_HOME", str(root / "hf-home"))
     patch.setenv("HF_DATASETS_OFFLINE", "1")
     patch.setenv("HF_HUB_OFFLINE", "1")
-    for name in ("CONTEB_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):  # offline unless a test sets its server
+    for name in ("CONTEB_CONFIG", "CONTEB_PROMPTS_DIR", "OPENAI_API_KEY", "OPENAI_BASE_URL"):  # offline, own prompts
         patch.delenv(name, raising=False)
     (root / "dagster-home").mkdir(parents=True, exist_ok=True)
     (root / "dagster-home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")

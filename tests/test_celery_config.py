@@ -73,7 +73,7 @@ def test_the_workers_app_has_the_executors_settings_and_task() -> None:
     celery = CeleryConfig(
         broker="redis://127.0.0.1:7002/0", backend="redis://127.0.0.1:7002/1", visibility_timeout_s=900
     )
-    app = worker_app(celery, "0123456789abcdef")  # builds the app only: no broker is contacted
+    app = worker_app(celery, {"registry": "0123456789abcdef"})  # builds the app only: no broker is contacted
     assert app.conf.broker_url == celery.broker and app.conf.result_backend == celery.backend
     assert app.conf.task_acks_late is True and app.conf.task_reject_on_worker_lost is True
     assert app.conf.worker_prefetch_multiplier == 1
