@@ -245,6 +245,10 @@ def _write_durable(data: bytes, target: Path, step: Callable[[], None]) -> Path:
     return target
 
 
+def _fingerprint(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:FINGERPRINT_HEX]
+
+
 def _parquet_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd")
@@ -278,10 +282,10 @@ def publish_folder(
         for config, by_split in tables.items():
             for split, table in by_split.items():
                 data = _parquet_bytes(table)
-                relative = published_file(config, split, hashlib.sha256(data).hexdigest()[:FINGERPRINT_HEX])
-                target = folder / relative
-                if not target.is_file():  # the name is the content: an existing file already holds these bytes
-                    _write_durable(data, target, step)
+                fingerprint = _fingerprint(data)
+                target = folder / published_file(config, split, fingerprint)
+                if not target.is_file() or _fingerprint(target.read_bytes()) != fingerprint:
+                    _write_durable(data, target, step)  # else the file holds these very bytes: kept as it is
                 written.setdefault(config, {})[split] = target
         paths = {config: {split: str(p.relative_to(folder)) for split, p in s.items()} for config, s in written.items()}
         card = _write_durable(render_card(paths).encode("utf-8"), folder / CARD, step)  # the commit point
