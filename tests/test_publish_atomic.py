@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -194,3 +195,29 @@ def test_a_card_naming_a_file_outside_its_folder_is_refused(tmp_path: Path) -> N
     )
     with pytest.raises(CardError, match=r"README.md: data file '../elsewhere.parquet' is outside the dataset folder"):
         config_shards(folder, "documents", "test")
+
+
+def test_a_reader_overtaken_by_a_publish_reads_the_new_card(
+    tables: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the card read and the file read, another publish commits and removes the files just listed."""
+    import conteb.published as published
+
+    folder = tmp_path / "sample"
+    publish(tables, folder, OLD)
+    real_read = published.read_shards
+    overtaken = []
+
+    def read_after_a_publish(files: list[Path]) -> pa.Table:
+        if not overtaken:
+            overtaken.append(files)
+            publish(tables, folder, NEW)  # a real publish, committed while this reader holds the old list
+        return real_read(files)
+
+    monkeypatch.setattr(published, "read_shards", read_after_a_publish)
+    found = published.read_config(folder, "documents", "test")
+    assert found is not None and overtaken and not overtaken[0][0].exists()
+    assert found[1] == config_shards(folder, "documents", "test") and found[0].num_rows == real_read(found[1]).num_rows
+    assert set(found[0].column("chunk_id").to_pylist()) == set(
+        pq.read_table(found[1][0]).column("chunk_id").to_pylist()
+    )
