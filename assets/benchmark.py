@@ -11,8 +11,9 @@ from assets.metadata import count_metadata, markdown_preview, table_metadata
 from assets.resources import ConTEBSettings, LLMResource
 from conteb.config import TaskConfig
 from conteb.names import Stage, StageTable
+from conteb.published import read_config
 from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, PAIRED_QUERIES
-from conteb.storage import data_file, dataset_dir, stage_table_path
+from conteb.storage import dataset_dir, stage_table_path
 from curation import validation
 from curation.dataset import publish_task, published_documents
 from curation.llm_pairing import combine_pairings
@@ -213,10 +214,10 @@ def build_dataset_checks(task: TaskConfig) -> dg.AssetChecksDefinition:
 
 
 def read_splits(folder: Path, config: str, splits: tuple[str, ...]) -> dict[str, pa.Table]:
-    """``{split: table}`` of ``config`` read back from its shards; a split without a shard is empty."""
+    """``{split: table}`` of ``config`` read back from the files its card names; a split without files is empty."""
     schema = CONTEB_DOCUMENTS if config == "documents" else CONTEB_QUERIES
     tables = {}
     for split in splits:
-        path = folder / data_file(config, split)
-        tables[split] = pq.read_table(path) if path.is_file() else schema.empty_table()
+        found = read_config(folder, config, split)
+        tables[split] = found[0] if found else schema.empty_table()
     return tables

@@ -208,7 +208,7 @@ def _comparison_asset(
         "the experiment's target on every evaluated task (data/reports/reproduce/).",
     )
     def paper_comparison(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
-        from conteb.storage import data_file
+        from conteb.published import config_shards
         from evaluation.reports.markdown import render_markdown
         from evaluation.reports.reproduce import (
             build_comparison,
@@ -220,8 +220,9 @@ def _comparison_asset(
 
         data = settings.data_path
 
-        def queries_of(task: TaskConfig) -> Path:
-            return dataset_dir(data, task.name) / data_file("queries", task.evaluation_split)
+        def queries_of(task: TaskConfig) -> Path | None:
+            files = config_shards(dataset_dir(data, task.name), "queries", task.evaluation_split)
+            return files[0] if files else None
 
         comparison, evaluation = build_comparison(reports_dir(data), main.name, queries_of(main))
         targets = build_targets(

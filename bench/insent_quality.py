@@ -46,12 +46,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytrec_eval
 import torch
 from tqdm import tqdm
 
 from conteb.config import ChunkingConfig, SquadJsonSource, TaskConfig
+from conteb.published import read_config
 from curation.chunking import chunk_documents
 from curation.dataset import publish_task
 from curation.pairing import pair_by_span
@@ -135,10 +135,17 @@ class TestSet:
     gold: list[str]
 
 
+def _published(folder: Path, config: str) -> pa.Table:
+    """Every row of ``config`` in the published ``folder``, from the files its card names."""
+    found = read_config(folder, config, None)
+    if found is None:
+        raise SystemExit(f"{folder}: no {config} in its dataset card")
+    return found[0]
+
+
 def read_test_set(folder: Path) -> TestSet:
     """Read a ConTEB folder written by :func:`curate`."""
-    docs = pq.read_table(next((folder / "documents").glob("*.parquet"))).to_pylist()
-    queries = pq.read_table(next((folder / "queries").glob("*.parquet"))).to_pylist()
+    docs, queries = (_published(folder, config).to_pylist() for config in ("documents", "queries"))
     docs.sort(key=lambda row: (row["doc_id"], row["chunk_index"]))
     grouped: dict[str, tuple[list[str], list[str]]] = {}
     for row in docs:

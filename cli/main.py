@@ -23,10 +23,10 @@ import pyarrow.parquet as pq
 from cli.registry import load_registry
 from conteb.config import HFDatasetSource, TaskConfig, display_path
 from conteb.names import Job
+from conteb.published import CardError, config_shards, unnamed_files
 from conteb.sqlite_files import StoreFileError
 from conteb.storage import (
     PUBLISHED_CONFIGS,
-    config_shards,
     dataset_dir,
     llm_cache_path,
     resolve_data_dir,
@@ -135,15 +135,11 @@ def status(ctx: click.Context, run_status: int | None) -> None:
     built = False
     for task in config.tasks:
         folder = dataset_dir(data_dir, task.name)
-        counts = []
-        for config_name, unit in zip(PUBLISHED_CONFIGS, ("chunks", "queries", "synthetic queries"), strict=True):
-            files = config_shards(folder, config_name, None)
-            if files:
-                counts.append(f"{sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} {unit}")
-        built = built or bool(counts)
-        state = ", ".join(counts) if counts else "not built yet"
+        state, complete = _published_state(folder)
+        built = built or complete
         click.echo(f"  {task.name:<20} {folder}  [{state}]")
-        click.echo(f"  {'':<20} {describe_splits(task)}{_split_rows(folder, task.split_names)}")
+        click.echo(f"  {'':<20} {describe_splits(task)}{_split_rows(folder, task.split_names) if complete else ''}")
+        _echo_leftovers(folder)
     waiting = _review_status(data_dir)
     outcome = "waiting" if waiting else ("built" if built else "not built")
     code = 0
@@ -153,15 +149,40 @@ def status(ctx: click.Context, run_status: int | None) -> None:
     sys.exit(code)
 
 
-def _split_rows(folder: Path, splits: tuple[str, ...]) -> str:
-    """`` (train: 40 chunks, test: 38 chunks)`` from the published documents shards, when built."""
-    from conteb.storage import data_file
+def _published_state(folder: Path) -> tuple[str, bool]:
+    """``(the status line's state, whether it is a built dataset)``: the rows of the files its card names; a card
+    naming a missing file is not a dataset (:mod:`conteb.published`)."""
+    counts = []
+    try:
+        for config_name, unit in zip(PUBLISHED_CONFIGS, ("chunks", "queries", "synthetic queries"), strict=True):
+            files = config_shards(folder, config_name, None)
+            if files:
+                counts.append(f"{sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} {unit}")
+    except CardError as error:
+        return f"not built: {error}", False
+    return (", ".join(counts), True) if counts else ("not built yet", False)
 
+
+def _echo_leftovers(folder: Path) -> None:
+    """Say when ``folder`` holds files no card names: what an interrupted publish left (the next one removes it)."""
+    try:
+        leftovers = unnamed_files(folder)
+    except CardError:  # already said on the state line
+        return
+    if leftovers:
+        click.echo(
+            f"  {'':<20} leftovers of an interrupted publish: {len(leftovers)} file(s) no dataset card names "
+            f"(e.g. {leftovers[0].relative_to(folder)}); readers ignore them, the next publish of the task removes them"
+        )
+
+
+def _split_rows(folder: Path, splits: tuple[str, ...]) -> str:
+    """`` (train: 40 chunks, test: 38 chunks)`` from the published documents files, when built."""
     rows = []
     for split in splits:
-        path = folder / data_file("documents", split)
-        if path.is_file():
-            rows.append(f"{split}: {pq.ParquetFile(path).metadata.num_rows:,} chunks")
+        files = config_shards(folder, "documents", split)
+        if files:
+            rows.append(f"{split}: {sum(pq.ParquetFile(f).metadata.num_rows for f in files):,} chunks")
     return f" ({', '.join(rows)})" if rows else ""
 
 

@@ -34,10 +34,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 import pyarrow as pa
-import yaml
 
 from conteb.names import Pairing
-from conteb.storage import config_shards, config_splits, read_shards
+from conteb.published import CARD, CardError, card_front, config_splits, read_config
 from conteb.text import is_blank
 
 if TYPE_CHECKING:
@@ -67,14 +66,17 @@ class MtebTaskError(ValueError):
 
 
 def _table(folder: Path, config: str, split: str) -> tuple[pa.Table, list[Path]]:
-    files = config_shards(folder, config, split)
-    if not files:
+    try:
+        found = read_config(folder, config, split)
+    except CardError as error:
+        raise MtebTaskError(str(error)) from error
+    if not found:
         splits = config_splits(folder, config)
         raise MtebTaskError(
             f"{folder}: no {config!r} shards of split {split!r} (splits found: {list(splits) or 'none'}; "
             f"is this a published ConTEB task folder, data/conteb/<task>/?)"
         )
-    return read_shards(files), files
+    return found
 
 
 def _require(table: pa.Table, where: Path, columns: Sequence[str]) -> None:
@@ -141,20 +143,18 @@ def read_corpus(folder: Path, split: str) -> tuple[dict[str, str], dict[str, str
 
 
 def read_card(folder: Path) -> tuple[dict[str, Any], str | None]:
-    """The dataset card's YAML front matter and its first paragraph after the ``# `` title (the task's
-    description, as ``curation/dataset.py`` writes it); ``({}, None)`` without a ``README.md``."""
-    path = folder / "README.md"
+    """The dataset card's YAML front matter (:func:`conteb.published.card_front`) and its first paragraph after the
+    ``# `` title (the task's description, as ``curation/dataset.py`` writes it); ``({}, None)`` without a card."""
+    path = folder / CARD
     if not path.is_file():
         return {}, None
+    try:
+        front = card_front(folder)
+    except CardError as error:
+        raise MtebTaskError(str(error)) from error
     text = path.read_text(encoding="utf-8")
-    front: dict[str, Any] = {}
     if text.startswith("---\n"):
-        head, _, text = text[4:].partition("\n---\n")
-        try:
-            loaded = yaml.safe_load(head)
-        except yaml.YAMLError as error:
-            raise MtebTaskError(f"{path}: the card's YAML front matter does not parse: {error}") from error
-        front = loaded if isinstance(loaded, dict) else {}
+        text = text[4:].partition("\n---\n")[2]
     _, title, body = text.partition("\n# ")
     paragraphs = [p.strip() for p in body.split("\n\n")[1:]] if title else []
     description = next((p for p in paragraphs if p and not p.startswith(("-", "#", "|", "`"))), None)

@@ -9,10 +9,10 @@ Layout under the data folder (``data/`` beside ``conteb.yaml``, or ``$CONTEB_DAT
     models/<name>/          trained models (sentence-transformers folders)
     reports/                evaluation: results.json, reports, TREC run files (see evaluation/runner.py)
 
-A published dataset folder holds one folder per config (:data:`PUBLISHED_CONFIGS`) of Parquet shards named
-as ``push_to_hub`` names them, ``<config>/<split>-00000-of-00001.parquet`` (:func:`data_file`). Readers also
-accept the hub's own layout, ``data/<config>/``, and ``<split>.parquet`` or ``<split>-NNNNN-of-NNNNN*.parquet``
-shard names (:func:`shard_split`, :func:`config_shards`), so a dataset downloaded from the hub reads the same.
+A published dataset folder is a dataset card (``README.md``) naming its Parquet files, one folder per config
+(:data:`PUBLISHED_CONFIGS`); :mod:`conteb.published` owns it (which files belong to it, publishing it in one step).
+:func:`shard_split` reads a split from a shard's name where no card names the files (the hub's ``<split>.parquet``
+or ``<split>-NNNNN-of-NNNNN*.parquet``).
 """
 
 from __future__ import annotations
@@ -69,40 +69,11 @@ PUBLISHED_CONFIGS: tuple[str, ...] = ("documents", "queries", "synthetic_queries
 _SHARD_NAME = re.compile(r"^(?P<split>.+?)(?:-\d{5}-of-\d{5}.*)?\.parquet$")
 
 
-def data_file(config: str, split: str) -> str:
-    """Relative path of a config's single Parquet shard, named as ``push_to_hub`` names it:
-    ``<config>/<split>-00000-of-00001.parquet``."""
-    return f"{config}/{split}-00000-of-00001.parquet"
-
-
 def shard_split(path: Path) -> str:
     """The split a shard belongs to: ``<split>.parquet`` or ``<split>-NNNNN-of-NNNNN*.parquet`` (the hub's
     sharded names, with or without a suffix after the shard count); any other name: its stem."""
     match = _SHARD_NAME.match(path.name)
     return match["split"] if match else path.stem
-
-
-def _config_folders(folder: Path, config: str) -> tuple[Path, Path]:
-    """Where a dataset folder keeps ``config``'s shards: ``<config>/`` (ours), then ``data/<config>/`` (the hub's)."""
-    return folder / config, folder / "data" / config
-
-
-def config_shards(folder: Path, config: str, split: str | None) -> list[Path]:
-    """The Parquet shards of ``config`` of ``split`` (None: every split) in dataset ``folder``, sorted by name.
-
-    Taken from the first of ``<config>/`` and ``data/<config>/`` that holds any; ``[]`` when neither does.
-    """
-    for base in _config_folders(Path(folder), config):
-        files = sorted(path for path in base.glob("*.parquet") if split is None or shard_split(path) == split)
-        if files:
-            return files
-    return []
-
-
-def config_splits(folder: Path, config: str = "documents") -> tuple[str, ...]:
-    """The splits of ``config``'s shards in dataset ``folder`` (both shard folders), sorted."""
-    bases = _config_folders(Path(folder), config)
-    return tuple(sorted({shard_split(path) for base in bases for path in base.glob("*.parquet")}))
 
 
 def read_shards(files: list[Path]) -> pa.Table:

@@ -1,9 +1,11 @@
 """The published ConTEB dataset folder (Hugging Face layout) and its dataset card.
 
-``<out>/documents/<split>-00000-of-00001.parquet`` and ``<out>/queries/...`` plus ``README.md``
+``<out>/documents/<split>-<content fingerprint>.parquet`` and ``<out>/queries/...`` plus ``README.md``
 whose YAML ``configs:`` section maps each config to its files, so that
 ``datasets.load_dataset(out, "documents", split=split)`` works offline, as the public ConTEB
-evaluator loads it. Every file is written atomically; the card is written last.
+evaluator loads it. The folder changes in one step (:func:`conteb.published.publish_folder`: data
+files under content names first, the card last as the commit point, unnamed files removed after),
+and a new content is a new ``datasets`` cache key (see that module).
 
 Splits: one split (the task's ``split``) holds every row, or, with document-level ``splits``
 (:mod:`curation.splits`), each split is its own shard per config holding the chunks of its
@@ -13,7 +15,6 @@ longer produced are removed.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +24,9 @@ import pyarrow.compute as pc
 import yaml
 
 from conteb.config import TaskConfig
+from conteb.published import publish_folder
 from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, PAIRED_QUERIES, SYNTHETIC_QUERIES
-from conteb.storage import PUBLISHED_CONFIGS, config_shards, data_file, write_parquet_atomic, write_text_atomic
+from conteb.storage import PUBLISHED_CONFIGS
 from curation.necessity import RULE as NECESSITY_RULE
 from curation.necessity import is_labelled, necessity_counts
 from curation.pseudo_queries import RULE as PSEUDO_RULE
@@ -77,6 +79,7 @@ class DatasetCard:
     split_rule: str | None = None  # how documents were assigned to ``splits`` (fractions, seed, hash rule)
     split_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # split -> what -> rows (set on write)
     config_splits: dict[str, tuple[str, ...]] = field(default_factory=dict)  # config -> splits with rows
+    data_files: dict[str, dict[str, str]] = field(default_factory=dict)  # config -> split -> path (set on write)
     necessity: dict[str, int] | None = None  # curation.necessity.necessity_counts of the queries; None: unlabelled
     pseudo: dict[str, int] | None = None  # curation.pseudo_queries.pseudo_counts; None: the task has no pseudo-queries
     pseudo_split: str | None = None  # the split whose documents got them
@@ -168,7 +171,7 @@ class DatasetCard:
                 {
                     "config_name": name,
                     "data_files": [
-                        {"split": split, "path": data_file(name, split)}
+                        {"split": split, "path": self.data_files[name][split]}
                         for split in self.config_splits.get(name, self.split_names)
                     ],
                 }
@@ -269,7 +272,8 @@ def write_conteb_dataset(
     synthetic_queries: pa.Table | None = None,
     assignment: Mapping[str, str] | None = None,
 ) -> dict[str, Path]:
-    """Write the dataset folder; removes shards of other splits, and configs no longer produced.
+    """Publish the dataset folder in one step (:func:`conteb.published.publish_folder`); files of other
+    splits, and configs no longer produced, are removed.
 
     ``assignment`` (``{doc_id: split}``, :func:`curation.splits.assign_splits`) splits every config
     by document into ``card.splits``; without it every row goes to ``card.split``. A split without
@@ -318,20 +322,19 @@ def write_conteb_dataset(
         for split in splits
         if split in parts.get("documents", {})
     }
-    written: dict[str, Path] = {}
-    for name, by_split in parts.items():
-        targets = []
-        for split, table in by_split.items():
-            target = out_dir / data_file(name, split)
-            write_parquet_atomic(table, target, compression="zstd")
-            targets.append(target)
-            written[name if len(splits) == 1 else f"{name}/{split}"] = target
-        for stale in config_shards(out_dir, name, None):
-            if stale not in targets:
-                stale.unlink()
-    for name in set(PUBLISHED_CONFIGS) - set(parts):
-        shutil.rmtree(out_dir / name, ignore_errors=True)
-    written["card"] = write_text_atomic(card.render(), out_dir / "README.md")
+
+    def render(files: dict[str, dict[str, str]]) -> str:
+        card.data_files = files
+        return card.render()
+
+    published = publish_folder(out_dir, parts, render)
+    written = {
+        name if len(splits) == 1 else f"{name}/{split}": path
+        for name, by_split in published.items()
+        if name != "card"
+        for split, path in by_split.items()
+    }
+    written["card"] = published["card"][""]
     return written
 
 

@@ -5,8 +5,8 @@ Layout (the public ConTEB one, and what ``build_conteb`` publishes): config ``do
 ``"{doc_id}_{chunk_index}"``), config ``queries`` with ``query`` and the gold ``chunk_id``
 (``query_id`` optional: ``"q{row}"``; ``needs_context`` optional: the context-necessity label that
 ``build_conteb`` publishes — without it the corpus is unlabelled, noted, and the ``needs_context``
-subset is not reported). Local folders are read with pyarrow from the split's shards as
-:func:`conteb.storage.config_shards` finds them (``<config>/`` or ``data/<config>/``); anything else goes
+subset is not reported). Local folders are read with pyarrow from the split's files as the dataset card names
+them (:func:`conteb.published.read_config`; a card naming a missing file is an error); anything else goes
 through ``datasets.load_dataset(path, config, split=split)``, which is also how hub ids load where a
 network exists. Bad rows raise :class:`CorpusError` naming the file, the row and the reason. Queries with
 ``pairing: pseudo`` (inverse-cloze pseudo-queries, ``curation/pseudo_queries.py``) are training data: a split that
@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 
 from conteb.ids import split_chunk_id
 from conteb.names import Pairing
-from conteb.storage import config_shards, read_shards
+from conteb.published import CardError, read_config
 from conteb.text import is_blank
 from evaluation.corpus import EvalCorpus
 
@@ -36,13 +36,17 @@ class CorpusError(ValueError):
 def load_config_table(path: str, config: str, split: str) -> tuple[pa.Table, str]:
     """The ``config`` table of ``split`` and a label of where it came from (for error messages).
 
-    A local folder's shards are read directly; without them (or for a hub id) ``datasets`` loads it.
+    A local folder's files (those its card names) are read directly; without them (or for a hub id)
+    ``datasets`` loads it.
     """
     folder = Path(path).expanduser()
     if folder.is_dir():
-        files = config_shards(folder, config, split)
-        if files:
-            return read_shards(files), str(files[0])
+        try:
+            found = read_config(folder, config, split)
+        except CardError as error:
+            raise CorpusError(str(error)) from error
+        if found:
+            return found[0], str(found[1][0])
     import datasets
 
     try:

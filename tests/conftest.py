@@ -290,6 +290,21 @@ def materialize_task(config_path: Path):
     return result, checks
 
 
+def published_path(folder: Path, config: str, split: str) -> Path:
+    """The one file of ``config``/``split`` that the published ``folder``'s dataset card names."""
+    from conteb.published import config_shards
+
+    [path] = config_shards(folder, config, split)
+    return path
+
+
+def published_table(folder: Path, config: str, split: str):
+    """The rows of ``config``/``split`` of the published ``folder``, from the file its dataset card names."""
+    import pyarrow.parquet as pq
+
+    return pq.read_table(published_path(folder, config, split))
+
+
 def load_conteb(folder: Path, config: str, split: str = "test"):
     """``datasets.load_dataset(folder, config, split=split)`` with a cache private to the test.
 

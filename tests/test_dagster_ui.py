@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, SAMPLE_DIR
+from tests.conftest import ROOT, SAMPLE_DIR, published_path
 
 ASSET_NODES = "{ assetNodes { assetKey { path } groupName jobNames } }"
 LAUNCH = """
@@ -150,5 +150,5 @@ def test_ui_groups_assets_by_task_and_materializes_them(dagster_dev: int, isolat
             break
         time.sleep(2)
     assert status == "SUCCESS"
-    assert (isolated_env / "conteb" / "sample" / "documents" / "test-00000-of-00001.parquet").exists()
+    assert published_path(isolated_env / "conteb" / "sample", "documents", "test").is_file()
     assert (isolated_env / "reports" / "results.json").exists()

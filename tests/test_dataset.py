@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -5,6 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from conteb.published import config_shards
 from conteb.schemas import CHUNKS, PAIRED_QUERIES
 from curation.dataset import DatasetCard, conteb_documents, write_conteb_dataset
 from tests.conftest import load_conteb
@@ -71,7 +73,8 @@ def card(split: str) -> DatasetCard:
 def test_folder_loads_with_datasets_offline(tmp_path: Path) -> None:
     documents, queries = sample_tables()
     written = write_conteb_dataset(tmp_path / "demo", documents, queries, card("test"))
-    assert written["documents"] == tmp_path / "demo" / "documents" / "test-00000-of-00001.parquet"
+    assert written["documents"].parent == tmp_path / "demo" / "documents"
+    assert re.fullmatch(r"test-[0-9a-f]{16}\.parquet", written["documents"].name)  # named by its content
     loaded_docs = load_conteb(tmp_path / "demo", "documents", "test")
     loaded_queries = load_conteb(tmp_path / "demo", "queries", "test")
     assert loaded_docs["chunk_id"] == ["lyon_0", "lyon_1"]
@@ -94,9 +97,10 @@ def test_rewriting_with_another_split_removes_stale_shards(tmp_path: Path) -> No
     documents, queries = sample_tables()
     write_conteb_dataset(tmp_path / "demo", documents, queries, card("test"))
     write_conteb_dataset(tmp_path / "demo", documents, queries, card("validation"))
-    assert sorted(p.name for p in (tmp_path / "demo" / "documents").iterdir()) == ["validation-00000-of-00001.parquet"]
+    documents_files = [p.name for p in (tmp_path / "demo" / "documents").iterdir()]
+    assert len(documents_files) == 1 and documents_files[0].startswith("validation-")
     assert not list((tmp_path / "demo").rglob("*.tmp"))
-    assert pq.read_table(tmp_path / "demo" / "queries" / "validation-00000-of-00001.parquet").num_rows == 1
+    assert [pq.read_table(p).num_rows for p in config_shards(tmp_path / "demo", "queries", "validation")] == [1]
 
 
 def two_document_tables() -> tuple[pa.Table, pa.Table]:
@@ -118,7 +122,7 @@ def test_splits_by_document_with_a_split_without_queries(tmp_path: Path) -> None
     text = (tmp_path / "demo" / "README.md").read_text()
     front = yaml.safe_load(text.split("---")[1])
     queries_files = next(c["data_files"] for c in front["configs"] if c["config_name"] == "queries")
-    assert queries_files == [{"split": "train", "path": "queries/train-00000-of-00001.parquet"}]
+    assert queries_files == [{"split": "train", "path": str(written["queries/train"].relative_to(tmp_path / "demo"))}]
     assert "**Splits without rows** (not published for that config): `queries/test`" in text
     assert "| test | 1 | 1 | 0 |" in text  # documents, chunks, queries of the test split
 

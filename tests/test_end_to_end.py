@@ -13,7 +13,7 @@ from cli.main import main
 from conteb.ids import split_chunk_id
 from pipelines.definitions import build_definitions
 from project.config import load_config
-from tests.conftest import ROOT, BuiltSample, load_conteb, sample_counts
+from tests.conftest import ROOT, BuiltSample, load_conteb, published_path, sample_counts
 from tests.support.make import user_make_env
 
 # The chunks whose later paragraph names its entity (data/sample/README.md, "The leak rule"): offline, the mask
@@ -88,7 +88,7 @@ def test_checks_read_the_published_files_and_fail_on_corruption(built_sample: Bu
     built_sample.copy_data(isolated_env)
     defs = build_definitions(load_config(ROOT / "conteb.yaml"))
     instance = dg.DagsterInstance.ephemeral()
-    path = isolated_env / "conteb" / "sample" / "documents" / "test-00000-of-00001.parquet"
+    path = published_path(isolated_env / "conteb" / "sample", "documents", "test")
     table = pq.read_table(path)
     texts = table.column("og_chunk").to_pylist()
     texts[3] = texts[3] + " tampered"

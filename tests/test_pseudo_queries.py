@@ -18,8 +18,9 @@ from assets.answerability import split_published
 from assets.benchmark import dataset_inputs
 from conteb.config import PseudoQueriesConfig, TaskConfig
 from conteb.names import Pairing, StageTable
+from conteb.published import config_shards
 from conteb.schemas import PAIRED_QUERIES
-from conteb.storage import data_file, stage_table_path
+from conteb.storage import read_shards, stage_table_path
 from curation import validation
 from curation.chunking import chunk_documents
 from curation.pseudo_queries import (
@@ -229,10 +230,10 @@ def test_published_pseudo_queries_in_train_with_their_sentences_cut(
     folder, result = published
     evaluations = {ev.check_name: ev.passed for ev in result.get_asset_check_evaluations()}
     assert evaluations["pseudo_queries_only_in_training_split"] and all(evaluations.values()), evaluations
-    queries = pq.read_table(folder / data_file("queries", "train"))
-    docs = pq.read_table(folder / data_file("documents", "train")).to_pylist()
-    assert not (folder / data_file("queries", "test")).exists()  # the test split has no queries at all
-    test_docs = set(pq.read_table(folder / data_file("documents", "test")).column("doc_id").to_pylist())
+    queries = read_shards(config_shards(folder, "queries", "train"))
+    docs = read_shards(config_shards(folder, "documents", "train")).to_pylist()
+    assert config_shards(folder, "queries", "test") == []  # the test split has no queries at all
+    test_docs = set(read_shards(config_shards(folder, "documents", "test")).column("doc_id").to_pylist())
     by_id = {row["chunk_id"]: row for row in docs}
     stage = pq.read_table(stage_table_path(isolated_env, "speeches", StageTable.PSEUDO_QUERIES))
     assert queries.num_rows == stage.num_rows > 0

@@ -9,14 +9,13 @@ import json
 from pathlib import Path
 
 import dagster as dg
-import pyarrow.parquet as pq
 import pytest
 
 from conteb.config import ConfigError
 from conteb.reproduce import CPU_PROFILE, GPU_PROFILE
 from pipelines.definitions import build_definitions
 from project.config import load_config
-from tests.conftest import SAMPLE_DIR
+from tests.conftest import SAMPLE_DIR, published_table
 from tests.support.tiny_models import tiny_modernbert
 
 ADDRESS = (
@@ -76,19 +75,17 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     assert result.success
 
     dataset = isolated_env / "conteb" / "reproduce"
-    train = set(pq.read_table(dataset / "documents" / "train-00000-of-00001.parquet").column("doc_id").to_pylist())
-    test = set(pq.read_table(dataset / "documents" / "test-00000-of-00001.parquet").column("doc_id").to_pylist())
+    train = set(published_table(dataset, "documents", "train").column("doc_id").to_pylist())
+    test = set(published_table(dataset, "documents", "test").column("doc_id").to_pylist())
     assert train and test and not train & test
 
     # Each model saw training documents only (every training task's train split, never a held-out task); its
     # anchored/plain window policy is in its training YAML.
     trained_on = {"reproduce": train}
     for name in ("reproduce-sotu", "reproduce-controlled"):
-        table = pq.read_table(isolated_env / "conteb" / name / "documents" / "train-00000-of-00001.parquet")
+        table = published_table(isolated_env / "conteb" / name, "documents", "train")
         trained_on[name] = set(table.column("doc_id").to_pylist())
-    sotu_queries = pq.read_table(
-        isolated_env / "conteb" / "reproduce-sotu" / "queries" / "train-00000-of-00001.parquet"
-    )
+    sotu_queries = published_table(isolated_env / "conteb" / "reproduce-sotu", "queries", "train")
     assert set(sotu_queries.column("source").to_pylist()) == {"pseudo"}
     card = (isolated_env / "models" / "reproduce" / "insent-anchored" / "README.md").read_text()
     assert f"| pseudo-queries (offline inverse cloze, pairing `pseudo`) | {sotu_queries.num_rows} |" in card

@@ -113,7 +113,7 @@ def test_three_shards_give_the_tables_of_one_with_one_step_per_shard(tmp_path: P
     expected |= {
         f"stages/{name.split('__')[0]}/{table}.parquet" for name, tables in SHARDED.items() for table in tables
     }
-    assert expected <= set(written_one) and "conteb/plain/queries/test-00000-of-00001.parquet" in written_one
+    assert expected <= set(written_one) and any(path.startswith("conteb/plain/queries/test-") for path in written_one)
     assert written_one.keys() == written_three.keys()
     assert [path for path in written_one if written_one[path] != written_three[path]] == []
 

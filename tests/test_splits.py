@@ -20,7 +20,7 @@ from curation.sources.sample import load_sample
 from curation.splits import SplitError, assign_splits, assign_task_splits, split_counts, split_point
 from pipelines.definitions import build_definitions
 from project.config import load_config
-from tests.conftest import SAMPLE_DIR, load_conteb
+from tests.conftest import SAMPLE_DIR, load_conteb, published_table
 
 FRACTIONS = {"train": 0.5, "test": 0.5}
 
@@ -184,9 +184,9 @@ def test_publishing_writes_each_split_and_the_card_lists_them(tmp_path: Path) ->
     published = publish_task(out, task, "data/sample", chunks, queries, {})
     assignment = published.assignment
     assert assignment == assign_splits(chunks.column("doc_id").to_pylist(), FRACTIONS, 0)
-    assert sorted(p.name for p in (out / "documents").iterdir()) == [
-        "test-00000-of-00001.parquet",
-        "train-00000-of-00001.parquet",
+    assert sorted(p.name.split("-")[0] for p in (out / "documents").iterdir()) == [
+        "test",
+        "train",
     ]  # the stale shard of a split no longer produced is gone
     loaded = {split: load_conteb(out, "documents", split) for split in ("train", "test")}
     loaded_queries = {split: load_conteb(out, "queries", split) for split in ("train", "test")}
@@ -203,8 +203,7 @@ def test_publishing_writes_each_split_and_the_card_lists_them(tmp_path: Path) ->
     front = yaml.safe_load(text.split("---")[1])
     files = {c["config_name"]: [(f["split"], f["path"]) for f in c["data_files"]] for c in front["configs"]}
     assert files["documents"] == [
-        ("train", "documents/train-00000-of-00001.parquet"),
-        ("test", "documents/test-00000-of-00001.parquet"),
+        (split, str(published.paths[f"documents/{split}"].relative_to(out))) for split in ("train", "test")
     ]
     assert [s for s, _ in files["queries"]] == ["train", "test"]
     counts = published.split_counts
@@ -213,8 +212,8 @@ def test_publishing_writes_each_split_and_the_card_lists_them(tmp_path: Path) ->
     assert "fractions {'train': 0.5, 'test': 0.5}, seed 0" in text and "sha256(f'{seed}:{doc_id}')" in text
     assert 'load_dataset("<this folder>", "documents", split="train")' in text
 
-    by_split = {s: pq.read_table(out / f"documents/{s}-00000-of-00001.parquet") for s in ("train", "test")}
-    query_split = {s: pq.read_table(out / f"queries/{s}-00000-of-00001.parquet") for s in ("train", "test")}
+    by_split = {s: published_table(out, "documents", s) for s in ("train", "test")}
+    query_split = {s: published_table(out, "queries", s) for s in ("train", "test")}
     assert validation.splits_by_document(by_split, query_split).passed
 
 
@@ -223,7 +222,7 @@ def test_publishing_without_splits_keeps_one_split(tmp_path: Path) -> None:
     task = TaskConfig(name="demo", source=SampleSource(kind="sample"), split="dev")
     published = publish_task(tmp_path / "demo", task, "data/sample", chunks, queries, {})
     assert published.assignment is None and list(published.split_counts) == ["dev"]
-    assert sorted(p.name for p in (tmp_path / "demo" / "queries").iterdir()) == ["dev-00000-of-00001.parquet"]
+    assert [p.name.split("-")[0] for p in (tmp_path / "demo" / "queries").iterdir()] == ["dev"]
     assert load_conteb(tmp_path / "demo", "documents", "dev").num_rows == chunks.num_rows
 
 

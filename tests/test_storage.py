@@ -4,12 +4,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conteb.published import config_shards, config_splits
 from conteb.storage import (
     PUBLISHED_CONFIGS,
     atomic_path,
-    config_shards,
-    config_splits,
-    data_file,
     dataset_dir,
     read_shards,
     resolve_data_dir,
@@ -53,14 +51,14 @@ def test_shard_split(name: str, split: str) -> None:
     assert shard_split(Path("documents") / name) == split
 
 
-def test_published_layout_round_trip(tmp_path: Path) -> None:
+def test_a_folder_without_a_card_is_read_by_its_shard_names(tmp_path: Path) -> None:
     assert PUBLISHED_CONFIGS == ("documents", "queries", "synthetic_queries")
-    assert data_file("queries", "test") == "queries/test-00000-of-00001.parquet"
-    ours = tmp_path / "ours"
+    ours = tmp_path / "ours"  # no card: shards by name; a content-named file of ours (an uncommitted publish) is not
     for split, values in (("test", [1, 2]), ("train", [3])):
-        write_parquet_atomic(pa.table({"x": values}), ours / data_file("documents", split))
+        write_parquet_atomic(pa.table({"x": values}), ours / "documents" / f"{split}-00000-of-00001.parquet")
     write_parquet_atomic(pa.table({"x": [9]}), ours / "documents" / "test-hard-00000-of-00001.parquet")
-    assert config_shards(ours, "documents", "test") == [ours / data_file("documents", "test")]
+    write_parquet_atomic(pa.table({"x": [7]}), ours / "documents" / "test-0123456789abcdef.parquet")
+    assert config_shards(ours, "documents", "test") == [ours / "documents" / "test-00000-of-00001.parquet"]
     assert len(config_shards(ours, "documents", None)) == 3 and config_shards(ours, "queries", "test") == []
     assert config_splits(ours) == ("test", "test-hard", "train")
 

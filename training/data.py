@@ -25,7 +25,7 @@ Rules (also stated in the model card):
   (:mod:`conteb.content`).
 * Splits: each folder is read from one split (``TrainingConfig.split``, default ``train``; see
   :func:`resolve_split`): only that split's shards of every config, as
-  :func:`conteb.storage.config_shards` finds them. A folder without that split but
+  the dataset card names them (:mod:`conteb.published`). A folder without that split but
   with a single one is read from it, with a warning (it is the split the evaluation reads: the
   trained model is then refused there, see :mod:`evaluation.leakage`); several splits and none of
   them the one asked for is an error naming the splits found. ``split=None`` reads every shard.
@@ -45,7 +45,7 @@ import pyarrow as pa
 from conteb.content import document_prints
 from conteb.ids import split_chunk_id
 from conteb.names import Pairing
-from conteb.storage import config_shards, config_splits, read_shards
+from conteb.published import config_splits, read_config
 from conteb.text import is_blank
 
 
@@ -128,8 +128,8 @@ def _gold_chunk_ids(table: pa.Table) -> list[str | None]:
 
 def _config_table(folder: Path, config: str, split: str | None) -> pa.Table | None:
     """``config``'s shards of ``split`` in ``folder`` as one table, or None when it has none."""
-    files = config_shards(folder, config, split)
-    return read_shards(files) if files else None
+    found = read_config(folder, config, split)
+    return found[0] if found else None
 
 
 def _doc_of_chunk(chunk_id: str) -> str | None:
@@ -157,7 +157,7 @@ def read_task(
     stats.splits[str(folder)] = split
     documents = _config_table(folder, "documents", split)
     if documents is None:
-        raise FileNotFoundError(f"{folder}: no documents/*.parquet")
+        raise FileNotFoundError(f"{folder}: no documents (no dataset card naming them, nor documents/*.parquet)")
 
     def optional(name: str) -> list:
         return documents.column(name).to_pylist() if name in documents.column_names else [None] * documents.num_rows

@@ -68,9 +68,9 @@ def per_query_of_runs(
     return out
 
 
-def read_needs_context(queries_file: Path) -> dict[str, bool] | None:
-    """query id -> ``needs_context`` from a published queries Parquet file (None when it has no labels)."""
-    if not queries_file.is_file():
+def read_needs_context(queries_file: Path | None) -> dict[str, bool] | None:
+    """query id -> ``needs_context`` from a published queries Parquet file (None when absent or without labels)."""
+    if queries_file is None or not queries_file.is_file():
         return None
     table = pq.read_table(queries_file)
     if "needs_context" not in table.column_names:
@@ -260,7 +260,7 @@ def target_blocks(targets: Sequence[TaskTarget]) -> list[Block]:
     return blocks
 
 
-def build_targets(reports_dir: Path, tasks: Sequence[tuple[str, str, Path]]) -> list[TaskTarget]:
+def build_targets(reports_dir: Path, tasks: Sequence[tuple[str, str, Path | None]]) -> list[TaskTarget]:
     """The target on each evaluated task, given as (task, what it is, its evaluated queries file); a task that was
     not evaluated raises FileNotFoundError."""
     targets = []
@@ -362,7 +362,7 @@ def reproduce_document(
     return Document(f"The paper's controlled experiment, reproduced on {evaluation.task}", tuple(blocks))
 
 
-def build_comparison(reports_dir: Path, task: str, queries_file: Path) -> tuple[PaperComparison, TaskEvaluation]:
+def build_comparison(reports_dir: Path, task: str, queries_file: Path | None) -> tuple[PaperComparison, TaskEvaluation]:
     """Compare the task's last evaluation with the paper (raises FileNotFoundError when it was not evaluated)."""
     evaluation = load_evaluation(reports_dir, task)
     if evaluation is None:

@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from conteb.storage import data_file, dataset_dir, models_dir, reports_dir
+from conteb.published import config_shards
+from conteb.storage import dataset_dir, models_dir, reports_dir
 from curation.chunking import chunk_documents
 from curation.dataset import publish_task
 from curation.pairing import pair_by_span
@@ -29,7 +30,7 @@ from evaluation.reports.publish import dagster_markdown_task, write_reports
 from evaluation.systems.dispatch import requirement_problem
 from evaluation.targets import evaluate_target, find_target
 from project.config import load_config
-from tests.conftest import SAMPLE_DIR
+from tests.conftest import SAMPLE_DIR, published_table
 from tests.evaluation.test_leakage import save_model
 from training.data import documents_seen, load_samples
 
@@ -91,8 +92,13 @@ def trained_model(data_dir: Path, *folders: Path) -> Path:
     return model
 
 
+def hub_file(config: str, split: str) -> str:
+    """A hand-made folder's file (no card): named as the hub's shards are."""
+    return f"{config}/{split}-00000-of-00001.parquet"
+
+
 def doc_ids(folder: Path, split: str) -> set[str]:
-    return set(pq.read_table(folder / data_file("documents", split)).column("doc_id").to_pylist())
+    return set(published_table(folder, "documents", split).column("doc_id").to_pylist())
 
 
 def test_a_second_task_over_the_same_source_is_refused(project) -> None:
@@ -196,7 +202,7 @@ def write_folder(folder: Path, split: str, documents: dict[str, list[str]], *, r
         table = table.select(columns)
     for config, data in (("documents", table), ("queries", pa.Table.from_pylist(queries))):
         (folder / config).mkdir(parents=True, exist_ok=True)
-        pq.write_table(data, folder / data_file(config, split))
+        pq.write_table(data, folder / hub_file(config, split))
     return folder
 
 
@@ -250,7 +256,7 @@ def _variant(text: str) -> str:
 def _rewrite(folder: Path, split: str, out: Path, change) -> Path:
     """``folder``'s ``split`` as the ``test`` split of ``out``: every chunk text changed by ``change``, offsets moved
     to match, doc ids prefixed ``v-`` (chunk ids follow)."""
-    documents = pq.read_table(folder / data_file("documents", split))
+    documents = published_table(folder, "documents", split)
     rows = sorted(documents.to_pylist(), key=lambda r: (r["doc_id"], r["chunk_index"]))
     shift: dict[str, int] = {}
     for row in rows:
@@ -260,12 +266,12 @@ def _rewrite(folder: Path, split: str, out: Path, change) -> Path:
         row["og_chunk"], row["chunk"] = og, change(row["chunk"])
         row["char_end"] = row["char_start"] + len(og)
         row["doc_id"], row["chunk_id"] = f"v-{row['doc_id']}", f"v-{row['chunk_id']}"
-    queries = pq.read_table(folder / data_file("queries", split)).to_pylist()
+    queries = published_table(folder, "queries", split).to_pylist()
     for query in queries:
         query["chunk_id"] = f"v-{query['chunk_id']}"
     for config, data in (("documents", pa.Table.from_pylist(rows)), ("queries", pa.Table.from_pylist(queries))):
         (out / config).mkdir(parents=True, exist_ok=True)
-        pq.write_table(data.select([c for c in data.column_names if c != "chunk_ids"]), out / data_file(config, "test"))
+        pq.write_table(data.select([c for c in data.column_names if c != "chunk_ids"]), out / hub_file(config, "test"))
     return out
 
 
@@ -360,7 +366,9 @@ def test_a_model_without_training_data_is_reported_as_provenance_unknown_and_ref
         pages[f"tasks/demo/{name}"] = (reports / "tasks" / "demo" / name).read_text()
     pages["dagster"] = dagster_markdown_task(evaluation)
     pages["metadata"] = run_metadata(evaluation)["provenance/insent"].value
-    comparison, saved = build_comparison(reports, "demo", dataset_dir(data_dir, "demo") / data_file("queries", "test"))
+    comparison, saved = build_comparison(
+        reports, "demo", config_shards(dataset_dir(data_dir, "demo"), "queries", "test")[0]
+    )
     reproduce = reproduce_document(comparison, saved, [], {})
     pages["reproduce.md"], pages["reproduce.html"] = render_markdown(reproduce), render_html(reproduce)
     for name, page in pages.items():
@@ -436,5 +444,5 @@ def test_the_recorded_prints_leave_a_disjoint_split_alone(project) -> None:
     assert all(document["text"] and document["chunks"] and document["passages"] for document in entry["documents"])
     corpus = find_target(config.tasks, config.evaluation, data_dir, "demo").load()
     assert requirement_problem(INSENT, corpus, models_dir(data_dir)) is None
-    documents = pq.read_table(dataset_dir(data_dir, "demo") / data_file("documents", "test"))
+    documents = published_table(dataset_dir(data_dir, "demo"), "documents", "test")
     assert pc.count_distinct(documents.column("doc_id")).as_py() == corpus.n_documents

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from conteb.content import RULE_SETTINGS
 from embedding.model_folder import TRAINING_DATA_FILE, TRAINING_DATA_FORMAT, read_training_data
 from embedding.models import offline_minilm_path
+from tests.conftest import published_table
 from tests.support.tiny_models import tiny_modernbert
 from tests.training.test_data import build_sample_conteb
 from training.card import render_model_card, write_model_card
@@ -83,7 +83,7 @@ def test_a_trained_model_records_the_train_documents_it_saw(tmp_path: Path) -> N
         }
     )
     result = train(config)
-    train_docs = sorted(set(pq.read_table(folder / "documents" / "train-00000-of-00001.parquet")["doc_id"].to_pylist()))
+    train_docs = sorted(set(published_table(folder, "documents", "train")["doc_id"].to_pylist()))
     [entry] = result.training_data
     assert {key: entry[key] for key in ("folder", "task", "split", "doc_ids")} == {
         "folder": str(folder),
@@ -95,7 +95,7 @@ def test_a_trained_model_records_the_train_documents_it_saw(tmp_path: Path) -> N
     assert result.stats.validation_documents > 0  # validation documents are recorded too: they are in train_docs
     recorded = read_training_data(tmp_path / "model")
     assert recorded == result.training_data
-    test_docs = set(pq.read_table(folder / "documents" / "test-00000-of-00001.parquet")["doc_id"].to_pylist())
+    test_docs = set(published_table(folder, "documents", "test")["doc_id"].to_pylist())
     assert test_docs.isdisjoint(recorded[0]["doc_ids"])
 
 

@@ -10,14 +10,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from conteb.config import ChunkingConfig
+from conteb.published import config_splits
 from conteb.schemas import CONTEB_DOCUMENTS, PAIRED_QUERIES
-from conteb.storage import config_splits
 from curation.chunking import chunk_documents
 from curation.dataset import DatasetCard, conteb_documents, write_conteb_dataset
 from curation.pairing import pair_by_span
 from curation.sources.sample import load_sample
 from curation.splits import assign_splits
-from tests.conftest import SAMPLE_DIR, sample_counts
+from tests.conftest import SAMPLE_DIR, published_table, sample_counts
 from training.data import (
     DataStats,
     count_tokens,
@@ -236,14 +236,14 @@ def test_training_reads_only_the_train_split(tmp_path: Path) -> None:
     folder = build_sample_conteb(tmp_path / "sample", splits={"train": 0.5, "test": 0.5})
     assert config_splits(folder) == ("test", "train")
     split_docs = {
-        split: set(pq.read_table(folder / "documents" / f"{split}-00000-of-00001.parquet").column("doc_id").to_pylist())
+        split: set(published_table(folder, "documents", split).column("doc_id").to_pylist())
         for split in ("train", "test")
     }
     assert split_docs["train"] and split_docs["test"] and split_docs["train"].isdisjoint(split_docs["test"])
     samples, stats = load_samples([folder], split="train")
     assert {s.doc_id for s in samples} == split_docs["train"]
     assert {s.split for s in samples} == {"train"} and stats.splits == {str(folder): "train"} and not stats.warnings
-    train_queries = pq.read_table(folder / "queries" / "train-00000-of-00001.parquet").num_rows
+    train_queries = published_table(folder, "queries", "train").num_rows
     synthetic_in_train = sum(doc in split_docs["train"] for _, doc, _ in SYNTHETIC)
     assert stats.queries == train_queries + synthetic_in_train and not stats.filtered
     test_samples, _ = load_samples([folder], split="test")
