@@ -5,6 +5,7 @@ table's observation (the Dagster UI), in ``conteb status`` and in its exit statu
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -20,6 +21,24 @@ from tests.support.make import user_make_env
 from tests.support.openai_server import OpenAICompatibleServer
 from tests.test_llm_stages_e2e import API_KEY, stopped_at_review_gate
 from tests.test_review_gate import rewriting_llm
+
+
+def documented_gate_output(page: Path) -> list[str]:
+    """The lines of ``page``'s ``text`` block that shows the first ``make run`` (the one with the WAITING line)."""
+    blocks = re.findall(r"```text\n(.*?)```", page.read_text(), re.S)
+    [block] = [block for block in blocks if "WAITING FOR REVIEW" in block]
+    return block.splitlines()
+
+
+def printed_in_order(shown: list[str], printed: list[str]) -> bool:
+    """Whether each line of ``shown`` matches a line of ``printed``, in order: ``...`` stands for any text (a log
+    line's timestamp and run id, a folder)."""
+    remaining = iter(printed)
+    for line in shown:
+        pattern = re.compile(".*".join(re.escape(part) for part in line.split("...")))
+        if not any(pattern.fullmatch(candidate) for candidate in remaining):
+            return False
+    return True
 
 
 def _status(config: Path, run_status: int):
@@ -110,6 +129,11 @@ def test_the_first_hour_in_commands_waiting_for_review_is_not_a_failure(isolated
     verdict, steps = run.stdout.split("build_conteb: WAITING FOR REVIEW (not a failure)", 1)
     assert "waiting for review: sample/reformulation: 4 of 98 items pending" in verdict
     assert "conteb review serve" in steps and "conteb review accept" in steps and "make run" in steps
+
+    terminal = (run.stderr + run.stdout).splitlines()  # the job (stderr), then conteb status (stdout)
+    for page in ("README.md", "docs/quickstart.md"):  # the manual shows what the terminal prints, line for line
+        shown = documented_gate_output(ROOT / page)
+        assert printed_in_order(shown, terminal), f"{page}: {shown} not in\n{output[-3000:]}"
 
     config = ["--config", str(ROOT / "conteb.yaml")]
     alone = CliRunner().invoke(main, [*config, "status", "--run-status", "0"])
