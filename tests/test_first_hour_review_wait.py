@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from cli.main import EXIT_WAITING_FOR_REVIEW, main
 from pipelines.definitions import build_definitions
-from pipelines.run_outcome import latest_run_outcome
+from pipelines.run_outcome import latest_run_outcome, waiting_tables
 from project.config import load_config
 from tests.conftest import ROOT, SAMPLE_DIR, squad_article, write_squad
 from tests.support.make import user_make_env
@@ -56,37 +56,40 @@ def test_a_run_waiting_for_review_is_told_apart_from_a_crash(tmp_path: Path, iso
         )
         defs = build_definitions(load_config(gated))
         result = defs.resolve_job_def("build_conteb").execute_in_process(instance=instance, raise_on_error=False)
-    assert stopped_at_review_gate(result)
-    logged = [e.user_message for e in instance.all_logs(result.run_id) if e.dagster_event is None]  # context.log
-    [line] = [message for message in logged if "WAITING FOR REVIEW" in message]  # one queue waits: one line
-    assert "task 'demo'" in line and "reformulation item(s) pending" in line and "conteb review serve" in line
-    [observation] = [e.asset_observation_data.asset_observation for e in result.all_events if e.is_asset_observation]
-    assert observation.asset_key == dg.AssetKey(["demo", "reviewed_chunks"])  # observed, not materialized
-    assert observation.metadata["review_status"].value == "waiting for review"
-    assert observation.metadata["review_command"].value == "conteb review serve"
-    assert not result.asset_materializations_for_node("demo__reviewed_chunks")
-    assert latest_run_outcome(instance, "build_conteb").state == "waiting_for_review"
+        assert stopped_at_review_gate(result)
+        logged = [e.user_message for e in instance.all_logs(result.run_id) if e.dagster_event is None]  # context.log
+        [line] = [message for message in logged if "WAITING FOR REVIEW" in message]  # one queue waits: one line
+        assert "task 'demo'" in line and "reformulation item(s) pending" in line and "conteb review serve" in line
+        [observation] = [
+            e.asset_observation_data.asset_observation for e in result.all_events if e.is_asset_observation
+        ]
+        assert observation.asset_key == dg.AssetKey(["demo", "reviewed_chunks"])  # observed, not materialized
+        assert observation.metadata["review_status"].value == "waiting for review"
+        assert observation.metadata["review_command"].value == "conteb review serve"
+        assert not result.asset_materializations_for_node("demo__reviewed_chunks")
+        assert latest_run_outcome(instance, "build_conteb").state == "waiting_for_review"
 
-    status = _status(gated, 0)  # `dagster job execute` exited 0: the run succeeded
-    assert status.exit_code == EXIT_WAITING_FOR_REVIEW == 3, status.output
-    assert "WAITING FOR REVIEW (not a failure)" in status.output
-    assert "demo/reformulation" in status.output and "conteb review serve" in status.output
-    assert "failed" not in status.output.lower()
+        status = _status(gated, 0)  # `dagster job execute` exited 0: the run succeeded
+        assert status.exit_code == EXIT_WAITING_FOR_REVIEW == 3, status.output
+        assert "WAITING FOR REVIEW (not a failure)" in status.output
+        assert "demo/reformulation" in status.output and "conteb review serve" in status.output
+        assert "failed" not in status.output.lower()
 
-    # A crash while the same queue still waits: exit status 1 and "failed", never "waiting for review".
-    source = write_squad(
-        tmp_path / "dev.json.gz", [squad_article("Ana", [("Ana is a city.", [("q1", "What?", "city", 9)])])]
-    )
-    broken = tmp_path / "broken.yaml"
-    broken.write_text("tasks:\n  - name: squad\n    source: {kind: squad_json, path: dev.json.gz}\n")
-    defs = build_definitions(load_config(broken))
-    source.write_bytes(source.read_bytes()[:20])  # truncated after the registry was read
-    crashed = defs.resolve_job_def("build_conteb").execute_in_process(instance=instance, raise_on_error=False)
-    assert not crashed.success
+        # A crash in the same run as the queue that still waits: a failed run, exit status 1, never "waiting".
+        source = write_squad(
+            tmp_path / "dev.json.gz", [squad_article("Ana", [("Ana is a city.", [("q1", "What?", "city", 9)])])]
+        )
+        broken = tmp_path / "broken.yaml"
+        broken.write_text(gated.read_text() + "  - name: squad\n    source: {kind: squad_json, path: dev.json.gz}\n")
+        defs = build_definitions(load_config(broken))
+        source.write_bytes(source.read_bytes()[:20])  # truncated after the registry was read
+        crashed = defs.resolve_job_def("build_conteb").execute_in_process(instance=instance, raise_on_error=False)
+    assert not crashed.success and waiting_tables(crashed.all_events) == ("demo/reviewed_chunks",)
+    assert latest_run_outcome(instance, "build_conteb").failed_steps == ("squad__source",)
     status = _status(broken, 1)
     assert status.exit_code == 1, status.output
     assert "WAITING FOR REVIEW (not a failure)" not in status.output
-    assert "build_conteb failed" in status.output
+    assert "build_conteb failed with exit status 1 (failed steps: squad__source)" in status.output
 
 
 def test_status_after_a_successful_run_says_what_to_do_next(tmp_path: Path) -> None:
