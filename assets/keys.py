@@ -13,10 +13,15 @@ def key(task: TaskConfig, name: str) -> dg.AssetKey:
     return dg.AssetKey([task.name, str(name)])
 
 
-def out(task: TaskConfig, name: str, description: str) -> dg.AssetOut:
-    """An ``AssetOut`` of a stage table stored by the stage IO manager."""
+def out(task: TaskConfig, name: str, description: str, *, required: bool = True) -> dg.AssetOut:
+    """An ``AssetOut`` of a stage table stored by the stage IO manager (``required=False``: the step may yield
+    none, and Dagster then skips the steps that use it)."""
     return dg.AssetOut(
-        key=key(task, name), description=description, io_manager_key="stage_io_manager", kinds={"python", "parquet"}
+        key=key(task, name),
+        description=description,
+        io_manager_key="stage_io_manager",
+        kinds={"python", "parquet"},
+        is_required=required,
     )
 
 

@@ -1,9 +1,12 @@
-"""Manual-verification gate: a review queue asset per (task, kind), a blocking check that fails
-while items are pending, the reviewed stage tables downstream of it, and the sensor that asks for
-the downstream run once a task's queues are complete.
+"""Manual-verification gate: a review queue asset per (task, kind), the reviewed stage tables downstream of it, and
+the sensor that asks for the downstream run once a task's queues are complete.
 
-Dagster has no human-approval step; this is the gate: nothing downstream of a queue materializes
-in a run where its check fails, and the sensor requests that run once reviewers are done.
+Dagster has no human-approval step; this is the gate. Waiting for a person is the normal state of this pipeline, not
+a failure, so no check fails and no step fails: a reviewed table's output is not required (``is_required=False``),
+and while its queue has pending items the step yields no materialization, only an observation of the table saying
+what waits (``review_status: waiting for review``). Dagster then skips every step downstream of it, the run
+succeeds, and nothing downstream used unreviewed LLM output; the sensor requests that downstream run once reviewers
+are done (or the next ``make run`` does it).
 """
 
 import dagster as dg
@@ -21,9 +24,10 @@ from project.config import ProjectConfig
 from review.gate import auto_accept, completion_key
 from review.model import REVIEW_COMMAND
 
-REVIEW_CHECK = "review_complete"
-"""The name of each queue's blocking check (a run stopped by it is waiting for review, not failed)."""
 WAITING = "waiting for review"
+"""``review_status`` of a queue's materialization, and of a reviewed table's observation, while items are pending
+(:func:`waiting_observation`; what ``pipelines/run_outcome.py`` reads to tell a run that waits from one that
+succeeded)."""
 REVIEWED_OF_KIND = {
     ReviewKind.REFORMULATION: (StageTable.REFORMULATED_CHUNKS, StageTable.REVIEWED_CHUNKS),
     ReviewKind.SYNTHETIC_QUERY: (StageTable.SYNTHETIC_QUERIES, StageTable.REVIEWED_SYNTHETIC_QUERIES),
@@ -66,15 +70,6 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
         kinds={"sqlite"},
         description=f"Push {kind} items to the review queue; decisions already made are kept.",
         ins=queue_inputs(task, kind),
-        check_specs=[
-            dg.AssetCheckSpec(
-                REVIEW_CHECK,
-                asset=key(task, review_queue(kind)),
-                blocking=True,
-                description="Fails (ERROR) while items are pending, i.e. the run is waiting for review (not a crash): "
-                f"nothing downstream uses unreviewed LLM output. Decide the items with `{REVIEW_COMMAND}`.",
-            )
-        ],
     )
     def queue(context: dg.AssetExecutionContext, review: ReviewStoreResource, **tables: pa.Table):
         store = review.store()
@@ -100,8 +95,6 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
             f"{task.name}/{kind}: pushed {report.total} items ({report.added} new, {report.reopened} reopened, "
             f"{report.unchanged} unchanged); {auto} unchanged proposals auto-accepted; {pending} pending -> {url}"
         )
-        if pending:
-            context.log.warning(waiting_message(task, kind, pending, url))
         metadata = {
             "review_status": state,
             "review_url": dg.MetadataValue.url(url),
@@ -117,29 +110,31 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
                 {"pending": stats.pending, "accepted": stats.accepted, "rejected": stats.rejected,
                  "edited": stats.edited, "flagged_pending": stats.flagged_pending, "revision": stats.revision},
             )  # fmt: skip
-        yield dg.MaterializeResult(metadata=metadata)
-        yield dg.AssetCheckResult(
-            check_name=REVIEW_CHECK,
-            passed=pending == 0,
-            severity=dg.AssetCheckSeverity.ERROR,
-            description="all items decided" if pending == 0 else waiting_message(task, kind, pending, url),
-            metadata={
-                "status": state,
-                "pending": pending,
-                "review_command": REVIEW_COMMAND,
-                "review_url": dg.MetadataValue.url(url),
-            },
-        )
+        return dg.MaterializeResult(metadata=metadata)
 
     return queue
 
 
 def waiting_message(task: TaskConfig, kind: str, pending: int, url: str) -> str:
-    """The one line a run stopped at ``task``'s ``kind`` queue logs (and its check shows): not a failure, how many
-    items wait, and the command that resolves them."""
+    """The one line a run stopped at ``task``'s ``kind`` queue logs (and its observation shows): not a failure, how
+    many items wait, and the command that resolves them."""
     return (
         f"WAITING FOR REVIEW (not a failure): task '{task.name}': {pending} {kind} item(s) pending; decide them with "
         f"`{REVIEW_COMMAND}` ({url}), then rerun `make run` (nothing downstream of the queue runs until then)"
+    )
+
+
+def waiting_observation(asset_key: dg.AssetKey, pending: int, url: str) -> dg.AssetObservation:
+    """What a reviewed table's step records instead of a materialization while its queue waits (the Dagster UI shows
+    it on the asset's page; :mod:`pipelines.run_outcome` reads it)."""
+    return dg.AssetObservation(
+        asset_key=asset_key,
+        metadata={
+            "review_status": WAITING,
+            "pending": pending,
+            "review_command": REVIEW_COMMAND,
+            "review_url": dg.MetadataValue.url(url),
+        },
     )
 
 
@@ -161,7 +156,12 @@ def build_reviewed_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
         description=f"{source_name} after review: only accepted or edited {kind} output goes on.",
         ins={"table": dg.AssetIn(key(task, source_name))},
         deps=[key(task, review_queue(kind))],
-        outs={reviewed_name: out(task, reviewed_name, f"{source_name} with the reviewers' decisions applied.")},
+        outs={
+            # Not required: while the queue has pending items the step yields none, and Dagster skips what uses it.
+            reviewed_name: out(
+                task, reviewed_name, f"{source_name} with the reviewers' decisions applied.", required=False
+            )
+        },
     )
     def reviewed(context: dg.AssetExecutionContext, review: ReviewStoreResource, table: pa.Table):
         try:
@@ -170,7 +170,13 @@ def build_reviewed_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
             else:
                 result = apply_query_reviews(kind, table, decisions(review, task, kind))
         except PendingReviewError as error:
-            raise dg.Failure(description=f"task '{task.name}': {error}") from error
+            [stats] = review.store().stats(task=task.name, kind=kind) or [None]
+            if stats is None or not stats.pending:  # an item with no queue entry at all: a defect, not a wait
+                raise dg.Failure(description=f"task '{task.name}': {error}") from error
+            url = review.queue_url(task.name, kind)
+            context.log.info(waiting_message(task, kind, stats.pending, url))
+            yield waiting_observation(key(task, reviewed_name), stats.pending, url)
+            return
         context.log.info(f"{task.name}/{reviewed_name}: {counts_in_words(result.stats)}")
         yield dg.Output(result.table, reviewed_name, metadata=count_metadata("review", result.stats))
 

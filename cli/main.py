@@ -3,7 +3,7 @@
 ``conteb status``: the tasks of the registry and where their datasets landed, with row counts, the review queues
 waiting, and what to do next. With ``--run-status N`` (what ``make run`` passes after ``dagster job execute -j
 build_conteb``) it also says how that run ended and exits 0 (succeeded), 3 (:data:`EXIT_WAITING_FOR_REVIEW`: the
-run stopped only at review gates, not a crash) or N (failed).
+run stopped at review gates, not a crash; ``make run`` exits 0 then) or N (failed).
 ``conteb validate``: load the registry and open every source it declares; one line per problem, naming the file,
 the task and the field (exit status 1 on any problem); the rows a source would quarantine are counted and the first
 named (not a problem: the build quarantines them too).
@@ -112,8 +112,9 @@ def describe_splits(task: TaskConfig) -> str:
 
 
 EXIT_WAITING_FOR_REVIEW = 3
-"""Exit status of ``conteb status --run-status N`` (hence of ``make run``: make says "Error 3") when the build run
-stopped only because review queues wait: not a crash; decide the items and rerun."""
+"""Exit status of ``conteb status --run-status N`` when the build run stopped at review gates (it succeeded, and
+review queues hold part of it back): not a crash; decide the items and rerun. For scripts: ``make run`` turns it
+into 0, since waiting for a person is the normal state of this pipeline."""
 
 BUILD_JOB = Job.BUILD
 
@@ -124,7 +125,7 @@ BUILD_JOB = Job.BUILD
     type=int,
     default=None,
     help="Exit status of the `dagster job execute -j build_conteb` just run (`make run` passes it). Exit 0 after a "
-    f"success, {EXIT_WAITING_FOR_REVIEW} when the run stopped only at review gates, else this status.",
+    f"success, {EXIT_WAITING_FOR_REVIEW} when the run stopped at review gates, else this status.",
 )
 @click.pass_context
 def status(ctx: click.Context, run_status: int | None) -> None:
@@ -204,19 +205,20 @@ def _review_status(data_dir: Path) -> list:
 
 
 def _run_verdict(run_status: int, waiting: list) -> tuple[int, str]:
-    """How the build run just made ended: ``(exit status, outcome)``; says it in one line."""
-    if run_status == 0:
-        click.echo(f"{BUILD_JOB}: succeeded")
-        return 0, "built"
-    outcome = _latest_build_outcome()
-    if outcome is not None and outcome.state == "waiting_for_review":
+    """How the build run just made ended: ``(exit status, outcome)``; says it in one line. A run that stopped at
+    review gates succeeded in Dagster's terms (``run_status`` 0) and gives :data:`EXIT_WAITING_FOR_REVIEW`."""
+    outcome = _latest_build_outcome()  # a failed run_status is a failure, whatever an earlier run waits for
+    if run_status == 0 and outcome is not None and outcome.state == "waiting_for_review":
         pending = sum(q.pending for q in waiting)
         where = ", ".join(f"{q.task}/{q.kind}" for q in waiting) or ", ".join(outcome.waiting)
         click.echo(
             f"{BUILD_JOB}: WAITING FOR REVIEW (not a failure): {pending} item(s) pending in {where}; "
-            f"nothing downstream used unreviewed output (exit status {EXIT_WAITING_FOR_REVIEW})"
+            "nothing downstream used unreviewed output"
         )
         return EXIT_WAITING_FOR_REVIEW, "waiting"
+    if run_status == 0:  # (a run recorded elsewhere, or none: the run just made said it succeeded)
+        click.echo(f"{BUILD_JOB}: succeeded")
+        return 0, "built"
     steps = f" (failed steps: {', '.join(outcome.failed_steps)})" if outcome and outcome.failed_steps else ""
     click.echo(f"{BUILD_JOB} failed with exit status {run_status}{steps}: see the first error above")
     return run_status, "failed"

@@ -1,11 +1,13 @@
-"""The console logger of every job: Dagster's ``colored_console_logger``, less the stack trace of the review gate.
+"""The console logger of every job: Dagster's ``colored_console_logger``, with the steps skipped behind a review gate
+printed at DEBUG.
 
-A run that stops at the review gate fails in Dagster's terms: the blocking ``review_complete`` checks of its queue
-assets fail, and Dagster prints the step's and the run's ``DagsterAssetCheckFailedError`` with a Python stack
-trace that says nothing to a reviewer (the ``WAITING FOR REVIEW (not a failure)`` line above it and
-``conteb status`` below say what to do). This logger prints those two errors without their stack trace. Any other
-error, a check other than ``review_complete`` among the failed ones included, keeps its stack trace; the event log
-(the Dagster UI) keeps every error whole.
+A run that stops at a review gate succeeds (``assets/review.py``): the reviewed table's step logs one ``WAITING FOR
+REVIEW (not a failure)`` line, with the count and the command that decides the items, and yields no output; Dagster
+then skips every step downstream of it and logs each one at INFO ("Skipping step sample__conteb_dataset due to
+skipped dependencies: [...]"), after that line. Those lines say again, in Dagster's words, what the waiting line
+already said ("nothing downstream of the queue runs until then"), and would end the run's output; this logger
+prints them at DEBUG, so that at the jobs' INFO level the run ends with what waits and the command. The event log
+(the Dagster UI) keeps them, and each step's ``STEP_SKIPPED`` event, as Dagster logged them.
 """
 
 from __future__ import annotations
@@ -13,36 +15,26 @@ from __future__ import annotations
 import logging
 
 import dagster as dg
+from dagster._core.log_manager import LOG_RECORD_METADATA_ATTR
 
-from assets.review import REVIEW_CHECK
-
-STACK_TRACE = "\n\nStack Trace:\n"
-CHECK_FAILED = "DagsterAssetCheckFailedError: "
-
-
-def without_gate_stack_trace(text: str) -> str:
-    """``text`` (one formatted console line of Dagster) without its stack trace when its error is a
-    ``DagsterAssetCheckFailedError`` whose failed checks (the ``<asset>: <check>`` lines after the error's first
-    line) are all ``review_complete``; otherwise ``text`` unchanged."""
-    head, found, _stack = text.partition(STACK_TRACE)
-    if not found or CHECK_FAILED not in head:
-        return text
-    failed = [line.strip() for line in head.split(CHECK_FAILED, 1)[1].splitlines()[1:] if line.strip()]
-    if not failed or not all(line.endswith(f": {REVIEW_CHECK}") for line in failed):
-        return text
-    return head.rstrip()
+SKIPPING = "Skipping step "
+SKIPPED_DEPENDENCIES = " due to skipped dependencies"
 
 
-class GateFormatter(logging.Formatter):
-    """Formats with the handler's own formatter, then drops the review gate's stack trace
-    (:func:`without_gate_stack_trace`)."""
+def is_skipped_step_line(record: logging.LogRecord) -> bool:
+    """Whether ``record`` is Dagster's INFO line for a step it skips because an output it uses was not produced."""
+    meta = getattr(record, LOG_RECORD_METADATA_ATTR, None) or {}
+    message = meta.get("orig_message") or ""
+    return record.levelno == logging.INFO and message.startswith(SKIPPING) and SKIPPED_DEPENDENCIES in message
 
-    def __init__(self, inner: logging.Formatter | None) -> None:
-        super().__init__()
-        self.inner = inner or logging.Formatter()
 
-    def format(self, record: logging.LogRecord) -> str:
-        return without_gate_stack_trace(self.inner.format(record))
+class SkippedStepsAtDebug(logging.Filter):
+    """A logger filter: :func:`is_skipped_step_line` records go on at DEBUG (handlers below DEBUG drop them)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if is_skipped_step_line(record):
+            record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return True
 
 
 @dg.logger(
@@ -51,13 +43,11 @@ class GateFormatter(logging.Formatter):
         "log_level": dg.Field(str, is_required=False, default_value="DEBUG"),
         "name": dg.Field(str, is_required=False, default_value="dagster"),
     },
-    description="Dagster's colored console logger; a run stopped at the review gate is printed without a stack trace.",
+    description="Dagster's colored console logger; the steps skipped behind a review gate are printed at DEBUG.",
 )
 def console_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
-    """Dagster's console logger (same name, level and colours), each handler's formatter wrapped in
-    :class:`GateFormatter`."""
+    """Dagster's console logger (same name, level, handlers and colours) with :class:`SkippedStepsAtDebug`."""
     logger = dg.colored_console_logger.logger_fn(init_context)
-    for handler in logger.handlers:
-        if not isinstance(handler.formatter, GateFormatter):
-            handler.setFormatter(GateFormatter(handler.formatter))
+    if not any(isinstance(f, SkippedStepsAtDebug) for f in logger.filters):
+        logger.addFilter(SkippedStepsAtDebug())
     return logger

@@ -142,9 +142,11 @@ class BuiltSample:
     ``conteb review accept``, and the rerun completes.
 
     ``data_dir`` is that build's ``CONTEB_DATA_DIR`` (``conteb/sample/`` = the published dataset,
-    ``stages/sample/``, ``review/review.sqlite``); of the first run (stopped at the gate): ``published_at_gate``
-    whether the dataset folder existed after it, ``pending`` and ``flagged`` the review item ids it left pending
-    (and those of them flagged), ``gate_failures`` the checks that failed in it (``"<asset>:<check>"``);
+    ``stages/sample/``, ``review/review.sqlite``); of the first run (stopped at the gate, a successful run in
+    Dagster's terms): ``published_at_gate`` whether the dataset folder existed after it, ``pending`` and ``flagged``
+    the review item ids it left pending (and those of them flagged), ``gate_waiting`` the reviewed tables it observed
+    waiting for review (``"<asset>"``), ``gate_skipped`` the steps Dagster skipped because of them, and
+    ``gate_failures`` the checks that failed in it (``"<asset>:<check>"``; none);
     ``run_ids`` the first and the second run, recorded in the Dagster instance at ``instance_dir``
     (:meth:`instance`). Shared by every test of the session (all xdist workers): read-only, copy it
     (:meth:`copy_data`) to write.
@@ -155,6 +157,8 @@ class BuiltSample:
     published_at_gate: bool
     pending: tuple[str, ...]
     flagged: tuple[str, ...]
+    gate_waiting: tuple[str, ...]
+    gate_skipped: tuple[str, ...]
     gate_failures: tuple[str, ...]
     run_ids: tuple[str, str]
 
@@ -185,6 +189,7 @@ def _build_the_sample(folder: Path) -> None:
     from cli.main import main
     from conteb.storage import dataset_dir, review_store_path
     from pipelines.definitions import build_definitions
+    from pipelines.run_outcome import waiting_tables
     from project.config import load_config
     from review.store import ReviewStore
 
@@ -202,10 +207,14 @@ def _build_the_sample(folder: Path) -> None:
             first = run()
             evaluations = first.get_asset_check_evaluations()
             failures = sorted(f"{e.asset_key.to_user_string()}:{e.check_name}" for e in evaluations if not e.passed)
+            gate = waiting_tables(first.all_events)
+            skipped = sorted(
+                e.step_key or "?" for e in first.all_events if e.event_type == dg.DagsterEventType.STEP_SKIPPED
+            )
             store = ReviewStore(review_store_path(data_dir))
             waiting = [item for item in store.items(task="sample") if item.status == "pending"]
             store.close()
-            if first.success or not waiting:
+            if not first.success or not gate or not waiting:
                 raise AssertionError(f"the sample's first build should stop at the review gate; failed: {failures}")
             published_at_gate = dataset_dir(data_dir, "sample").exists()
             accept = ["--config", str(config), "review", "accept", "--task", "sample", "--reviewer", SAMPLE_REVIEWER]
@@ -219,6 +228,8 @@ def _build_the_sample(folder: Path) -> None:
         "published_at_gate": published_at_gate,
         "pending": [item.item_id for item in waiting],
         "flagged": [item.item_id for item in waiting if item.flagged],
+        "gate_waiting": list(gate),
+        "gate_skipped": skipped,
         "gate_failures": failures,
         "run_ids": [first.run_id, second.run_id],
     }
@@ -236,6 +247,8 @@ def built_sample(tmp_path_factory: pytest.TempPathFactory) -> BuiltSample:
         published_at_gate=built["published_at_gate"],
         pending=tuple(built["pending"]),
         flagged=tuple(built["flagged"]),
+        gate_waiting=tuple(built["gate_waiting"]),
+        gate_skipped=tuple(built["gate_skipped"]),
         gate_failures=tuple(built["gate_failures"]),
         run_ids=tuple(built["run_ids"]),
     )

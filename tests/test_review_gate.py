@@ -1,6 +1,7 @@
-"""The manual-verification gate in Dagster: a run with pending items stops at the blocking check;
-once reviewers decide, the sensor requests the downstream run, and the benchmark holds exactly the
-reviewed texts (edited text, original for a rejected rewrite, rejected queries left out)."""
+"""The manual-verification gate in Dagster: a run with pending items succeeds and stops at the gate (the reviewed
+tables yield no output, what uses them is skipped; no check fails); once reviewers decide, the sensor requests the
+downstream run, and the benchmark holds exactly the reviewed texts (edited text, original for a rejected rewrite,
+rejected queries left out)."""
 
 from pathlib import Path
 
