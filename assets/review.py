@@ -100,6 +100,11 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
             f"{task.name}/{kind}: pushed {report.total} items ({report.added} new, {report.reopened} reopened, "
             f"{report.unchanged} unchanged); {auto} unchanged proposals auto-accepted; {pending} pending -> {url}"
         )
+        if stats and stats.failed_pending:
+            context.log.warning(
+                f"{task.name}/{kind}: {stats.failed_pending} pending item(s) failed at the LLM (call failed or "
+                "answer refused): never accepted automatically, they wait for a person"
+            )
         if pending:
             context.log.warning(waiting_message(task, kind, pending, url))
         metadata = {
@@ -115,7 +120,8 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
             metadata |= count_metadata(
                 "queue",
                 {"pending": stats.pending, "accepted": stats.accepted, "rejected": stats.rejected,
-                 "edited": stats.edited, "flagged_pending": stats.flagged_pending, "revision": stats.revision},
+                 "edited": stats.edited, "flagged_pending": stats.flagged_pending,
+                 "failed_pending": stats.failed_pending, "revision": stats.revision},
             )  # fmt: skip
         yield dg.MaterializeResult(metadata=metadata)
         yield dg.AssetCheckResult(

@@ -8,7 +8,10 @@ one rule:
 * ``context`` is a JSON object (keys sorted, UTF-8 kept) or null;
 * ``flagged`` is true exactly when ``flags`` is non-empty;
 * ``proposed_sha256`` is :func:`review.model.proposal_sha256` of ``proposed``, so the store can
-  tell when a re-run proposes something new for an item already reviewed.
+  tell when a re-run proposes something new for an item already reviewed;
+* an item whose LLM answer failed or was refused gets :func:`review.model.llm_failure_flag` (the reason in
+  words) first among its flags, and the stage's fallback as its proposal: it is flagged, and the review gate
+  never accepts it automatically (:mod:`review.gate`).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import pyarrow as pa
 from conteb.names import ReviewKind
 from conteb.schemas import REVIEW_ITEMS, table_from_rows
 from curation.lookups import chunk_texts
-from review.model import proposal_sha256
+from review.model import llm_failure_flag, proposal_sha256
 
 REWRITTEN_METHODS = ("llm", "mask")
 """Reformulation methods that changed (or tried to change) a chunk and so need review."""
@@ -90,7 +93,8 @@ def review_items_from_reformulations(
 
     One item per row whose method is ``llm`` or ``mask`` (first chunks, method ``unchanged``, get
     none), in input order: kind ``reformulation``, object = the chunk id, ``original`` = og_chunk,
-    ``proposed`` = the rewrite, ``flags`` from :func:`reformulation_flags`, ``title`` from
+    ``proposed`` = the rewrite (the mask where the LLM's rewrite failed or was refused: ``llm_failure``, whose
+    reason leads the flags), ``flags`` from :func:`reformulation_flags`, ``title`` from
     ``titles`` (``doc_id -> title``, null when absent). ``context`` holds ``theme``,
     ``chunk_index`` and the original text of the previous and next chunks of the same document
     (``previous_chunk``/``next_chunk``, taken from ``chunks``, ``CHUNKS``; null at the ends).
@@ -108,6 +112,8 @@ def review_items_from_reformulations(
             "next_chunk": following,
         }
         flags = reformulation_flags(row["leaked_mentions"], row["lost_answers"])
+        if row.get("llm_failure"):
+            flags.insert(0, llm_failure_flag(row["llm_failure"]))
         items.append(
             review_item(
                 task,

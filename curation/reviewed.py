@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from conteb.ids import parse_chunk_id
 from conteb.names import ReviewKind
 from conteb.schemas import REVIEWED_CHUNKS
-from review.model import REVIEW_COMMAND
+from review.model import REVIEW_COMMAND, is_auto_reviewer
 
 DROP_QUERIES = "drop_queries"
 """The ``review.on_reject`` setting that leaves out the queries of chunks whose rewrite was rejected."""
@@ -86,6 +86,36 @@ def apply_reformulation_reviews(reformulated: pa.Table, decisions: Mapping[str, 
         result.stats[row["review_status"]] += 1
     result.table = pa.Table.from_pylist(rows, schema=REVIEWED_CHUNKS)
     return result
+
+
+FAILURE_DECISIONS = {
+    "accepted": "accepted the fallback (the mask)",
+    "edited": "edited",
+    "rejected": "rejected (the original chunk kept)",
+}
+"""How the dataset card names each decision on a chunk whose LLM rewrite failed (:func:`llm_failure_counts`)."""
+
+
+def llm_failure_counts(reviewed: pa.Table) -> dict[str, int]:
+    """The dataset card's rows for the chunks of ``reviewed`` (``REVIEWED_CHUNKS``) whose LLM rewrite failed or was
+    refused (``llm_failure`` set): ``LLM failures decided by a person`` and, per decision that happened, ``... :
+    accepted the fallback (the mask)`` / ``edited`` / ``rejected (the original chunk kept)``; a failure decided
+    automatically (only a store from before that rule could hold one) is counted apart. Empty when none failed."""
+    if "llm_failure" not in reviewed.column_names or "review_status" not in reviewed.column_names:
+        return {}
+    columns = ("llm_failure", "review_status", "reviewer")
+    failed = [(status, reviewer) for reason, status, reviewer in zip(*(reviewed.column(c).to_pylist() for c in columns),
+                                                                     strict=True) if reason]  # fmt: skip
+    if not failed:
+        return {}
+    by_person = [status for status, reviewer in failed if reviewer is not None and not is_auto_reviewer(reviewer)]
+    counts = {"LLM failures decided by a person": len(by_person)}
+    for status, words in FAILURE_DECISIONS.items():
+        if status in by_person:
+            counts[f"LLM failures decided by a person: {words}"] = by_person.count(status)
+    if len(by_person) < len(failed):
+        counts["LLM failures decided automatically (before that was refused)"] = len(failed) - len(by_person)
+    return counts
 
 
 def apply_query_reviews(kind: str, queries: pa.Table, decisions: Mapping[str, Decision]) -> Reviewed:

@@ -25,6 +25,7 @@ No Dagster import: the web UI, the CLI and the Dagster assets all use this modul
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections import Counter
@@ -50,6 +51,8 @@ from review.model import (
     clean_person_reviewer,
     clean_reviewer,
     has_text,
+    is_auto_reviewer,
+    is_llm_failure,
     reviewer_label,
 )
 from review.queries import QueueQueries
@@ -140,7 +143,10 @@ class ReviewStore(QueueQueries):
         A new item_id is inserted pending (audit ``push``); an existing item with the same
         ``proposed_sha256`` is left untouched (its decision is kept); one whose proposal changed
         gets the new proposal and fields, goes back to pending with version+1 (audit ``reopen``,
-        earlier history kept). Raises ValueError (and writes nothing) for a malformed row, an
+        earlier history kept). An item whose LLM answer failed (:func:`review.model.is_llm_failure` of the pushed
+        flags) and that an automatic reviewer decided (a store from before that rule) is reopened the same way:
+        an automatic decision never stands for a failed item; a person's decision on it is kept. Raises ValueError
+        (and writes nothing) for a malformed row, an
         item_id repeated in the push, or an existing item whose task/kind/object_id differ.
         """
         source = items.to_pylist() if isinstance(items, pa.Table) else items
@@ -181,7 +187,8 @@ class ReviewStore(QueueQueries):
                 moved = [name for name in ("task", "kind", "object_id") if current[name] != row[name]]
                 if moved:
                     raise ValueError(f"review item {row['item_id']!r}: pushed with a different {', '.join(moved)}")
-                if current["proposed_sha256"] == row["proposed_sha256"]:
+                auto_decided_failure = _auto_decided_failure(current, row)
+                if current["proposed_sha256"] == row["proposed_sha256"] and not auto_decided_failure:
                     unchanged += 1
                     continue
                 version = current["version"] + 1
@@ -202,7 +209,11 @@ class ReviewStore(QueueQueries):
                     version=version,
                     proposed_sha256=row["proposed_sha256"],
                     text=None,
-                    note=f"proposal changed (was {current['proposed_sha256'][:12]})",
+                    note=(
+                        "the LLM answer failed: an automatic decision does not stand for it"
+                        if auto_decided_failure
+                        else f"proposal changed (was {current['proposed_sha256'][:12]})"
+                    ),
                 )
                 reopened += 1
                 changed.add(queue)
@@ -418,3 +429,11 @@ class ReviewStore(QueueQueries):
                 audit_note=note,
             )
             return True
+
+
+def _auto_decided_failure(current: sqlite3.Row, row: Mapping[str, Any]) -> bool:
+    """True when the pushed ``row`` (:func:`review.schema.pushed_row`) is an LLM failure and the stored item
+    ``current`` holds an automatic decision."""
+    decided_by = current["reviewer"]
+    automatic = current["status"] != "pending" and decided_by is not None and is_auto_reviewer(decided_by)
+    return automatic and is_llm_failure(json.loads(row["flags"]))

@@ -1,4 +1,5 @@
-"""Review items: the generic constructor and the items built from reformulated chunks."""
+"""Review items: the generic constructor and the items built from reformulated chunks (failed LLM rewrites
+included: flagged with their reason, the mask proposed, never accepted automatically)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import json
 import pyarrow as pa
 
 from conteb.schemas import REVIEW_ITEMS, THEMES
-from curation.reformulation import apply_reformulations
+from curation.llm_results import failure_reason
+from curation.reformulation import apply_reformulations, rewrite_validator
 from curation.review_items import review_item, review_items_from_reformulations, review_items_table
 from llm.types import LLMResult
+from review.gate import AutoAcceptance, auto_acceptances
+from review.model import is_llm_failure
 from tests.builders import LYON_TEXTS, chunks_from_texts
 
 TEXTS = LYON_TEXTS
@@ -99,3 +103,55 @@ def test_items_from_llm_reformulations_carry_leak_flags() -> None:
         ("lyon_1", "llm", ["leak:Lyon"], None),
         ("lyon_2", "llm", ["lost_answer:Lyon metro"], None),
     ]
+
+
+def test_a_failed_or_refused_rewrite_waits_for_a_person_with_its_reason_and_the_mask() -> None:
+    results = {
+        "reformulate:lyon_1": LLMResult("reformulate:lyon_1", error="InternalServerError: Error code: 500", attempts=5),
+        "reformulate:lyon_2": LLMResult("reformulate:lyon_2", value={"rewritten": "TCL."}),  # the detector: too short
+    }
+    reformulated = apply_reformulations(_chunks(), _themes(), {}, results, "gpt-4o", None).table
+    items = review_items_from_reformulations("geo", reformulated, _chunks(), {}).to_pylist()
+    assert [(r["object_id"], r["method"], r["flagged"], r["original"]) for r in items] == [
+        ("lyon_1", "mask", True, TEXTS[1]),
+        ("lyon_2", "mask", True, TEXTS[2]),
+    ]
+    broken, refused = items
+    assert broken["flags"] == ["llm_failed: the LLM call failed after 5 tries: InternalServerError: Error code: 500"]
+    assert broken["proposed"] == "The subject's metro opened in 1978 and has four lines."  # the offline mask
+    assert refused["flags"][0].startswith(
+        f"llm_failed: the LLM's rewrite was refused: the rewrite has 4 characters, less than half of the original's "
+        f"{len(TEXTS[2])}"
+    )
+    assert refused["proposed"] == "The subject metro is run by TCL."
+    assert auto_acceptances(items, unchanged=True, methods=["mask"]) == [
+        AutoAcceptance("auto", [], None),
+        AutoAcceptance("auto:mask", [], "mask"),
+    ]
+
+
+def test_a_mask_that_changes_nothing_still_waits_when_the_llm_failed() -> None:
+    """The issue's case: the fallback equals the original (no mention to mask), yet a person must see it."""
+    chunks = chunks_from_texts("alps", ["The Alps are mountains.", "They are high and cold."])
+    themes = pa.Table.from_pylist([{"doc_id": "alps", "theme": "Alps", "aliases": [], "method": "title"}], THEMES)
+    results = {"reformulate:alps_1": LLMResult("reformulate:alps_1", value={"rewritten": "Cold."})}
+    reformulated = apply_reformulations(chunks, themes, {}, results, "gpt-4o", None).table
+    [item] = review_items_from_reformulations("geo", reformulated, chunks, {}).to_pylist()
+    assert item["proposed"] == item["original"] == "They are high and cold." and item["flagged"]
+    assert is_llm_failure(item["flags"])
+    assert [plan.item_ids for plan in auto_acceptances([item], unchanged=True, methods=["mask"])] == [[], []]
+
+
+def test_failure_reasons_in_words() -> None:
+    validator = rewrite_validator("x" * 100)
+    assert failure_reason(LLMResult("a", value={"rewritten": "x" * 100}), validator, "rewrite") == ""
+    assert failure_reason(None, validator, "rewrite") == (
+        "the LLM gave no rewrite for this item (no result for its request)"
+    )
+    assert failure_reason(LLMResult("a", error="APIConnectionError: boom", attempts=1)) == (
+        "the LLM call failed after 1 try: APIConnectionError: boom"
+    )
+    remembered = LLMResult("a", error="invalid answer: not JSON (remembered from an earlier run, ...)", remembered=True)
+    assert failure_reason(remembered, validator, "rewrite") == (
+        "the LLM's rewrite was refused: not JSON (remembered from an earlier run, ...)"
+    )

@@ -13,6 +13,7 @@ from curation.reviewed import (
     PendingReviewError,
     apply_query_reviews,
     apply_reformulation_reviews,
+    llm_failure_counts,
     queries_after_rejections,
 )
 
@@ -85,3 +86,25 @@ def test_rejected_rewrites_drop_their_queries_only_with_drop_queries() -> None:
     assert queries_after_rejections(QUERIES, reviewed, DROP_QUERIES).column("query_id").to_pylist() == ["q1"]
     assert queries_after_rejections(QUERIES, reviewed, "original") is QUERIES
     assert queries_after_rejections(QUERIES, None, DROP_QUERIES) is QUERIES  # no reformulation in the task
+
+
+def test_the_card_counts_the_llm_failures_people_decided() -> None:
+    rows = [_chunk(0, "unchanged"), *(_chunk(i, "mask") | {"llm_failure": "the LLM call failed"} for i in (1, 2, 3))]
+    rows.append(_chunk(4, "llm"))
+    decisions = {
+        "lyon_1": Decision("accepted", "The city, part 1.", "ana"),
+        "lyon_2": Decision("accepted", "The city, part 2.", "ben"),
+        "lyon_3": Decision("edited", "Edited.", "ana"),
+        "lyon_4": Decision("accepted", "The city, part 4.", "auto"),  # not a failure: not counted
+    }
+    reviewed = apply_reformulation_reviews(pa.Table.from_pylist(rows, schema=REFORMULATED_CHUNKS), decisions).table
+    assert llm_failure_counts(reviewed) == {
+        "LLM failures decided by a person": 3,
+        "LLM failures decided by a person: accepted the fallback (the mask)": 2,
+        "LLM failures decided by a person: edited": 1,
+    }
+    assert llm_failure_counts(apply_reformulation_reviews(
+        pa.Table.from_pylist(rows[:1] + rows[4:], schema=REFORMULATED_CHUNKS), decisions).table) == {}  # fmt: skip
+    decisions["lyon_2"] = Decision("accepted", "The city, part 2.", "auto")  # a store from before the rule
+    reviewed = apply_reformulation_reviews(pa.Table.from_pylist(rows, schema=REFORMULATED_CHUNKS), decisions).table
+    assert llm_failure_counts(reviewed)["LLM failures decided automatically (before that was refused)"] == 1
