@@ -15,11 +15,17 @@ from assets.resources import ReviewStoreResource
 from conteb.config import TaskConfig
 from conteb.names import ReviewKind, StageTable
 from curation.lookups import document_titles
-from curation.review_items import review_items_from_llm_pairs, review_items_from_synthetic
-from curation.reviewed import Decision, PendingReviewError, apply_query_reviews, apply_reformulation_reviews
+from curation.review_items import NO_PROPOSAL, review_items_from_llm_pairs, review_items_from_synthetic
+from curation.reviewed import (
+    Decision,
+    FailedItem,
+    PendingReviewError,
+    apply_query_reviews,
+    apply_reformulation_reviews,
+)
 from project.config import ProjectConfig
 from review.gate import auto_accept, completion_key
-from review.model import REVIEW_COMMAND
+from review.model import REVIEW_COMMAND, is_llm_failure
 
 REVIEW_CHECK = "review_complete"
 """The name of each queue's blocking check (a run stopped by it is waiting for review, not failed)."""
@@ -39,8 +45,13 @@ def queue_inputs(task: TaskConfig, kind: str) -> dict[str, dg.AssetIn]:
         "documents": dg.AssetIn(key(task, StageTable.SOURCE_DOCUMENTS)),
         "chunks": dg.AssetIn(key(task, StageTable.CHUNKS)),
     }
-    stage = StageTable.SYNTHETIC_QUERIES if kind == ReviewKind.SYNTHETIC_QUERY else StageTable.LLM_PAIRED_QUERIES
-    ins["stage"] = dg.AssetIn(key(task, stage))
+    synthetic = kind == ReviewKind.SYNTHETIC_QUERY
+    ins["stage"] = dg.AssetIn(key(task, StageTable.SYNTHETIC_QUERIES if synthetic else StageTable.LLM_PAIRED_QUERIES))
+    # the stage's LLM failures reach a person too (curation/review_items.py)
+    failures = StageTable.SYNTHETIC_QUARANTINE if synthetic else StageTable.LLM_PAIRING_QUARANTINE
+    ins["failures"] = dg.AssetIn(key(task, failures))
+    if not synthetic:
+        ins["queries"] = dg.AssetIn(key(task, StageTable.SOURCE_QUERIES))
     if kind == ReviewKind.PAIRING and task.uses_span_pairing:
         ins["span_pairs"] = dg.AssetIn(key(task, StageTable.PAIRED_QUERIES))
     return ins
@@ -53,8 +64,11 @@ def queue_items(task: TaskConfig, kind: str, tables: dict[str, pa.Table]) -> pa.
     documents = tables["documents"]
     titles = document_titles(documents)
     if kind == ReviewKind.SYNTHETIC_QUERY:
-        return review_items_from_synthetic(task.name, tables["stage"], tables["chunks"], titles)
-    return review_items_from_llm_pairs(task.name, tables["stage"], tables["chunks"], titles, tables.get("span_pairs"))
+        return review_items_from_synthetic(task.name, tables["stage"], tables["chunks"], titles, tables["failures"])
+    return review_items_from_llm_pairs(
+        task.name, tables["stage"], tables["chunks"], titles, tables.get("span_pairs"), tables["failures"],
+        tables["queries"],
+    )  # fmt: skip
 
 
 def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
@@ -157,6 +171,15 @@ def decisions(review: ReviewStoreResource, task: TaskConfig, kind: str) -> dict[
     }
 
 
+def failed_items(review: ReviewStoreResource, task: TaskConfig, kind: str) -> list[FailedItem]:
+    """The queue's items that propose nothing because their LLM answer failed (``NO_PROPOSAL``)."""
+    return [
+        FailedItem(item.object_id, item.doc_id, item.context)
+        for item in review.store().items(task=task.name, kind=kind)
+        if item.method == NO_PROPOSAL and is_llm_failure(item.flags)
+    ]
+
+
 def build_reviewed_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
     """``reviewed_chunks`` / ``reviewed_synthetic_queries`` / ``reviewed_llm_paired_queries``."""
     source_name, reviewed_name = REVIEWED_OF_KIND[kind]
@@ -174,7 +197,9 @@ def build_reviewed_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
             if kind == ReviewKind.REFORMULATION:
                 result = apply_reformulation_reviews(table, decisions(review, task, kind))
             else:
-                result = apply_query_reviews(kind, table, decisions(review, task, kind))
+                result = apply_query_reviews(
+                    kind, table, decisions(review, task, kind), failed_items(review, task, kind)
+                )
         except PendingReviewError as error:
             raise dg.Failure(description=f"task '{task.name}': {error}") from error
         context.log.info(f"{task.name}/{reviewed_name}: {counts_in_words(result.stats)}")

@@ -235,7 +235,9 @@ class ReviewStore(QueueQueries):
         """Record ``action`` (accept | reject | edit) on the item at ``expected_version``; returns the new item.
 
         ``edit`` needs a non-empty ``edited_text`` (equal to the proposal is allowed, still stored
-        as edited); ``accept``/``reject`` must not carry one. Raises InvalidDecisionError for a
+        as edited); ``accept``/``reject`` must not carry one; an item that proposes nothing (an empty
+        ``proposed``: its LLM answer failed and the stage has no fallback) cannot be accepted. Raises
+        InvalidDecisionError for a
         malformed decision (``expected_version`` must be an int, the reviewer name must pass
         :func:`clean_reviewer`, text and note hold no NUL), UnknownItemError, or
         ConflictError when the item is no longer at ``expected_version``. One transaction:
@@ -253,6 +255,11 @@ class ReviewStore(QueueQueries):
         with self._write() as conn:
             row = self._item_row(conn, item_id)
             self._check_version(conn, row, expected_version)
+            if action == "accept" and row["proposed"] == "":
+                raise InvalidDecisionError(
+                    f"review item {item_id!r} proposes nothing (its LLM answer failed): edit it with what is missing, "
+                    "or reject it"
+                )
             return self._set_state(
                 conn,
                 row,
@@ -317,7 +324,8 @@ class ReviewStore(QueueQueries):
         asked, and among ``ids`` when given (an unknown id raises UnknownItemError before anything
         is written; ids of other queues are not selected). Each item is decided in its own
         versioned transaction (its own audit row, by ``reviewer``, with ``note``); an item changed
-        concurrently since the selection is skipped. ``edit`` is refused (it needs a text per item).
+        concurrently since the selection is skipped. ``edit`` is refused (it needs a text per item); ``accept``
+        leaves out the items that propose nothing.
         """
         if action not in ACTIONS:
             raise InvalidDecisionError(f"unknown action {action!r} (expected one of {', '.join(ACTIONS)})")
@@ -326,6 +334,8 @@ class ReviewStore(QueueQueries):
         clean_reviewer(reviewer)
         check_no_nul("note", note)
         where, params = where_clause(task, kind, "pending" if pending_only else None, False if unflagged_only else None)
+        if action == "accept":  # an item that proposes nothing cannot be accepted (decide says why)
+            where += " AND proposed != ''" if where else " WHERE proposed != ''"
         with self._read() as conn:
             if ids is not None:
                 wanted = set(ids)
@@ -411,6 +421,8 @@ class ReviewStore(QueueQueries):
                 return False
             if status == "pending":
                 raise ImportRejected("pending is not a decision")
+            if status == "accepted" and current["proposed"] == "":
+                raise ImportRejected("the item proposes nothing (its LLM answer failed): edit or reject it")
             if name is None:
                 raise ImportRejected("missing reviewer")
             try:

@@ -140,3 +140,77 @@ def test_failed_and_refused_rewrites_wait_for_a_person_and_the_card_counts_them(
     assert "| LLM failures decided by a person | 2 |" in card
     assert "| LLM failures decided by a person: accepted the fallback (the mask) | 1 |" in card
     assert "| LLM failures decided by a person: edited | 1 |" in card
+
+
+UNPAIRED = "In which year is Arlenmouth first recorded?"  # its LLM pairing is refused (a chunk that does not exist)
+WRITTEN = "When did the tram network of the port city open?"
+
+
+def no_fallback_responder(body: dict[str, Any]) -> dict[str, Any]:
+    """``scripted_llm``, except an out-of-range chunk index for the pairing of :data:`UNPAIRED`."""
+    if body["response_format"]["json_schema"]["name"] == "chunk_pairing" and UNPAIRED in passage(body):
+        return {"chunk_indices": [99]}
+    return scripted_llm(body)
+
+
+def is_broken_synthetic(body: dict[str, Any]) -> bool:
+    return body["response_format"]["json_schema"]["name"] == "synthetic_queries" and BROKEN in passage(body)
+
+
+def test_failed_items_of_stages_without_fallback_wait_for_a_person_who_supplies_or_rejects_them(
+    tmp_path: Path, isolated_env: Path, monkeypatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    with OpenAICompatibleServer(no_fallback_responder) as server:
+        config = tmp_path / "conteb.yaml"
+        config.write_text(
+            f"llm: {{base_url: {server.url}, max_attempts: {TRIES}, backoff_initial_s: 0.01}}\ntasks:\n"
+            f"  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n    pairing: llm\n"
+            "    synthetic_queries: 1\n    answerability: false\n"
+        )
+        server.inject(*[Fault.server_error()] * TRIES, match=is_broken_synthetic)
+        build(config)
+        assert not (isolated_env / "conteb" / "demo").exists()
+        store = ReviewStore(review_store_path(isolated_env))
+        failed = {
+            item.kind: item
+            for item in store.items(task="demo", status="pending")
+            if item.flags and item.flags[0].startswith(LLM_FAILED_FLAG)
+        }
+        assert set(failed) == {"pairing", "synthetic_query"}
+        pairing, synthetic = failed["pairing"], failed["synthetic_query"]
+        assert (pairing.object_id, pairing.proposed, pairing.method, pairing.context["query"]) == (
+            "arlenmouth-q2", "", "none", UNPAIRED
+        )  # fmt: skip
+        assert "invalid answer: the answer does not match the schema" in pairing.flags[0]  # refused by the schema
+        assert (synthetic.proposed, synthetic.method, synthetic.context["chunk_id"]) == ("", "none", "arlenmouth_2")
+        assert "InternalServerError: Error code: 500" in synthetic.flags[0]
+        assert {q.kind: q.failed_pending for q in store.stats(task="demo")} == {"pairing": 1, "synthetic_query": 1}
+
+        # "Accept everything" through the CLI accepts the LLM's proposals, not the items that propose nothing.
+        for kind in ("pairing", "synthetic_query"):
+            accepted = CliRunner().invoke(
+                main,
+                ["--config", str(config), "review", "accept", "--task", "demo", "--kind", kind, "--reviewer", "ana"],
+            )
+            assert accepted.exit_code == 0, accepted.output
+        assert {item.kind for item in store.items(task="demo", status="pending")} == {"pairing", "synthetic_query"}
+        store.decide(pairing.item_id, "edit", "ben", pairing.version, edited_text="arlenmouth_1")
+        store.decide(synthetic.item_id, "edit", "ben", synthetic.version, edited_text=WRITTEN)
+
+        server.inject(*[Fault.server_error()] * TRIES, match=is_broken_synthetic)  # the rerun fails the same way
+        build(config)
+
+    folder = isolated_env / "conteb" / "demo"
+    published = {
+        row["query_id"]: row for split in datasets.load_dataset(str(folder), "queries").values() for row in split
+    }
+    assert (published["arlenmouth-q2"]["chunk_id"], published["arlenmouth-q2"]["query"]) == ("arlenmouth_1", UNPAIRED)
+    written = {
+        row["query_id"]: row
+        for split in datasets.load_dataset(str(folder), "synthetic_queries").values()
+        for row in split
+    }
+    assert (written["synth-arlenmouth_2-0"]["query"], written["synth-arlenmouth_2-0"]["chunk_id"]) == (
+        WRITTEN, "arlenmouth_2"
+    )  # fmt: skip

@@ -8,14 +8,23 @@ import json
 
 import pyarrow as pa
 
-from conteb.schemas import REVIEW_ITEMS, THEMES
+from conteb.names import Stage
+from conteb.schemas import PAIRED_QUERIES, REVIEW_ITEMS, SYNTHETIC_QUERIES, THEMES
 from curation.llm_results import failure_reason
+from curation.quarantine import QuarantineReason, QuarantineRecord, quarantine_table
 from curation.reformulation import apply_reformulations, rewrite_validator
-from curation.review_items import review_item, review_items_from_reformulations, review_items_table
+from curation.review_items import (
+    NO_PROPOSAL,
+    review_item,
+    review_items_from_llm_pairs,
+    review_items_from_reformulations,
+    review_items_from_synthetic,
+    review_items_table,
+)
 from llm.types import LLMResult
 from review.gate import AutoAcceptance, auto_acceptances
 from review.model import is_llm_failure
-from tests.builders import LYON_TEXTS, chunks_from_texts
+from tests.builders import LYON_TEXTS, chunks_from_texts, queries
 
 TEXTS = LYON_TEXTS
 
@@ -155,3 +164,40 @@ def test_failure_reasons_in_words() -> None:
     assert failure_reason(remembered, validator, "rewrite") == (
         "the LLM's rewrite was refused: not JSON (remembered from an earlier run, ...)"
     )
+
+
+def _failures(*rows: tuple[str, str, str, str]) -> pa.Table:
+    """A quarantine table of ``(stage, reason, object_id, detail)`` rows of document lyon."""
+    records = [
+        QuarantineRecord(Stage(stage), QuarantineReason(reason), "x", object_id, "lyon", "llm:m", "row", detail)
+        for stage, reason, object_id, detail in rows
+    ]
+    return quarantine_table(records)
+
+
+def test_a_stage_without_fallback_puts_its_failed_items_in_front_of_a_person_proposing_nothing() -> None:
+    synthetic_failures = _failures(("synthetic_queries", "llm_failed", "lyon_1", "the LLM call failed: HTTP 500"))
+    [item] = review_items_from_synthetic(
+        "geo", SYNTHETIC_QUERIES.empty_table(), _chunks(), {"lyon": "Lyon"}, synthetic_failures
+    ).to_pylist()
+    assert (item["item_id"], item["proposed"], item["method"], item["original"], item["flagged"]) == (
+        "geo:synthetic_query:synth-lyon_1-0", "", NO_PROPOSAL, None, True
+    )  # fmt: skip
+    assert item["flags"] == [
+        "llm_failed: the LLM wrote no query for this chunk (write one, or reject): the LLM call failed: HTTP 500"
+    ]
+    assert json.loads(item["context"]) == {"chunk_id": "lyon_1", "chunk": TEXTS[1], "answer": None}
+
+    pairing_failures = _failures(
+        ("llm_pairing", "llm_failed", "q1", "invalid answer: chunk index 7 does not exist"),
+        ("llm_pairing", "llm_failed", "q2", "HTTP 500"),  # paired by its span: the span's pairing is published
+        ("llm_pairing", "llm_no_chunk", "q3", "the LLM found none"),  # an answer, not a failure
+    )
+    asked = queries([{"id": "q1", "doc": "lyon", "answers": [("1978", 20)]}, {"id": "q2", "doc": "lyon"}])
+    span = pa.Table.from_pylist([{"query_id": "q2", "chunk_ids": ["lyon_1"]}])
+    items = review_items_from_llm_pairs(
+        "geo", PAIRED_QUERIES.empty_table(), _chunks(), {}, span, pairing_failures, asked
+    ).to_pylist()
+    assert [(i["object_id"], i["proposed"], i["method"], i["flagged"]) for i in items] == [("q1", "", "none", True)]
+    assert items[0]["flags"][0].startswith("llm_failed: the LLM named no chunk for this query (give the chunk ids")
+    assert json.loads(items[0]["context"]) == {"query": "query q1?", "answer": "1978", "source": "f", "chunks": {}}

@@ -9,7 +9,7 @@ import pytest
 
 from curation.review_items import review_item, review_items_table
 from review.gate import AutoAccepted, auto_accept, auto_acceptances, completion_key
-from review.model import QueueStats, llm_failure_flag
+from review.model import InvalidDecisionError, QueueStats, llm_failure_flag
 from review.store import ReviewStore
 
 TASK, KIND = "geo", "reformulation"
@@ -133,3 +133,15 @@ def test_reruns_keep_a_persons_decision_on_a_failed_item_and_never_decide_it_aut
     assert auto_accept(store, TASK, KIND, answered, unchanged=True, methods=["llm"]) == AutoAccepted(0, 0)
     assert store.get(item_id).status == "pending" and store.person_decided(TASK, KIND) == {item_id}
     assert [(e.action, e.reviewer, e.text) for e in store.audit(item_id)][-2] == ("edit", "ana", "The city.")
+
+
+def test_an_item_that_proposes_nothing_can_be_edited_or_rejected_never_accepted(store: ReviewStore) -> None:
+    nothing = review_item(TASK, "synthetic_query", "synth-c1-0", "lyon", "", "none", flags=[FAILED])
+    other = review_item(TASK, "synthetic_query", "synth-c2-0", "lyon", "Where?", "llm", flags=[FAILED])
+    store.push([nothing, other])
+    item_id = nothing["item_id"]
+    with pytest.raises(InvalidDecisionError, match=r"proposes nothing .*edit it with what is missing, or reject it"):
+        store.decide(item_id, "accept", "ana", 1)
+    assert store.bulk_decide("accept", "ana", TASK, "synthetic_query") == 1  # the other one only
+    assert store.get(item_id).status == "pending"
+    assert store.decide(item_id, "edit", "ana", 1, edited_text="Which chunk is this?").status == "edited"
