@@ -198,9 +198,14 @@ def apply_reformulations(
     results: Mapping[str, LLMResult] | None,
     model: str | None,
     prompt_version: str | None,
+    theme_failures: Mapping[str, str] | None = None,
 ) -> ReformulationOutput:
     """Reformulate ``chunks`` (``CHUNKS``) with the LLM ``results`` (``custom_id -> LLMResult``),
     or by masking when ``results is None`` (rules in the module doc).
+
+    ``theme_failures`` (``doc_id -> why``: the documents whose LLM theme failed, so ``themes`` holds their offline
+    theme): every rewritten chunk of such a document carries that in ``llm_failure`` too (after its own failure,
+    if any): it was rewritten against a fallback theme, so it waits for a person like a failed rewrite.
 
     ``answers_by_chunk`` maps ``chunk_id`` to the answers of the queries paired with it; only those
     present verbatim in ``og_chunk`` can be lost. ``model`` is used when a result names none;
@@ -225,6 +230,10 @@ def apply_reformulations(
             row.update(chunk=chunk["og_chunk"], flagged=False, method="unchanged")
         else:
             _rewrite(row, variants[chunk["doc_id"]], results, model, prompt_version, output)
+            theme_failed = (theme_failures or {}).get(chunk["doc_id"])
+            if theme_failed:
+                theme = f"the LLM's theme of this document failed ({theme_failed}); the rewrite used the offline theme"
+                row["llm_failure"] = "; ".join(filter(None, (row["llm_failure"], f"{theme} {row['theme']!r}")))
             og_answers = [a for a in answers_by_chunk.get(chunk["chunk_id"], ()) if a and a in chunk["og_chunk"]]
             _flag(row, variants[chunk["doc_id"]], og_answers, output.stats)
         output.stats[chunk_outcome(row["method"], row["chunk"], row["og_chunk"])] += 1

@@ -132,12 +132,33 @@ class FailedItem:
     context: Mapping[str, Any]
 
 
+SUPPLIED_SOURCE = "review"
+"""The ``source`` of a synthetic query a person wrote where the LLM failed (:func:`apply_query_reviews`)."""
+
+
+def person_supplied_counts(queries: pa.Table, synthetic: pa.Table | None) -> dict[str, int]:
+    """The dataset card's rows for what people supplied where the LLM failed and the stage had no fallback: LLM
+    pairings they gave (``pairing`` llm with no model) and synthetic queries they wrote (source
+    :data:`SUPPLIED_SOURCE`); only those that happened."""
+    counts = {}
+    if "model" in queries.column_names:
+        rows = zip(queries.column("pairing").to_pylist(), queries.column("model").to_pylist(), strict=True)
+        paired = sum(pairing == Pairing.LLM and model is None for pairing, model in rows)
+        if paired:
+            counts["LLM failures decided by a person: pairings given"] = paired
+    if synthetic is not None:
+        written = synthetic.column("source").to_pylist().count(SUPPLIED_SOURCE)
+        if written:
+            counts["LLM failures decided by a person: synthetic queries written"] = written
+    return counts
+
+
 def apply_query_reviews(
     kind: str, queries: pa.Table, decisions: Mapping[str, Decision], failed: Sequence[FailedItem] = ()
 ) -> Reviewed:
     """Reviewed ``synthetic_query`` or ``pairing`` rows (``PAIRED_QUERIES`` shape), rejected ones left out; then a
     row for each ``failed`` item (not in ``queries``) a person edited: the query they wrote for the item's chunk
-    (``synthetic_query``: no answer, source ``review``), or the chunk ids they gave the item's query
+    (``synthetic_query``: no answer, source :data:`SUPPLIED_SOURCE`), or the chunk ids they gave the item's query
     (``pairing``); a rejected one is left out, as the stage left it; it cannot have been accepted (ValueError)."""
     rows = queries.to_pylist()
     present = {row["query_id"] for row in rows}
@@ -174,7 +195,7 @@ def _supplied_row(kind: str, item: FailedItem, text: str) -> dict[str, Any]:
     row: dict[str, Any] = {"query_id": item.object_id, "doc_id": item.doc_id, "pairing": Pairing.LLM}
     if kind == ReviewKind.SYNTHETIC_QUERY:
         chunk_id = context["chunk_id"]
-        return row | {"query": text.strip(), "chunk_id": chunk_id, "chunk_ids": [chunk_id], "source": "review"}
+        return row | {"query": text.strip(), "chunk_id": chunk_id, "chunk_ids": [chunk_id], "source": SUPPLIED_SOURCE}
     row |= {"query": context["query"], "answer": context.get("answer"), "source": context["source"]}
     row["chunk_ids"] = _edited_chunk_ids(row, text)
     row["chunk_id"] = row["chunk_ids"][0]

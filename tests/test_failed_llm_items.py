@@ -214,3 +214,6 @@ def test_failed_items_of_stages_without_fallback_wait_for_a_person_who_supplies_
     assert (written["synth-arlenmouth_2-0"]["query"], written["synth-arlenmouth_2-0"]["chunk_id"]) == (
         WRITTEN, "arlenmouth_2"
     )  # fmt: skip
+    card = (folder / "README.md").read_text()
+    assert "| LLM failures decided by a person: pairings given | 1 |" in card
+    assert "| LLM failures decided by a person: synthetic queries written | 1 |" in card

@@ -201,3 +201,20 @@ def test_a_stage_without_fallback_puts_its_failed_items_in_front_of_a_person_pro
     assert [(i["object_id"], i["proposed"], i["method"], i["flagged"]) for i in items] == [("q1", "", "none", True)]
     assert items[0]["flags"][0].startswith("llm_failed: the LLM named no chunk for this query (give the chunk ids")
     assert json.loads(items[0]["context"]) == {"query": "query q1?", "answer": "1978", "source": "f", "chunks": {}}
+
+
+def test_rewrites_made_against_a_fallback_theme_wait_for_a_person() -> None:
+    same = {f"reformulate:lyon_{i}": LLMResult(f"reformulate:lyon_{i}", value={"rewritten": TEXTS[i]}) for i in (1, 2)}
+    reformulated = apply_reformulations(
+        _chunks(), _themes(), {}, same, "gpt-4o", None, {"lyon": "the LLM call failed: HTTP 500"}
+    ).table
+    items = review_items_from_reformulations("geo", reformulated, _chunks(), {}).to_pylist()
+    assert [(i["object_id"], i["method"], i["proposed"] == i["original"]) for i in items] == [
+        ("lyon_1", "llm", True),
+        ("lyon_2", "llm", True),
+    ]
+    assert items[0]["flags"][0] == (
+        "llm_failed: the LLM's theme of this document failed (the LLM call failed: HTTP 500); "
+        "the rewrite used the offline theme 'Lyon'"
+    )
+    assert [plan.item_ids for plan in auto_acceptances(items, unchanged=True, methods=["llm"])] == [[], []]

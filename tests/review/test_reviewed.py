@@ -15,6 +15,7 @@ from curation.reviewed import (
     apply_query_reviews,
     apply_reformulation_reviews,
     llm_failure_counts,
+    person_supplied_counts,
     queries_after_rejections,
 )
 
@@ -135,9 +136,16 @@ def test_failed_items_that_propose_nothing_become_rows_only_when_a_person_suppli
         apply_query_reviews(ReviewKind.SYNTHETIC_QUERY, QUERIES, accepted, [written])
 
     unpaired = FailedItem("q9", "lyon", {"query": "Where?", "answer": "Rhône", "source": "squad", "chunks": {}})
-    paired = apply_query_reviews(
+    pairs = apply_query_reviews(
         ReviewKind.PAIRING, QUERIES, decisions | {"q9": Decision("edited", "lyon_1, lyon_0", "ben")}, [unpaired]
-    ).table.to_pylist()[-1]
+    ).table
+    by_llm = pairs.set_column(pairs.schema.get_field_index("model"), "model", pa.array(["m", "m", None]))
+    assert person_supplied_counts(by_llm, result.table) == {
+        "LLM failures decided by a person: pairings given": 1,  # the row without a model: a person gave it
+        "LLM failures decided by a person: synthetic queries written": 1,
+    }
+    assert person_supplied_counts(by_llm.slice(0, 2), QUERIES) == {}
+    paired = pairs.to_pylist()[-1]
     assert (paired["query_id"], paired["query"], paired["chunk_id"], paired["chunk_ids"], paired["answer"]) == (
         "q9", "Where?", "lyon_1", ["lyon_1", "lyon_0"], "Rhône"
     )  # fmt: skip
