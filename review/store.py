@@ -145,7 +145,9 @@ class ReviewStore(QueueQueries):
         gets the new proposal and fields, goes back to pending with version+1 (audit ``reopen``,
         earlier history kept). An item whose LLM answer failed (:func:`review.model.is_llm_failure` of the pushed
         flags) and that an automatic reviewer decided (a store from before that rule) is reopened the same way:
-        an automatic decision never stands for a failed item; a person's decision on it is kept. Raises ValueError
+        an automatic decision never stands for a failed item; a person's decision on it is kept. An unchanged
+        proposal whose LLM failure flag appeared, changed or went away gets the pushed flags (its decision, version
+        and history untouched), so the flags say what the last run met. Raises ValueError
         (and writes nothing) for a malformed row, an
         item_id repeated in the push, or an existing item whose task/kind/object_id differ.
         """
@@ -189,6 +191,11 @@ class ReviewStore(QueueQueries):
                     raise ValueError(f"review item {row['item_id']!r}: pushed with a different {', '.join(moved)}")
                 auto_decided_failure = _auto_decided_failure(current, row)
                 if current["proposed_sha256"] == row["proposed_sha256"] and not auto_decided_failure:
+                    if _failure_flags_changed(current, row):  # same proposal, another LLM outcome: say so
+                        conn.execute(
+                            "UPDATE items SET flags = ?, flagged = ? WHERE item_id = ?",
+                            (row["flags"], row["flagged"], row["item_id"]),
+                        )
                     unchanged += 1
                     continue
                 version = current["version"] + 1
@@ -449,3 +456,10 @@ def _auto_decided_failure(current: sqlite3.Row, row: Mapping[str, Any]) -> bool:
     decided_by = current["reviewer"]
     automatic = current["status"] != "pending" and decided_by is not None and is_auto_reviewer(decided_by)
     return automatic and is_llm_failure(json.loads(row["flags"]))
+
+
+def _failure_flags_changed(current: sqlite3.Row, row: Mapping[str, Any]) -> bool:
+    """True when the stored item ``current`` or the pushed ``row`` carries an LLM failure flag and their flags
+    differ."""
+    before, after = json.loads(current["flags"]), json.loads(row["flags"])
+    return before != after and (is_llm_failure(before) or is_llm_failure(after))

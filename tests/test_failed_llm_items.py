@@ -123,6 +123,10 @@ def test_failed_and_refused_rewrites_wait_for_a_person_and_the_card_counts_them(
         assert sent(server, REFUSED) == 2 and sent(server, BROKEN) == 2 * TRIES
         after = {item.item_id: item for item in store.items(task="demo", kind="reformulation")}
         assert (after[refused.item_id].status, after[refused.item_id].reviewer) == ("accepted", "ana")
+        assert (
+            "(remembered from an earlier run, not asked again; `conteb llm retry-failed --task demo` asks again)"
+            in (after[refused.item_id].flags[0])
+        )
         assert (after[broken.item_id].status, after[broken.item_id].edited_text) == ("edited", EDITED)
 
     folder = isolated_env / "conteb" / "demo"

@@ -145,3 +145,21 @@ def test_an_item_that_proposes_nothing_can_be_edited_or_rejected_never_accepted(
     assert store.bulk_decide("accept", "ana", TASK, "synthetic_query") == 1  # the other one only
     assert store.get(item_id).status == "pending"
     assert store.decide(item_id, "edit", "ana", 1, edited_text="Which chunk is this?").status == "edited"
+
+
+def test_an_unchanged_proposal_gets_the_flags_of_the_last_llm_outcome_and_keeps_its_decision(
+    store: ReviewStore,
+) -> None:
+    refused = llm_failure_flag("the LLM's rewrite was refused: the rewrite has 4 characters")
+    item_id = f"{TASK}:{KIND}:c1"
+    store.push([review_item(TASK, KIND, "c1", "lyon", "Lyon.", "mask", original="Lyon.", flags=[FAILED])])
+    store.push([review_item(TASK, KIND, "c1", "lyon", "Lyon.", "mask", original="Lyon.", flags=[refused])])
+    assert (store.get(item_id).flags, store.get(item_id).version) == ([refused], 1)
+    store.decide(item_id, "accept", "ana", 1)
+    # The LLM now answers with the same text as the fallback: the decision stays, the failure flag goes.
+    report = store.push([review_item(TASK, KIND, "c1", "lyon", "Lyon.", "llm", original="Lyon.")])
+    item = store.get(item_id)
+    assert report.unchanged == 1 and (item.status, item.reviewer, item.flags, item.flagged) == (
+        "accepted", "ana", [], False
+    )  # fmt: skip
+    assert store.stats(task=TASK, kind=KIND)[0].failed_pending == 0
