@@ -110,8 +110,9 @@ def build_reformulation_asset(task: TaskConfig, shard_documents: int) -> dg.Asse
             results, llm[Stage.REFORMULATION] = run_requests(
                 context, client, task, Stage.REFORMULATION, build_reformulation_requests(chunks, themes)
             )
+            failed_themes = {record.object_id: record.detail for record in theme_failures}
             output = apply_reformulations(
-                chunks, themes, answers_by_chunk(queries), results, client.settings.model, None
+                chunks, themes, answers_by_chunk(queries), results, client.settings.model, None, failed_themes
             )
         else:
             themes, theme_failures = themes_table(chunked, None, None, first_chunks)

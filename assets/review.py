@@ -18,11 +18,17 @@ from assets.resources import ReviewStoreResource
 from conteb.config import TaskConfig
 from conteb.names import ReviewKind, StageTable
 from curation.lookups import document_titles
-from curation.review_items import review_items_from_llm_pairs, review_items_from_synthetic
-from curation.reviewed import Decision, PendingReviewError, apply_query_reviews, apply_reformulation_reviews
+from curation.review_items import NO_PROPOSAL, review_items_from_llm_pairs, review_items_from_synthetic
+from curation.reviewed import (
+    Decision,
+    FailedItem,
+    PendingReviewError,
+    apply_query_reviews,
+    apply_reformulation_reviews,
+)
 from project.config import ProjectConfig
 from review.gate import auto_accept, completion_key
-from review.model import REVIEW_COMMAND
+from review.model import REVIEW_COMMAND, is_llm_failure
 
 WAITING = "waiting for review"
 """``review_status`` of a queue's materialization, and of a reviewed table's observation, while items are pending
@@ -43,8 +49,13 @@ def queue_inputs(task: TaskConfig, kind: str) -> dict[str, dg.AssetIn]:
         "documents": dg.AssetIn(key(task, StageTable.SOURCE_DOCUMENTS)),
         "chunks": dg.AssetIn(key(task, StageTable.CHUNKS)),
     }
-    stage = StageTable.SYNTHETIC_QUERIES if kind == ReviewKind.SYNTHETIC_QUERY else StageTable.LLM_PAIRED_QUERIES
-    ins["stage"] = dg.AssetIn(key(task, stage))
+    synthetic = kind == ReviewKind.SYNTHETIC_QUERY
+    ins["stage"] = dg.AssetIn(key(task, StageTable.SYNTHETIC_QUERIES if synthetic else StageTable.LLM_PAIRED_QUERIES))
+    # the stage's LLM failures reach a person too (curation/review_items.py)
+    failures = StageTable.SYNTHETIC_QUARANTINE if synthetic else StageTable.LLM_PAIRING_QUARANTINE
+    ins["failures"] = dg.AssetIn(key(task, failures))
+    if not synthetic:
+        ins["queries"] = dg.AssetIn(key(task, StageTable.SOURCE_QUERIES))
     if kind == ReviewKind.PAIRING and task.uses_span_pairing:
         ins["span_pairs"] = dg.AssetIn(key(task, StageTable.PAIRED_QUERIES))
     return ins
@@ -57,8 +68,11 @@ def queue_items(task: TaskConfig, kind: str, tables: dict[str, pa.Table]) -> pa.
     documents = tables["documents"]
     titles = document_titles(documents)
     if kind == ReviewKind.SYNTHETIC_QUERY:
-        return review_items_from_synthetic(task.name, tables["stage"], tables["chunks"], titles)
-    return review_items_from_llm_pairs(task.name, tables["stage"], tables["chunks"], titles, tables.get("span_pairs"))
+        return review_items_from_synthetic(task.name, tables["stage"], tables["chunks"], titles, tables["failures"])
+    return review_items_from_llm_pairs(
+        task.name, tables["stage"], tables["chunks"], titles, tables.get("span_pairs"), tables["failures"],
+        tables["queries"],
+    )  # fmt: skip
 
 
 def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
@@ -95,6 +109,11 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
             f"{task.name}/{kind}: pushed {report.total} items ({report.added} new, {report.reopened} reopened, "
             f"{report.unchanged} unchanged); {auto} unchanged proposals auto-accepted; {pending} pending -> {url}"
         )
+        if stats and stats.failed_pending:
+            context.log.warning(
+                f"{task.name}/{kind}: {stats.failed_pending} pending item(s) failed at the LLM (call failed or "
+                "answer refused): never accepted automatically, they wait for a person"
+            )
         metadata = {
             "review_status": state,
             "review_url": dg.MetadataValue.url(url),
@@ -108,7 +127,8 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
             metadata |= count_metadata(
                 "queue",
                 {"pending": stats.pending, "accepted": stats.accepted, "rejected": stats.rejected,
-                 "edited": stats.edited, "flagged_pending": stats.flagged_pending, "revision": stats.revision},
+                 "edited": stats.edited, "flagged_pending": stats.flagged_pending,
+                 "failed_pending": stats.failed_pending, "revision": stats.revision},
             )  # fmt: skip
         return dg.MaterializeResult(metadata=metadata)
 
@@ -146,6 +166,15 @@ def decisions(review: ReviewStoreResource, task: TaskConfig, kind: str) -> dict[
     }
 
 
+def failed_items(review: ReviewStoreResource, task: TaskConfig, kind: str) -> list[FailedItem]:
+    """The queue's items that propose nothing because their LLM answer failed (``NO_PROPOSAL``)."""
+    return [
+        FailedItem(item.object_id, item.doc_id, item.context)
+        for item in review.store().items(task=task.name, kind=kind)
+        if item.method == NO_PROPOSAL and is_llm_failure(item.flags)
+    ]
+
+
 def build_reviewed_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
     """``reviewed_chunks`` / ``reviewed_synthetic_queries`` / ``reviewed_llm_paired_queries``."""
     source_name, reviewed_name = REVIEWED_OF_KIND[kind]
@@ -168,7 +197,9 @@ def build_reviewed_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
             if kind == ReviewKind.REFORMULATION:
                 result = apply_reformulation_reviews(table, decisions(review, task, kind))
             else:
-                result = apply_query_reviews(kind, table, decisions(review, task, kind))
+                result = apply_query_reviews(
+                    kind, table, decisions(review, task, kind), failed_items(review, task, kind)
+                )
         except PendingReviewError as error:
             [stats] = review.store().stats(task=task.name, kind=kind) or [None]
             if stats is None or not stats.pending:  # an item with no queue entry at all: a defect, not a wait

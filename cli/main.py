@@ -188,7 +188,8 @@ def _split_rows(folder: Path, splits: tuple[str, ...]) -> str:
 
 
 def _review_status(data_dir: Path) -> list:
-    """Print the review queues with pending items (task/kind, pending of total); return them."""
+    """Print the review queues with pending items (task/kind, pending of total, and how many of those failed at the
+    LLM: :attr:`review.model.QueueStats.failed_pending`); return them."""
     store_path = review_store_path(data_dir)
     if not store_path.exists():
         return []
@@ -200,7 +201,10 @@ def _review_status(data_dir: Path) -> list:
         click.echo(f"  review: {error}")
         return []
     for queue in waiting:
-        click.echo(f"  waiting for review: {queue.task}/{queue.kind}: {queue.pending} of {queue.total} items pending")
+        failed = f"; {queue.failed_pending} items failed at the LLM, pending" if queue.failed_pending else ""
+        click.echo(
+            f"  waiting for review: {queue.task}/{queue.kind}: {queue.pending} of {queue.total} items pending{failed}"
+        )
     return waiting
 
 

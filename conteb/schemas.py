@@ -152,6 +152,8 @@ REFORMULATED_CHUNKS = pa.schema(
         pa.field("leaked_mentions", pa.list_(pa.string()), nullable=False),  # theme names still present
         pa.field("lost_answers", pa.list_(pa.string()), nullable=False),  # answer spans no longer present
         pa.field("flagged", pa.bool_(), nullable=False),  # leaked_mentions or lost_answers non-empty
+        # why the LLM's rewrite failed or was refused, in words (curation.llm_results.failure_reason); null otherwise
+        pa.field("llm_failure", pa.string()),
         # method: "llm" | "mask" (offline fallback, or an LLM failure) | "unchanged" (first chunk)
         *_PROVENANCE,
     ]

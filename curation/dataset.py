@@ -33,6 +33,7 @@ from curation.pseudo_queries import RULE as PSEUDO_RULE
 from curation.pseudo_queries import card_rows, pseudo_counts, with_sentences_removed, without_pseudo
 from curation.quarantine import count_reasons
 from curation.reformulation import outcome_counts
+from curation.reviewed import llm_failure_counts, person_supplied_counts
 from curation.splits import HASH_RULE, assign_task_splits
 
 
@@ -389,6 +390,8 @@ def publish_task(
         counts["pseudo queries"] = queries.num_rows - without_pseudo(queries).num_rows
     if reformulated is not None:
         counts.update(outcome_counts(reformulated))
+        counts.update(llm_failure_counts(reformulated))
+    counts.update(person_supplied_counts(queries, synthetic_queries))
     counts["quarantined rows"] = sum(sum(reasons.values()) for reasons in quarantine.values())
     card = DatasetCard(
         task=task.name,

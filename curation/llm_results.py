@@ -26,6 +26,27 @@ def result_problem(result: LLMResult | None, validator: Validator | None = None)
     return f"invalid answer: {problem}" if problem else ""
 
 
+INVALID_ANSWER = "invalid answer: "
+"""How the client's error of an answer refused by the schema or the validator (after its re-ask) begins."""
+
+
+def failure_reason(result: LLMResult | None, validator: Validator | None = None, answer: str = "answer") -> str:
+    """Why ``result`` gives no usable ``answer`` (e.g. "rewrite"), in the words a reviewer reads on the item's
+    ``llm_failed`` flag (``""`` when usable): "the LLM's rewrite was refused: <why>" (by the schema or a detector,
+    after the client's re-ask, or remembered from an earlier run), "the LLM call failed after 5 tries: <error>"
+    (transport or HTTP errors after the client's retries), or "the LLM gave no answer for this item"."""
+    if result is None:
+        return f"the LLM gave no {answer} for this item (no result for its request)"
+    if result.value is None:
+        error = result.error or "no value and no error"
+        if error.startswith(INVALID_ANSWER):
+            return f"the LLM's {answer} was refused: {error.removeprefix(INVALID_ANSWER)}"
+        tries = f" after {result.attempts} tr{'y' if result.attempts == 1 else 'ies'}" if result.attempts else ""
+        return f"the LLM call failed{tries}: {error}"
+    problem = validator(result.value) if validator else None
+    return f"the LLM's {answer} was refused: {problem}" if problem else ""
+
+
 def chunk_results(
     results: Mapping[str, LLMResult],
     chunks: pa.Table,

@@ -9,10 +9,12 @@ Methods (the ``method`` column of ``REFORMULATED_CHUNKS``):
 * ``"llm"``: the model's validated rewrite (``model`` and ``prompt_version`` set);
 * ``"mask"``: the deterministic non-LLM fallback, :func:`curation.themes.mask_mentions` (every
   mention replaced by "the subject"; ``model``/``prompt_version`` null). Used for every chunk when
-  no LLM is configured (``results is None``), and for a chunk whose LLM call failed — that chunk
-  is also reported in ``failures`` (a quarantine record, reason ``llm_failed``) and counted in
-  ``stats["failed"]``: it never looks like an LLM rewrite, and it never reaches the benchmark
-  still naming its theme unflagged;
+  no LLM is configured (``results is None``), and for a chunk whose LLM call failed or whose rewrite was refused
+  (after the client's retries and re-ask, by the schema or by :func:`rewrite_validator`) — that chunk
+  is also reported in ``failures`` (a quarantine record, reason ``llm_failed``), counted in
+  ``stats["failed"]`` and carries the reason in words in ``llm_failure``
+  (:func:`curation.llm_results.failure_reason`): it never looks like an LLM rewrite, and its review item waits
+  for a person, flagged, with the mask as its proposal (:mod:`curation.review_items`);
 * ``"unchanged"``: first chunks (``chunk == og_chunk``).
 
 Leak detection (:func:`detect_leaks`) runs on every rewritten chunk: theme mentions still present
@@ -31,7 +33,7 @@ import pyarrow as pa
 from conteb.names import Stage
 from conteb.schemas import REFORMULATED_CHUNKS, table_from_rows
 from conteb.text import is_blank
-from curation.llm_results import llm_failure, result_problem
+from curation.llm_results import failure_reason, llm_failure, result_problem
 from curation.quarantine import QuarantineRecord
 from curation.themes import find_mentions, mask_mentions, theme_variants
 from llm.prompts import load_prompt
@@ -196,9 +198,14 @@ def apply_reformulations(
     results: Mapping[str, LLMResult] | None,
     model: str | None,
     prompt_version: str | None,
+    theme_failures: Mapping[str, str] | None = None,
 ) -> ReformulationOutput:
     """Reformulate ``chunks`` (``CHUNKS``) with the LLM ``results`` (``custom_id -> LLMResult``),
     or by masking when ``results is None`` (rules in the module doc).
+
+    ``theme_failures`` (``doc_id -> why``: the documents whose LLM theme failed, so ``themes`` holds their offline
+    theme): every rewritten chunk of such a document carries that in ``llm_failure`` too (after its own failure,
+    if any): it was rewritten against a fallback theme, so it waits for a person like a failed rewrite.
 
     ``answers_by_chunk`` maps ``chunk_id`` to the answers of the queries paired with it; only those
     present verbatim in ``og_chunk`` can be lost. ``model`` is used when a result names none;
@@ -212,11 +219,21 @@ def apply_reformulations(
     output = ReformulationOutput(REFORMULATED_CHUNKS.empty_table(), dict.fromkeys(STAT_KEYS, 0))
     rows = []
     for chunk in chunks.select(["chunk_id", "doc_id", "chunk_index", "og_chunk"]).to_pylist():
-        row = {**chunk, "theme": by_doc[chunk["doc_id"]][0], "leaked_mentions": [], "lost_answers": []}
+        row = {
+            **chunk,
+            "theme": by_doc[chunk["doc_id"]][0],
+            "leaked_mentions": [],
+            "lost_answers": [],
+            "llm_failure": None,
+        }
         if chunk["chunk_index"] == 0:
             row.update(chunk=chunk["og_chunk"], flagged=False, method="unchanged")
         else:
             _rewrite(row, variants[chunk["doc_id"]], results, model, prompt_version, output)
+            theme_failed = (theme_failures or {}).get(chunk["doc_id"])
+            if theme_failed:
+                theme = f"the LLM's theme of this document failed ({theme_failed}); the rewrite used the offline theme"
+                row["llm_failure"] = "; ".join(filter(None, (row["llm_failure"], f"{theme} {row['theme']!r}")))
             og_answers = [a for a in answers_by_chunk.get(chunk["chunk_id"], ()) if a and a in chunk["og_chunk"]]
             _flag(row, variants[chunk["doc_id"]], og_answers, output.stats)
         output.stats[chunk_outcome(row["method"], row["chunk"], row["og_chunk"])] += 1
@@ -237,11 +254,13 @@ def _rewrite(
     if results is not None:
         custom_id = reformulation_custom_id(row["chunk_id"])
         result = results.get(custom_id)
-        problem = result_problem(result, rewrite_validator(row["og_chunk"]))
+        validator = rewrite_validator(row["og_chunk"])
+        problem = result_problem(result, validator)
         if not problem and result is not None and result.value is not None:
             row.update(chunk=result.value["rewritten"], method="llm", model=result.model or model)
             row["prompt_version"] = prompt_version
             return
+        row["llm_failure"] = failure_reason(result, validator, "rewrite")
         detail = f"{problem}; the chunk was masked instead (method 'mask')"
         used_model = (result.model if result else None) or model
         output.failures.append(

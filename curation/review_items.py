@@ -8,7 +8,11 @@ one rule:
 * ``context`` is a JSON object (keys sorted, UTF-8 kept) or null;
 * ``flagged`` is true exactly when ``flags`` is non-empty;
 * ``proposed_sha256`` is :func:`review.model.proposal_sha256` of ``proposed``, so the store can
-  tell when a re-run proposes something new for an item already reviewed.
+  tell when a re-run proposes something new for an item already reviewed;
+* an item whose LLM answer failed or was refused gets :func:`review.model.llm_failure_flag` (the reason in
+  words) first among its flags, and the stage's fallback as its proposal: it is flagged, and the review gate
+  never accepts it automatically (:mod:`review.gate`); where the stage has no fallback (a synthetic query, an LLM
+  pairing), the item proposes nothing (method :data:`NO_PROPOSAL`, ``proposed`` empty): a person edits or rejects.
 """
 
 from __future__ import annotations
@@ -22,10 +26,15 @@ import pyarrow as pa
 from conteb.names import ReviewKind
 from conteb.schemas import REVIEW_ITEMS, table_from_rows
 from curation.lookups import chunk_texts
-from review.model import proposal_sha256
+from curation.quarantine import QuarantineReason
+from review.model import llm_failure_flag, proposal_sha256
 
 REWRITTEN_METHODS = ("llm", "mask")
 """Reformulation methods that changed (or tried to change) a chunk and so need review."""
+
+NO_PROPOSAL = "none"
+"""The ``method`` of an item whose LLM answer failed in a stage with no fallback (a synthetic query, an LLM
+pairing): ``proposed`` is empty; a person writes what is missing (edit) or leaves it out (reject)."""
 
 
 def review_item(
@@ -90,7 +99,8 @@ def review_items_from_reformulations(
 
     One item per row whose method is ``llm`` or ``mask`` (first chunks, method ``unchanged``, get
     none), in input order: kind ``reformulation``, object = the chunk id, ``original`` = og_chunk,
-    ``proposed`` = the rewrite, ``flags`` from :func:`reformulation_flags`, ``title`` from
+    ``proposed`` = the rewrite (the mask where the LLM's rewrite failed or was refused: ``llm_failure``, whose
+    reason leads the flags), ``flags`` from :func:`reformulation_flags`, ``title`` from
     ``titles`` (``doc_id -> title``, null when absent). ``context`` holds ``theme``,
     ``chunk_index`` and the original text of the previous and next chunks of the same document
     (``previous_chunk``/``next_chunk``, taken from ``chunks``, ``CHUNKS``; null at the ends).
@@ -108,6 +118,8 @@ def review_items_from_reformulations(
             "next_chunk": following,
         }
         flags = reformulation_flags(row["leaked_mentions"], row["lost_answers"])
+        if row.get("llm_failure"):
+            flags.insert(0, llm_failure_flag(row["llm_failure"]))
         items.append(
             review_item(
                 task,
@@ -126,12 +138,15 @@ def review_items_from_reformulations(
 
 
 def review_items_from_synthetic(
-    task: str, synthetic: pa.Table, chunks: pa.Table, titles: Mapping[str, str]
+    task: str, synthetic: pa.Table, chunks: pa.Table, titles: Mapping[str, str], failures: pa.Table | None = None
 ) -> pa.Table:
     """``synthetic_query`` items: one per kept synthetic query (``SYNTHETIC_QUERIES``).
 
     ``proposed`` = the query (an edit rewrites it); ``context`` holds the chunk it should be
     answered by and the LLM's answer; flag ``answer_not_in_chunk`` when the answer is not a span.
+    Then, for each chunk of ``failures`` (``SYNTHETIC_QUARANTINE``) whose LLM call failed or was refused, an
+    item with nothing to propose (:data:`NO_PROPOSAL`), object ``synth-<chunk_id>-0`` (the id the chunk's first
+    query would have), flagged with the reason: a person writes a query for the chunk (edit) or rejects.
     """
     texts = chunk_texts(chunks)
     items = [
@@ -148,18 +163,56 @@ def review_items_from_synthetic(
         )
         for row in synthetic.to_pylist()
     ]
+    for failure in llm_failed_rows(failures):
+        chunk_id = failure["object_id"]
+        reason = f"the LLM wrote no query for this chunk (write one, or reject): {failure['detail']}"
+        context = {"chunk_id": chunk_id, "chunk": texts.get(chunk_id), "answer": None}
+        items.append(_failed_item(task, ReviewKind.SYNTHETIC_QUERY, f"synth-{chunk_id}-0", failure, reason, titles,
+                                  context))  # fmt: skip
     return review_items_table(items)
 
 
+def llm_failed_rows(quarantine: pa.Table | None) -> list[dict[str, Any]]:
+    """The rows of a stage's ``quarantine`` (``QUARANTINE``) whose LLM call failed or was refused (reason
+    ``llm_failed``); none for None."""
+    if quarantine is None:
+        return []
+    return [row for row in quarantine.to_pylist() if row["reason"] == QuarantineReason.LLM_FAILED]
+
+
+def _failed_item(
+    task: str,
+    kind: ReviewKind,
+    object_id: str,
+    failure: Mapping[str, Any],
+    reason: str,
+    titles: Mapping[str, str],
+    context: Mapping[str, Any],
+) -> dict[str, Any]:
+    """The :data:`NO_PROPOSAL` item of a ``failure`` (a quarantine row), flagged with ``reason``."""
+    doc_id = failure["doc_id"] or ""
+    return review_item(task, kind, object_id, doc_id, "", NO_PROPOSAL, title=titles.get(doc_id), context=context,
+                       flags=[llm_failure_flag(reason)])  # fmt: skip
+
+
 def review_items_from_llm_pairs(
-    task: str, llm_pairs: pa.Table, chunks: pa.Table, titles: Mapping[str, str], span_pairs: pa.Table | None = None
+    task: str,
+    llm_pairs: pa.Table,
+    chunks: pa.Table,
+    titles: Mapping[str, str],
+    span_pairs: pa.Table | None = None,
+    failures: pa.Table | None = None,
+    queries: pa.Table | None = None,
 ) -> pa.Table:
     """``pairing`` items: one per LLM-paired query (``PAIRED_QUERIES``).
 
     ``proposed`` = the chunk ids the LLM chose, comma-separated, gold first (an edit replaces
     them); ``original`` = the span method's chunk ids when the task runs both; ``context`` holds
     the query, its answer and the text of the proposed chunks. Flag ``disagrees_with_span`` when
-    the span method chose another gold chunk.
+    the span method chose another gold chunk. Then, for each query of ``failures`` (``LLM_PAIRING_QUARANTINE``)
+    whose LLM call failed or was refused and that the span method did not pair (a span pairing is published
+    instead), an item with nothing to propose (:data:`NO_PROPOSAL`) flagged with the reason, its context the
+    query, answer and source from ``queries`` (``SOURCE_QUERIES``): a person gives the chunk ids (edit) or rejects.
     """
     texts = chunk_texts(chunks)
     span = {}
@@ -188,4 +241,13 @@ def review_items_from_llm_pairs(
                 flags=["disagrees_with_span"] if span_ids and row["chunk_id"] not in span_ids else [],
             )
         )
+    asked = {row["query_id"]: row for row in queries.to_pylist()} if queries is not None else {}
+    for failure in llm_failed_rows(failures):
+        query = asked.get(failure["object_id"])
+        if failure["object_id"] in span or query is None:
+            continue
+        answer = query["answers"][0]["text"] if query["answers"] else None
+        reason = f"the LLM named no chunk for this query (give the chunk ids, or reject): {failure['detail']}"
+        context = {"query": query["query"], "answer": answer, "source": query["source"], "chunks": {}}
+        items.append(_failed_item(task, ReviewKind.PAIRING, query["query_id"], failure, reason, titles, context))
     return review_items_table(items)

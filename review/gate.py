@@ -10,6 +10,10 @@ Contracts:
   original text (nothing to verify), by reviewer ``auto``; then, per method of
   ``auto_accept_methods``, every item with that method, flagged or not, by ``auto:<method>``
   (:func:`review.model.auto_reviewer`).
+* No rule accepts an item whose LLM answer failed or was refused (:func:`review.model.is_llm_failure` of its
+  flags: it waits for a person, flagged, with the stage's fallback as its proposal), nor an item a person has
+  decided at any version (:meth:`review.queries.QueueQueries.person_decided`: when a rerun brings a new
+  proposal, e.g. the LLM's answer to an item that had failed, a person decides again, never the pipeline).
 * A task's review is complete when at least one of its queues holds items and none has a pending
   one; its completion key is ``<task>:<kind>@<revision>,...`` over its queues in the given order,
   so a new push or a changed decision that completes the queues again gives a new key.
@@ -17,13 +21,13 @@ Contracts:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
-from review.model import QueueStats, auto_reviewer
+from review.model import QueueStats, auto_reviewer, is_llm_failure
 from review.store import ReviewStore
 
 
@@ -45,11 +49,17 @@ class AutoAccepted:
 
 
 def auto_acceptances(
-    items: Iterable[Mapping[str, Any]], *, unchanged: bool, methods: Sequence[str]
+    items: Iterable[Mapping[str, Any]],
+    *,
+    unchanged: bool,
+    methods: Sequence[str],
+    person_decided: Collection[str] = (),
 ) -> list[AutoAcceptance]:
     """The acceptances of the module doc for ``REVIEW_ITEMS`` rows (``item_id``, ``original``, ``proposed``,
-    ``flagged``, ``method``), in the order they apply; a rule with no matching item still has its entry."""
-    rows = list(items)
+    ``flags``, ``flagged``, ``method``), in the order they apply; a rule with no matching item still has its
+    entry. ``person_decided``: the ids of items a person has decided (never accepted automatically)."""
+    decided = set(person_decided)
+    rows = [row for row in items if row["item_id"] not in decided and not is_llm_failure(row["flags"])]
     plans = []
     if unchanged:
         same = [
@@ -68,9 +78,11 @@ def auto_accept(
     store: ReviewStore, task: str, kind: str, items: pa.Table, *, unchanged: bool, methods: Sequence[str]
 ) -> AutoAccepted:
     """Apply :func:`auto_acceptances` of ``items`` (just pushed) to the ``task``/``kind`` queue of ``store``."""
-    columns = ["item_id", "original", "proposed", "flagged", "method"]
+    columns = ["item_id", "original", "proposed", "flags", "flagged", "method"]
     counts = {"unchanged": 0, "by_method": 0}
-    for plan in auto_acceptances(items.select(columns).to_pylist(), unchanged=unchanged, methods=methods):
+    rows = items.select(columns).to_pylist()
+    decided = store.person_decided(task, kind)
+    for plan in auto_acceptances(rows, unchanged=unchanged, methods=methods, person_decided=decided):
         if plan.item_ids:
             accepted = store.bulk_decide("accept", plan.reviewer, task, kind, ids=plan.item_ids)
             counts["unchanged" if plan.method is None else "by_method"] += accepted

@@ -18,6 +18,10 @@ Contracts:
   user, an import's ``--reviewer`` and each imported row it applies) goes through
   :func:`clean_person_reviewer`; the store itself records any clean name, so the pipeline's review gate
   decides as ``auto``.
+* An item whose LLM answer failed or was refused (after the client's retries, by the schema or by a detector)
+  carries the flag :func:`llm_failure_flag` (``llm_failed: <the reason in words>``) and a proposal a person can
+  accept, edit or reject (the stage's fallback: the original text or the offline mask); :func:`is_llm_failure`
+  tells such an item by its flags. No automatic decision applies to it (:mod:`review.gate`).
 * ``proposed_sha256`` is the SHA-256 hex digest of the proposal's UTF-8 bytes (:func:`proposal_sha256`).
 
 Pure: standard library and :mod:`conteb.text` only (cheap to import from a command line).
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -72,6 +77,21 @@ def auto_reviewer(method: str | None = None) -> str:
 def is_auto_reviewer(reviewer: str) -> bool:
     """True for a name :func:`auto_reviewer` makes."""
     return reviewer == AUTO_REVIEWER or reviewer.startswith(f"{AUTO_REVIEWER}:")
+
+
+LLM_FAILED_FLAG = "llm_failed"
+"""The flag name of an item whose LLM answer failed or was refused (:func:`llm_failure_flag`)."""
+
+
+def llm_failure_flag(reason: str) -> str:
+    """The flag of an item whose LLM answer failed or was refused: ``llm_failed: <reason>`` (``reason`` in words,
+    e.g. "the LLM call failed after 5 tries: InternalServerError: ...")."""
+    return f"{LLM_FAILED_FLAG}: {reason}"
+
+
+def is_llm_failure(flags: Iterable[str]) -> bool:
+    """True when ``flags`` hold an :func:`llm_failure_flag`."""
+    return any(flag.startswith(f"{LLM_FAILED_FLAG}:") for flag in flags)
 
 
 def proposal_sha256(proposed: str) -> str:
@@ -201,6 +221,7 @@ class QueueStats:
     total: int
     flagged_pending: int
     revision: int
+    failed_pending: int = 0  # pending items whose LLM answer failed or was refused (is_llm_failure)
 
     @property
     def complete(self) -> bool:

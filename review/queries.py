@@ -16,7 +16,16 @@ from collections import defaultdict
 from review.agreement import Agreement, queue_agreement
 from review.connection import StoreConnection
 from review.history import decision_label, live_decisions
-from review.model import STATUSES, AuditEntry, QueueStats, ReviewItem, clean_reviewer
+from review.model import (
+    DECISION_ACTIONS,
+    LLM_FAILED_FLAG,
+    STATUSES,
+    AuditEntry,
+    QueueStats,
+    ReviewItem,
+    clean_reviewer,
+    is_auto_reviewer,
+)
 from review.schema import entry_from_row, item_from_row, where_clause
 
 
@@ -125,7 +134,9 @@ class QueueQueries(StoreConnection):
             "SELECT q.task, q.kind, q.revision, "
             + ", ".join(f"COALESCE(SUM(i.status = '{status}'), 0) AS {status}" for status in STATUSES)
             + ", COUNT(i.item_id) AS total, "
-            "COALESCE(SUM(i.status = 'pending' AND i.flagged = 1), 0) AS flagged_pending "
+            "COALESCE(SUM(i.status = 'pending' AND i.flagged = 1), 0) AS flagged_pending, "
+            "COALESCE(SUM(i.status = 'pending' AND EXISTS (SELECT 1 FROM json_each(i.flags) f "
+            f"WHERE substr(f.value, 1, {len(LLM_FAILED_FLAG) + 1}) = '{LLM_FAILED_FLAG}:')), 0) AS failed_pending "
             f"FROM queues q LEFT JOIN items i ON i.task = q.task AND i.kind = q.kind{where} "
             "GROUP BY q.task, q.kind ORDER BY q.task, q.kind"
         )
@@ -142,6 +153,7 @@ class QueueQueries(StoreConnection):
                 total=row["total"],
                 flagged_pending=row["flagged_pending"],
                 revision=row["revision"],
+                failed_pending=row["failed_pending"],
             )
             for row in rows
         ]
@@ -160,6 +172,18 @@ class QueueQueries(StoreConnection):
         for row in sorted(rows, key=lambda r: (r["task"], r["kind"], -r["n"], r["reviewer"] or "")):
             found[(row["task"], row["kind"])][row["reviewer"]] = row["n"]
         return dict(found)
+
+    def person_decided(self, task: str, kind: str) -> set[str]:
+        """The ids of the ``task``/``kind`` items a person (not :func:`review.model.is_auto_reviewer`) has decided at
+        any version, from the audit log (decisions undone or reset by a new proposal included)."""
+        actions = ", ".join(f"'{action}'" for action in sorted(DECISION_ACTIONS))
+        sql = (
+            "SELECT DISTINCT a.item_id, a.reviewer FROM audit a JOIN items i ON i.item_id = a.item_id "
+            f"WHERE i.task = ? AND i.kind = ? AND a.action IN ({actions}) AND a.reviewer IS NOT NULL"
+        )
+        with self._read() as conn:
+            rows = conn.execute(sql, (task, kind)).fetchall()
+        return {row["item_id"] for row in rows if not is_auto_reviewer(row["reviewer"])}
 
     def revision(self, task: str, kind: str) -> int:
         """The queue's revision counter (0 for a queue never pushed)."""

@@ -25,6 +25,7 @@ No Dagster import: the web UI, the CLI and the Dagster assets all use this modul
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections import Counter
@@ -50,6 +51,8 @@ from review.model import (
     clean_person_reviewer,
     clean_reviewer,
     has_text,
+    is_auto_reviewer,
+    is_llm_failure,
     reviewer_label,
 )
 from review.queries import QueueQueries
@@ -140,7 +143,12 @@ class ReviewStore(QueueQueries):
         A new item_id is inserted pending (audit ``push``); an existing item with the same
         ``proposed_sha256`` is left untouched (its decision is kept); one whose proposal changed
         gets the new proposal and fields, goes back to pending with version+1 (audit ``reopen``,
-        earlier history kept). Raises ValueError (and writes nothing) for a malformed row, an
+        earlier history kept). An item whose LLM answer failed (:func:`review.model.is_llm_failure` of the pushed
+        flags) and that an automatic reviewer decided (a store from before that rule) is reopened the same way:
+        an automatic decision never stands for a failed item; a person's decision on it is kept. An unchanged
+        proposal whose LLM failure flag appeared, changed or went away gets the pushed flags (its decision, version
+        and history untouched), so the flags say what the last run met. Raises ValueError
+        (and writes nothing) for a malformed row, an
         item_id repeated in the push, or an existing item whose task/kind/object_id differ.
         """
         source = items.to_pylist() if isinstance(items, pa.Table) else items
@@ -181,7 +189,13 @@ class ReviewStore(QueueQueries):
                 moved = [name for name in ("task", "kind", "object_id") if current[name] != row[name]]
                 if moved:
                     raise ValueError(f"review item {row['item_id']!r}: pushed with a different {', '.join(moved)}")
-                if current["proposed_sha256"] == row["proposed_sha256"]:
+                auto_decided_failure = _auto_decided_failure(current, row)
+                if current["proposed_sha256"] == row["proposed_sha256"] and not auto_decided_failure:
+                    if _failure_flags_changed(current, row):  # same proposal, another LLM outcome: say so
+                        conn.execute(
+                            "UPDATE items SET flags = ?, flagged = ? WHERE item_id = ?",
+                            (row["flags"], row["flagged"], row["item_id"]),
+                        )
                     unchanged += 1
                     continue
                 version = current["version"] + 1
@@ -202,7 +216,11 @@ class ReviewStore(QueueQueries):
                     version=version,
                     proposed_sha256=row["proposed_sha256"],
                     text=None,
-                    note=f"proposal changed (was {current['proposed_sha256'][:12]})",
+                    note=(
+                        "the LLM answer failed: an automatic decision does not stand for it"
+                        if auto_decided_failure
+                        else f"proposal changed (was {current['proposed_sha256'][:12]})"
+                    ),
                 )
                 reopened += 1
                 changed.add(queue)
@@ -224,7 +242,9 @@ class ReviewStore(QueueQueries):
         """Record ``action`` (accept | reject | edit) on the item at ``expected_version``; returns the new item.
 
         ``edit`` needs a non-empty ``edited_text`` (equal to the proposal is allowed, still stored
-        as edited); ``accept``/``reject`` must not carry one. Raises InvalidDecisionError for a
+        as edited); ``accept``/``reject`` must not carry one; an item that proposes nothing (an empty
+        ``proposed``: its LLM answer failed and the stage has no fallback) cannot be accepted. Raises
+        InvalidDecisionError for a
         malformed decision (``expected_version`` must be an int, the reviewer name must pass
         :func:`clean_reviewer`, text and note hold no NUL), UnknownItemError, or
         ConflictError when the item is no longer at ``expected_version``. One transaction:
@@ -242,6 +262,11 @@ class ReviewStore(QueueQueries):
         with self._write() as conn:
             row = self._item_row(conn, item_id)
             self._check_version(conn, row, expected_version)
+            if action == "accept" and row["proposed"] == "":
+                raise InvalidDecisionError(
+                    f"review item {item_id!r} proposes nothing (its LLM answer failed): edit it with what is missing, "
+                    "or reject it"
+                )
             return self._set_state(
                 conn,
                 row,
@@ -306,7 +331,8 @@ class ReviewStore(QueueQueries):
         asked, and among ``ids`` when given (an unknown id raises UnknownItemError before anything
         is written; ids of other queues are not selected). Each item is decided in its own
         versioned transaction (its own audit row, by ``reviewer``, with ``note``); an item changed
-        concurrently since the selection is skipped. ``edit`` is refused (it needs a text per item).
+        concurrently since the selection is skipped. ``edit`` is refused (it needs a text per item); ``accept``
+        leaves out the items that propose nothing.
         """
         if action not in ACTIONS:
             raise InvalidDecisionError(f"unknown action {action!r} (expected one of {', '.join(ACTIONS)})")
@@ -315,6 +341,8 @@ class ReviewStore(QueueQueries):
         clean_reviewer(reviewer)
         check_no_nul("note", note)
         where, params = where_clause(task, kind, "pending" if pending_only else None, False if unflagged_only else None)
+        if action == "accept":  # an item that proposes nothing cannot be accepted (decide says why)
+            where += " AND proposed != ''" if where else " WHERE proposed != ''"
         with self._read() as conn:
             if ids is not None:
                 wanted = set(ids)
@@ -400,6 +428,8 @@ class ReviewStore(QueueQueries):
                 return False
             if status == "pending":
                 raise ImportRejected("pending is not a decision")
+            if status == "accepted" and current["proposed"] == "":
+                raise ImportRejected("the item proposes nothing (its LLM answer failed): edit or reject it")
             if name is None:
                 raise ImportRejected("missing reviewer")
             try:
@@ -418,3 +448,18 @@ class ReviewStore(QueueQueries):
                 audit_note=note,
             )
             return True
+
+
+def _auto_decided_failure(current: sqlite3.Row, row: Mapping[str, Any]) -> bool:
+    """True when the pushed ``row`` (:func:`review.schema.pushed_row`) is an LLM failure and the stored item
+    ``current`` holds an automatic decision."""
+    decided_by = current["reviewer"]
+    automatic = current["status"] != "pending" and decided_by is not None and is_auto_reviewer(decided_by)
+    return automatic and is_llm_failure(json.loads(row["flags"]))
+
+
+def _failure_flags_changed(current: sqlite3.Row, row: Mapping[str, Any]) -> bool:
+    """True when the stored item ``current`` or the pushed ``row`` carries an LLM failure flag and their flags
+    differ."""
+    before, after = json.loads(current["flags"]), json.loads(row["flags"])
+    return before != after and (is_llm_failure(before) or is_llm_failure(after))

@@ -94,6 +94,7 @@ def test_offline_mask_path() -> None:
         "leaked_mentions": [],
         "lost_answers": [],
         "flagged": False,
+        "llm_failure": None,
         "method": "unchanged",
         "model": None,
         "prompt_version": None,

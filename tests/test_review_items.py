@@ -1,4 +1,5 @@
-"""Review items: the generic constructor and the items built from reformulated chunks."""
+"""Review items: the generic constructor and the items built from reformulated chunks (failed LLM rewrites
+included: flagged with their reason, the mask proposed, never accepted automatically)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,23 @@ import json
 
 import pyarrow as pa
 
-from conteb.schemas import REVIEW_ITEMS, THEMES
-from curation.reformulation import apply_reformulations
-from curation.review_items import review_item, review_items_from_reformulations, review_items_table
+from conteb.names import Stage
+from conteb.schemas import PAIRED_QUERIES, REVIEW_ITEMS, SYNTHETIC_QUERIES, THEMES
+from curation.llm_results import failure_reason
+from curation.quarantine import QuarantineReason, QuarantineRecord, quarantine_table
+from curation.reformulation import apply_reformulations, rewrite_validator
+from curation.review_items import (
+    NO_PROPOSAL,
+    review_item,
+    review_items_from_llm_pairs,
+    review_items_from_reformulations,
+    review_items_from_synthetic,
+    review_items_table,
+)
 from llm.types import LLMResult
-from tests.builders import LYON_TEXTS, chunks_from_texts
+from review.gate import AutoAcceptance, auto_acceptances
+from review.model import is_llm_failure
+from tests.builders import LYON_TEXTS, chunks_from_texts, queries
 
 TEXTS = LYON_TEXTS
 
@@ -99,3 +112,109 @@ def test_items_from_llm_reformulations_carry_leak_flags() -> None:
         ("lyon_1", "llm", ["leak:Lyon"], None),
         ("lyon_2", "llm", ["lost_answer:Lyon metro"], None),
     ]
+
+
+def test_a_failed_or_refused_rewrite_waits_for_a_person_with_its_reason_and_the_mask() -> None:
+    results = {
+        "reformulate:lyon_1": LLMResult("reformulate:lyon_1", error="InternalServerError: Error code: 500", attempts=5),
+        "reformulate:lyon_2": LLMResult("reformulate:lyon_2", value={"rewritten": "TCL."}),  # the detector: too short
+    }
+    reformulated = apply_reformulations(_chunks(), _themes(), {}, results, "gpt-4o", None).table
+    items = review_items_from_reformulations("geo", reformulated, _chunks(), {}).to_pylist()
+    assert [(r["object_id"], r["method"], r["flagged"], r["original"]) for r in items] == [
+        ("lyon_1", "mask", True, TEXTS[1]),
+        ("lyon_2", "mask", True, TEXTS[2]),
+    ]
+    broken, refused = items
+    assert broken["flags"] == ["llm_failed: the LLM call failed after 5 tries: InternalServerError: Error code: 500"]
+    assert broken["proposed"] == "The subject's metro opened in 1978 and has four lines."  # the offline mask
+    assert refused["flags"][0].startswith(
+        f"llm_failed: the LLM's rewrite was refused: the rewrite has 4 characters, less than half of the original's "
+        f"{len(TEXTS[2])}"
+    )
+    assert refused["proposed"] == "The subject metro is run by TCL."
+    assert auto_acceptances(items, unchanged=True, methods=["mask"]) == [
+        AutoAcceptance("auto", [], None),
+        AutoAcceptance("auto:mask", [], "mask"),
+    ]
+
+
+def test_a_mask_that_changes_nothing_still_waits_when_the_llm_failed() -> None:
+    """The issue's case: the fallback equals the original (no mention to mask), yet a person must see it."""
+    chunks = chunks_from_texts("alps", ["The Alps are mountains.", "They are high and cold."])
+    themes = pa.Table.from_pylist([{"doc_id": "alps", "theme": "Alps", "aliases": [], "method": "title"}], THEMES)
+    results = {"reformulate:alps_1": LLMResult("reformulate:alps_1", value={"rewritten": "Cold."})}
+    reformulated = apply_reformulations(chunks, themes, {}, results, "gpt-4o", None).table
+    [item] = review_items_from_reformulations("geo", reformulated, chunks, {}).to_pylist()
+    assert item["proposed"] == item["original"] == "They are high and cold." and item["flagged"]
+    assert is_llm_failure(item["flags"])
+    assert [plan.item_ids for plan in auto_acceptances([item], unchanged=True, methods=["mask"])] == [[], []]
+
+
+def test_failure_reasons_in_words() -> None:
+    validator = rewrite_validator("x" * 100)
+    assert failure_reason(LLMResult("a", value={"rewritten": "x" * 100}), validator, "rewrite") == ""
+    assert failure_reason(None, validator, "rewrite") == (
+        "the LLM gave no rewrite for this item (no result for its request)"
+    )
+    assert failure_reason(LLMResult("a", error="APIConnectionError: boom", attempts=1)) == (
+        "the LLM call failed after 1 try: APIConnectionError: boom"
+    )
+    remembered = LLMResult("a", error="invalid answer: not JSON (remembered from an earlier run, ...)", remembered=True)
+    assert failure_reason(remembered, validator, "rewrite") == (
+        "the LLM's rewrite was refused: not JSON (remembered from an earlier run, ...)"
+    )
+
+
+def _failures(*rows: tuple[str, str, str, str]) -> pa.Table:
+    """A quarantine table of ``(stage, reason, object_id, detail)`` rows of document lyon."""
+    records = [
+        QuarantineRecord(Stage(stage), QuarantineReason(reason), "x", object_id, "lyon", "llm:m", "row", detail)
+        for stage, reason, object_id, detail in rows
+    ]
+    return quarantine_table(records)
+
+
+def test_a_stage_without_fallback_puts_its_failed_items_in_front_of_a_person_proposing_nothing() -> None:
+    synthetic_failures = _failures(("synthetic_queries", "llm_failed", "lyon_1", "the LLM call failed: HTTP 500"))
+    [item] = review_items_from_synthetic(
+        "geo", SYNTHETIC_QUERIES.empty_table(), _chunks(), {"lyon": "Lyon"}, synthetic_failures
+    ).to_pylist()
+    assert (item["item_id"], item["proposed"], item["method"], item["original"], item["flagged"]) == (
+        "geo:synthetic_query:synth-lyon_1-0", "", NO_PROPOSAL, None, True
+    )  # fmt: skip
+    assert item["flags"] == [
+        "llm_failed: the LLM wrote no query for this chunk (write one, or reject): the LLM call failed: HTTP 500"
+    ]
+    assert json.loads(item["context"]) == {"chunk_id": "lyon_1", "chunk": TEXTS[1], "answer": None}
+
+    pairing_failures = _failures(
+        ("llm_pairing", "llm_failed", "q1", "invalid answer: chunk index 7 does not exist"),
+        ("llm_pairing", "llm_failed", "q2", "HTTP 500"),  # paired by its span: the span's pairing is published
+        ("llm_pairing", "llm_no_chunk", "q3", "the LLM found none"),  # an answer, not a failure
+    )
+    asked = queries([{"id": "q1", "doc": "lyon", "answers": [("1978", 20)]}, {"id": "q2", "doc": "lyon"}])
+    span = pa.Table.from_pylist([{"query_id": "q2", "chunk_ids": ["lyon_1"]}])
+    items = review_items_from_llm_pairs(
+        "geo", PAIRED_QUERIES.empty_table(), _chunks(), {}, span, pairing_failures, asked
+    ).to_pylist()
+    assert [(i["object_id"], i["proposed"], i["method"], i["flagged"]) for i in items] == [("q1", "", "none", True)]
+    assert items[0]["flags"][0].startswith("llm_failed: the LLM named no chunk for this query (give the chunk ids")
+    assert json.loads(items[0]["context"]) == {"query": "query q1?", "answer": "1978", "source": "f", "chunks": {}}
+
+
+def test_rewrites_made_against_a_fallback_theme_wait_for_a_person() -> None:
+    same = {f"reformulate:lyon_{i}": LLMResult(f"reformulate:lyon_{i}", value={"rewritten": TEXTS[i]}) for i in (1, 2)}
+    reformulated = apply_reformulations(
+        _chunks(), _themes(), {}, same, "gpt-4o", None, {"lyon": "the LLM call failed: HTTP 500"}
+    ).table
+    items = review_items_from_reformulations("geo", reformulated, _chunks(), {}).to_pylist()
+    assert [(i["object_id"], i["method"], i["proposed"] == i["original"]) for i in items] == [
+        ("lyon_1", "llm", True),
+        ("lyon_2", "llm", True),
+    ]
+    assert items[0]["flags"][0] == (
+        "llm_failed: the LLM's theme of this document failed (the LLM call failed: HTTP 500); "
+        "the rewrite used the offline theme 'Lyon'"
+    )
+    assert [plan.item_ids for plan in auto_acceptances(items, unchanged=True, methods=["llm"])] == [[], []]

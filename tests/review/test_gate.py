@@ -9,7 +9,7 @@ import pytest
 
 from curation.review_items import review_item, review_items_table
 from review.gate import AutoAccepted, auto_accept, auto_acceptances, completion_key
-from review.model import QueueStats
+from review.model import InvalidDecisionError, QueueStats, llm_failure_flag
 from review.store import ReviewStore
 
 TASK, KIND = "geo", "reformulation"
@@ -86,3 +86,80 @@ def test_completion_key_waits_for_every_queue_and_names_each_revision() -> None:
     finished = _queue("synthetic_query", 2, 0, 5)
     assert completion_key(TASK, [done, finished]) == "geo:reformulation@7,synthetic_query@5"
     assert completion_key(TASK, [done, _queue("synthetic_query", 0, 0, 1)]) == "geo:reformulation@7,synthetic_query@1"
+
+
+FAILED = llm_failure_flag("the LLM call failed after 5 tries: InternalServerError: Error code: 500")
+
+
+def test_no_rule_accepts_an_item_whose_llm_answer_failed() -> None:
+    failed = [
+        review_item(TASK, KIND, "failed_same", "lyon", "Lyon.", "mask", original="Lyon.", flags=[FAILED]),
+        review_item(TASK, KIND, "failed_masked", "lyon", "The subject.", "mask", original="Lyon.", flags=[FAILED]),
+    ]
+    plans = auto_acceptances([*ROWS, *failed], unchanged=True, methods=["mask"])
+    assert all(
+        f"{TASK}:{KIND}:{name}" not in plan.item_ids for plan in plans for name in ("failed_same", "failed_masked")
+    )
+    assert plans == auto_acceptances(ROWS, unchanged=True, methods=["mask"])
+
+
+def test_reruns_keep_a_persons_decision_on_a_failed_item_and_never_decide_it_automatically(store: ReviewStore) -> None:
+    item_id = f"{TASK}:{KIND}:c1"
+    before = review_item(TASK, KIND, "c1", "lyon", "Lyon.", "mask", original="Lyon.")  # a failure, as main pushed it
+    store.push([before])
+    assert auto_accept(store, TASK, KIND, review_items_table([before]), unchanged=True, methods=[]).unchanged == 1
+
+    # Pushed with its failure flag, the automatic acceptance does not stand: pending, flagged, counted.
+    failed = review_items_table([review_item(TASK, KIND, "c1", "lyon", "Lyon.", "mask", original="Lyon.",
+                                             flags=[FAILED])])  # fmt: skip
+    assert store.push(failed).reopened == 1
+    assert auto_accept(store, TASK, KIND, failed, unchanged=True, methods=["mask"]) == AutoAccepted(0, 0)
+    item = store.get(item_id)
+    assert (item.status, item.flags, item.reviewer) == ("pending", [FAILED], None)
+    assert store.audit(item_id)[-1].note == "the LLM answer failed: an automatic decision does not stand for it"
+    [stats] = store.stats(task=TASK, kind=KIND)
+    assert (stats.pending, stats.flagged_pending, stats.failed_pending) == (1, 1, 1)
+
+    # A person's decision stays through a rerun that fails the same way.
+    store.decide(item_id, "edit", "ana", item.version, edited_text="The city.")
+    assert store.push(failed).unchanged == 1
+    assert (store.get(item_id).status, store.get(item_id).edited_text) == ("edited", "The city.")
+    assert store.stats(task=TASK, kind=KIND)[0].failed_pending == 0
+
+    # A later successful answer is a new proposal: the item reopens for a person (the edit stays in the audit log),
+    # and no automatic rule decides it, not even an unchanged, unflagged one.
+    answered = review_items_table([review_item(TASK, KIND, "c1", "lyon", "Lyon.!", "llm", original="Lyon.!")])
+    assert store.push(answered).reopened == 1
+    assert auto_accept(store, TASK, KIND, answered, unchanged=True, methods=["llm"]) == AutoAccepted(0, 0)
+    assert store.get(item_id).status == "pending" and store.person_decided(TASK, KIND) == {item_id}
+    assert [(e.action, e.reviewer, e.text) for e in store.audit(item_id)][-2] == ("edit", "ana", "The city.")
+
+
+def test_an_item_that_proposes_nothing_can_be_edited_or_rejected_never_accepted(store: ReviewStore) -> None:
+    nothing = review_item(TASK, "synthetic_query", "synth-c1-0", "lyon", "", "none", flags=[FAILED])
+    other = review_item(TASK, "synthetic_query", "synth-c2-0", "lyon", "Where?", "llm", flags=[FAILED])
+    store.push([nothing, other])
+    item_id = nothing["item_id"]
+    with pytest.raises(InvalidDecisionError, match=r"proposes nothing .*edit it with what is missing, or reject it"):
+        store.decide(item_id, "accept", "ana", 1)
+    assert store.bulk_decide("accept", "ana", TASK, "synthetic_query") == 1  # the other one only
+    assert store.get(item_id).status == "pending"
+    assert store.decide(item_id, "edit", "ana", 1, edited_text="Which chunk is this?").status == "edited"
+
+
+def test_an_unchanged_proposal_gets_the_flags_of_the_last_llm_outcome_and_keeps_its_decision(
+    store: ReviewStore,
+) -> None:
+    refused = llm_failure_flag("the LLM's rewrite was refused: the rewrite has 4 characters")
+    item_id = f"{TASK}:{KIND}:c1"
+    store.push([review_item(TASK, KIND, "c1", "lyon", "Lyon.", "mask", original="Lyon.", flags=[FAILED])])
+    store.push([review_item(TASK, KIND, "c1", "lyon", "Lyon.", "mask", original="Lyon.", flags=[refused])])
+    assert (store.get(item_id).flags, store.get(item_id).version) == ([refused], 1)
+    store.decide(item_id, "accept", "ana", 1)
+    # The LLM now answers with the same text as the fallback: the decision stays, the failure flag goes.
+    report = store.push([review_item(TASK, KIND, "c1", "lyon", "Lyon.", "llm", original="Lyon.")])
+    item = store.get(item_id)
+    assert report.unchanged == 1 and (item.status, item.reviewer, item.flags, item.flagged) == (
+        "accepted", "ana", [], False
+    )  # fmt: skip
+    assert store.stats(task=TASK, kind=KIND)[0].failed_pending == 0

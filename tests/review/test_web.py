@@ -15,6 +15,7 @@ from starlette.testclient import TestClient
 
 from curation.review_items import review_item, review_items_table
 from review.diff import inline_diff, tokens, word_diff
+from review.model import llm_failure_flag
 from review.store import ReviewStore
 from review.web import create_app, serve
 
@@ -471,3 +472,17 @@ def test_word_diff_sides_give_back_the_texts(original: str, proposed: str) -> No
     assert _strip(str(diff.original), "del") == original
     assert _strip(str(diff.proposed), "ins") == proposed
     assert "<" not in re.sub(r"</?(del|ins)>", "", str(diff.original) + str(diff.proposed))
+
+
+def test_an_item_that_proposes_nothing_shows_its_reason_and_refuses_accept(web: TestClient, store: ReviewStore) -> None:
+    reason = llm_failure_flag("the LLM wrote no query for this chunk (write one, or reject): HTTP 500")
+    store.push([review_item(TASK, "synthetic_query", "synth-c9-0", "d", "", "none", flags=[reason])])
+    item_id = f"{TASK}:synthetic_query:synth-c9-0"
+    _set_reviewer(web)
+    page, _ = _item_page(web, item_id)
+    assert "the LLM wrote no query for this chunk" in page
+    refused = _decide(web, item_id, "accept")
+    assert refused.status_code == 400 and "proposes nothing" in refused.text
+    assert store.get(item_id).status == "pending"
+    assert _decide(web, item_id, "edit", edited_text="Which chunk is this?").status_code == 303
+    assert store.get(item_id).status == "edited"
