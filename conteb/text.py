@@ -1,5 +1,6 @@
 """What counts as blank text: the one rule every emptiness check of the project uses (queries, documents, chunks,
-answers, LLM outputs, reviewers' edits); and what text no UTF-8 file can store (lone surrogates).
+answers, LLM outputs, reviewers' edits); what text no UTF-8 file can store (lone surrogates); and what text the
+project refuses to keep from a machine (:func:`text_problem`: a lone surrogate or a NUL).
 
 A text is *blank* when a reader would see nothing in it: it is None or empty, or every character is one of
 
@@ -52,3 +53,22 @@ def lone_surrogate(text: str) -> int | None:
 def escape_surrogates(text: str) -> str:
     """``text`` with each lone surrogate written as its ``\\udXXX`` escape: storable, and shows what the input held."""
     return text if lone_surrogate(text) is None else text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def lone_surrogate_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored when it holds a lone surrogate (the first one, named with its index), or None."""
+    index = lone_surrogate(text)
+    if index is None:
+        return None
+    return f"lone surrogate U+{ord(text[index]):04X} at character {index} (not Unicode text: no UTF-8 file can hold it)"
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` is not text to keep, or None: a lone surrogate (:func:`lone_surrogate_problem`; SQLite, Arrow and
+    Parquet raise ``UnicodeEncodeError`` on it) or a NUL character (binary data: many tools cut a text short at it,
+    and the review store refuses it in a person's edit). The rule for text that comes from a machine (LLM answers)."""
+    problem = lone_surrogate_problem(text)
+    nul = text.find("\x00")
+    if problem is None and nul >= 0:
+        problem = f"NUL character (U+0000) at character {nul} (binary data, not text)"
+    return problem

@@ -16,11 +16,13 @@
    backoff and jitter, up to ``max_attempts`` tries; any other 4xx is not retried. ``Retry-After``
    (seconds or an HTTP date) is honoured up to ``max_retry_after_s``; a value that is neither is
    ignored (normal backoff).
-4. The answer must be JSON that matches the request's schema and passes its validator; if not,
-   the model is re-asked once with the problem stated. Valid answers are committed to the cache
-   at once; every paid call goes to the cost ledger under ``scope`` with its prompt, cached
-   (``usage.prompt_tokens_details.cached_tokens``) and completion tokens; an answer still refused after
-   the re-ask is remembered as a failure (see 1; ``conteb llm retry-failed`` forgets it).
+4. The answer must be JSON whose every text (key or string) can be kept (no lone surrogate, no NUL:
+   :func:`conteb.text.text_problem`), that matches the request's schema and passes its validator; if not,
+   the model is re-asked once with the problem stated (the refused answer's lone surrogates as escapes).
+   Valid answers are committed to the cache at once; every paid call goes to the cost ledger under ``scope``
+   with its prompt, cached (``usage.prompt_tokens_details.cached_tokens``) and completion tokens; an answer
+   still refused after the re-ask is remembered as a failure with its text, lone surrogates as their JSON
+   escapes (which read back as the same answer) (see 1; ``conteb llm retry-failed`` forgets it).
 5. An item that still fails is returned with its error: one bad item never fails the stage.
 
 ``mode: batch`` sends the uncached requests through the Batch API instead (see ``llm/batch.py``).
@@ -46,6 +48,7 @@ from openai import AsyncAPIResponse
 from openai._constants import RAW_RESPONSE_HEADER  # "stream": the SDK hands back the unread response
 from openai.types.chat import ChatCompletion
 
+from conteb.text import escape_surrogates, text_problem
 from llm.batch import run_batch
 from llm.cache import AnswerCache, RememberedFailure, cache_key
 from llm.retries import parse_retry_after, retry_after_header, transient_status
@@ -141,8 +144,13 @@ class LLMClient:
             value = json.loads(fenced.group(1) if fenced else content)
         except json.JSONDecodeError as error:
             raise AnswerError(f"the answer is not valid JSON ({error.msg} at position {error.pos})") from None
+        except RecursionError:
+            raise AnswerError("the answer is JSON nested too deeply to read") from None
         if not isinstance(value, dict):
             raise AnswerError("the answer must be a JSON object")
+        unstorable = _unstorable_text(value)
+        if unstorable:
+            raise AnswerError(unstorable)
         problems = sorted(jsonschema.Draft202012Validator(request.schema).iter_errors(value), key=str)
         if problems:
             where = "/".join(str(p) for p in problems[0].absolute_path) or "(root)"
@@ -169,8 +177,9 @@ class LLMClient:
         return _run_coroutine(self._run_online(pending, scope, progress))
 
     def scrub(self, text: str) -> str:
-        """``text`` with the API key removed (error messages may echo request details)."""
-        return text.replace(self._api_key, "***") if self._api_key else text
+        """``text`` with the API key removed (error messages may echo request details) and any lone surrogate
+        escaped (a message may quote the text that held it; it is stored and published with the item)."""
+        return escape_surrogates(text.replace(self._api_key, "***") if self._api_key else text)
 
     # --- running -------------------------------------------------------------------------------
 
@@ -271,7 +280,7 @@ class LLMClient:
             except AnswerError as problem:
                 result.error = f"invalid answer: {problem}"
                 extra = [
-                    {"role": "assistant", "content": content or ""},
+                    {"role": "assistant", "content": escape_surrogates(content or "")},
                     {
                         "role": "user",
                         "content": f"That answer is not valid: {problem}. Answer again with one JSON object "
@@ -283,8 +292,9 @@ class LLMClient:
             paid = TokenUsage(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
             self.cache.put(key, request.custom_id, self.settings.model, request.prompt_tag, result.value, paid)
             return key, result
+        kept = None if content is None else escape_surrogates(content)  # reads back as the same (refused) answer
         self.cache.remember_failure(key, scope, request.custom_id, self.settings.model, request.prompt_tag,
-                                    result.error or "invalid answer", content,
+                                    result.error or "invalid answer", kept,
                                     (result.prompt_tokens, result.completion_tokens))  # fmt: skip
         return key, result
 
@@ -458,6 +468,23 @@ def _preview(data: bytes) -> str:
     """The first characters of ``data``, quoted, with ``...`` when there is more."""
     text = data.decode("utf-8", "replace")  # at most max_answer_bytes
     return repr(text[:_PREVIEW_CHARS]) + ("..." if len(text) > _PREVIEW_CHARS else "")
+
+
+def _unstorable_text(value: dict[str, Any]) -> str | None:
+    """Why a text of the parsed answer ``value`` (a key or a string, at any depth) cannot be kept
+    (:func:`conteb.text.text_problem`), naming where as the schema check does; None when every text can."""
+    stack: list[tuple[tuple[str, ...], Any]] = [((), value)]
+    while stack:  # a loop: no RecursionError, however deep the answer
+        path, item = stack.pop()
+        if isinstance(item, str) and (problem := text_problem(item)):
+            return f"the answer's text at {'/'.join(path) or '(root)'} cannot be stored: {problem}"
+        if isinstance(item, dict):
+            for name in item:
+                if problem := text_problem(name):
+                    return f"a key of the answer at {'/'.join(path) or '(root)'} cannot be stored: {problem}"
+        children = item.items() if isinstance(item, dict) else enumerate(item) if isinstance(item, list) else ()
+        stack += reversed([((*path, str(name)), inner) for name, inner in children])  # reading order
+    return None
 
 
 def _too_large(size: int, limit: int) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from conteb.text import escape_surrogates, lone_surrogate
+from conteb.text import escape_surrogates, lone_surrogate_problem
 from curation.quarantine import QuarantineReason, QuarantineRecord
 from curation.sources.model import STAGE, SourceDocument, SourceQuery, SourceResult
 
@@ -30,12 +30,9 @@ def surrogate_problem(fields: dict[str, str | None]) -> str | None:
     for name, text in fields.items():
         if text is None:
             continue
-        index = lone_surrogate(text)
-        if index is not None:
-            return (
-                f"'{name}': lone surrogate U+{ord(text[index]):04X} at character {index} (not Unicode text: "
-                "no UTF-8 file can hold it)"
-            )
+        problem = lone_surrogate_problem(text)
+        if problem is not None:
+            return f"'{name}': {problem}"
     return None
 
 

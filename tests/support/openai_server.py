@@ -119,7 +119,8 @@ class Fault:
 
     @classmethod
     def http_body(cls, body: str, content_type: str = "text/html; charset=utf-8") -> Fault:
-        """A 200 whose HTTP body is ``body`` verbatim, sent as ``content_type`` (not a chat completion)."""
+        """A 200 whose HTTP body is ``body`` verbatim (UTF-8; a lone surrogate as its 3 bytes, as a broken server
+        would send it), sent as ``content_type`` (not a chat completion)."""
         return cls("body", content=body, content_type=content_type)
 
 
@@ -532,7 +533,7 @@ class OpenAICompatibleServer:
         elif fault.kind == "trickle":
             handler._send_json(200, self._answer(body, usage=arrived), trickle_s=fault.seconds)
         elif fault.kind == "body":
-            handler._send(200, fault.content.encode(), content_type=fault.content_type)
+            handler._send(200, fault.content.encode("utf-8", "surrogatepass"), content_type=fault.content_type)
         else:  # pragma: no cover - Literal exhausts the kinds
             raise ValueError(f"unknown fault kind {fault.kind!r}")
 
