@@ -128,8 +128,7 @@ def test_the_reformulation_stage_completes_around_an_unstorable_answer(
     with OpenAICompatibleServer(llm) as server:
         result, _ = build(registry(tmp_path, server.url))
 
-    failed_steps = [e for e in result.all_events if e.is_step_failure]
-    assert all(e.step_failure_data.error.cls_name == "DagsterAssetCheckFailedError" for e in failed_steps)  # the gate
+    assert result.success and not [e for e in result.all_events if e.is_step_failure]  # the gate fails no step
     stages = isolated_env / "stages" / "demo"
     quarantine = pq.read_table(stages / "reformulation_quarantine.parquet").to_pylist()
     assert len(quarantine) == 1 and quarantine[0]["reason"] == "llm_failed"
