@@ -37,12 +37,13 @@ from assets.sharded import (
 from conteb.config import TaskConfig
 from conteb.names import Stage, StageTable
 from conteb.schemas import ANSWERABILITY as SCHEMA
-from curation.answerability import answerability_table, build_answerability_requests
+from curation.answerability import PROMPT_NAME, answerability_table, build_answerability_requests
 from curation.dataset import published_documents
 from curation.pseudo_queries import without_pseudo
 from curation.quarantine import QuarantineRecord
 from curation.shards import concat_in_order, positions, rows_in
 from llm.client import LLMClient
+from llm.prompts import sent_prompt_tag
 
 STAGE = Stage.ANSWERABILITY
 
@@ -94,8 +95,9 @@ def build_answerability_asset(task: TaskConfig, shard_documents: int) -> dg.Asse
         assert client is not None  # an LLM-only stage: shards without an LLM do not run
         queries, documents = shard.tables["queries"], shard.tables["documents"]
         run = StageRun(context, client, task, STAGE)
-        results = run.ask(build_answerability_requests(queries, documents))
-        table, failures = answerability_table(queries, results, run.model)
+        requests = build_answerability_requests(queries, documents)
+        results = run.ask(requests)
+        table, failures = answerability_table(queries, results, run.model, sent_prompt_tag(requests, PROMPT_NAME))
         return AnswerabilityShard(table, failures, run.metadata)
 
     def merge(

@@ -31,7 +31,7 @@ from curation.llm_results import chunk_failures
 from curation.quarantine import QuarantineRecord
 from curation.shards import concat_in_order
 from llm.client import LLMClient
-from llm.prompts import load_prompt
+from llm.prompts import sent_prompt_tag
 
 STAGE = Stage.CHUNK_CONTEXTS
 
@@ -52,8 +52,9 @@ def build_contexts_asset(task: TaskConfig, shard_documents: int) -> dg.AssetsDef
         assert client is not None  # an LLM-only stage: shards without an LLM do not run
         chunks, documents = shard.tables["chunks"], shard.tables["documents"]
         run = StageRun(context, client, task, STAGE)
-        results = run.ask(build_context_requests(chunks, documents))
-        table, failures = contexts_table(chunks, results, run.model, load_prompt(PROMPT_NAME).tag)
+        requests = build_context_requests(chunks, documents)
+        results = run.ask(requests)
+        table, failures = contexts_table(chunks, results, run.model, sent_prompt_tag(requests, PROMPT_NAME))
         return ContextsShard(table, chunk_failures(STAGE, CUSTOM_ID_PREFIX, failures, chunks, run.model), run.metadata)
 
     def merge(

@@ -30,7 +30,7 @@ from curation.pairing import PAIRING_METHODS
 from curation.quarantine import QuarantineRecord, count_reasons, quarantine_table
 from curation.shards import concat_in_order, positions, sum_counts
 from llm.client import LLMClient
-from llm.prompts import load_prompt
+from llm.prompts import sent_prompt_tag
 
 
 def build_pairs_asset(task: TaskConfig) -> dg.AssetsDefinition:
@@ -112,8 +112,10 @@ def build_llm_pairs_asset(task: TaskConfig, shard_documents: int) -> dg.AssetsDe
         assert client is not None  # an LLM-only stage: shards without an LLM do not run
         queries, documents, chunks = (shard.tables[name] for name in ("queries", "documents", "chunks"))
         run = StageRun(context, client, task, Stage.LLM_PAIRING)
-        results = run.ask(build_pairing_requests(queries, documents, chunks))
-        result = apply_llm_pairing(queries, documents, chunks, results, run.model, load_prompt(PROMPT_NAME).tag)
+        requests = build_pairing_requests(queries, documents, chunks)
+        results = run.ask(requests)
+        tag = sent_prompt_tag(requests, PROMPT_NAME)
+        result = apply_llm_pairing(queries, documents, chunks, results, run.model, tag)
         return PairingShard(result.table(), result.quarantine, result.stats, run.metadata)
 
     def merge(

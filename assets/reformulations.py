@@ -35,11 +35,14 @@ from conteb.names import Stage, StageTable
 from conteb.schemas import REFORMULATED_CHUNKS, REVIEW_ITEMS, THEMES
 from curation.lookups import document_titles
 from curation.quarantine import QuarantineRecord
+from curation.reformulation import PROMPT_NAME as REFORMULATION
 from curation.reformulation import apply_reformulations, build_reformulation_requests, describe_stats
 from curation.review_items import review_items_from_reformulations
 from curation.shards import concat_in_order, items_in_order, positions, rows_in, sum_counts
 from curation.themes import OFFLINE_METHODS, build_theme_requests, themes_table
+from curation.themes import PROMPT_NAME as THEME
 from llm.client import LLMClient
+from llm.prompts import sent_prompt_tag
 
 FALLBACK = "mask: no LLM configured, so theme mentions were masked (a deterministic non-LLM method)"
 DOCUMENT_ORDER = "documents"
@@ -103,16 +106,17 @@ def build_reformulation_asset(task: TaskConfig, shard_documents: int) -> dg.Asse
         chunked = documents.filter(pc.is_in(documents.column("doc_id"), pa.array(list(first_chunks), pa.string())))
         llm: dict[str, dict[str, object]] = {}
         if client is not None:
-            theme_results, llm[Stage.THEMES] = run_requests(
-                context, client, task, Stage.THEMES, build_theme_requests(chunked, first_chunks)
+            theme_requests = build_theme_requests(chunked, first_chunks)
+            theme_results, llm[Stage.THEMES] = run_requests(context, client, task, Stage.THEMES, theme_requests)
+            themes, theme_failures = themes_table(
+                chunked, theme_results, client.settings.model, first_chunks, sent_prompt_tag(theme_requests, THEME)
             )
-            themes, theme_failures = themes_table(chunked, theme_results, client.settings.model, first_chunks)
-            results, llm[Stage.REFORMULATION] = run_requests(
-                context, client, task, Stage.REFORMULATION, build_reformulation_requests(chunks, themes)
-            )
+            requests = build_reformulation_requests(chunks, themes)
+            results, llm[Stage.REFORMULATION] = run_requests(context, client, task, Stage.REFORMULATION, requests)
             failed_themes = {record.object_id: record.detail for record in theme_failures}
+            tag = sent_prompt_tag(requests, REFORMULATION)
             output = apply_reformulations(
-                chunks, themes, answers_by_chunk(queries), results, client.settings.model, None, failed_themes
+                chunks, themes, answers_by_chunk(queries), results, client.settings.model, tag, failed_themes
             )
         else:
             themes, theme_failures = themes_table(chunked, None, None, first_chunks)

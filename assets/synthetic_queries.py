@@ -45,7 +45,7 @@ from curation.synthetic_queries import (
     synthetic_stats,
 )
 from llm.client import LLMClient
-from llm.prompts import load_prompt
+from llm.prompts import sent_prompt_tag
 
 STAGE = Stage.SYNTHETIC_QUERIES
 
@@ -69,9 +69,10 @@ def build_synthetic_queries_asset(task: TaskConfig, shard_documents: int) -> dg.
         assert client is not None  # an LLM-only stage: shards without an LLM do not run
         chunks, documents = shard.tables["chunks"], shard.tables["documents"]
         run = StageRun(context, client, task, STAGE)
-        results = run.ask(build_synthetic_requests(chunks, documents, task.synthetic_queries))
+        requests = build_synthetic_requests(chunks, documents, task.synthetic_queries)
+        results = run.ask(requests)
         candidates, failures = parse_synthetic_results(results, chunks)
-        model, tag = run.model, load_prompt(PROMPT_NAME).tag
+        model, tag = run.model, sent_prompt_tag(requests, PROMPT_NAME)
         rows = synthetic_queries_table(candidates, chunks, documents, model, tag, f"llm:{model}")
         asked = {candidate.chunk_id for candidate in candidates}
         texts = {cid: text for cid, text in chunk_texts(chunks).items() if cid in asked}

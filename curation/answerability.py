@@ -87,12 +87,13 @@ def build_answerability_requests(queries: pa.Table, documents: pa.Table) -> list
 
 
 def answerability_table(
-    queries: pa.Table, results: Mapping[str, LLMResult], model: str | None
+    queries: pa.Table, results: Mapping[str, LLMResult], model: str | None, prompt_version: str | None = None
 ) -> tuple[pa.Table, list[QuarantineRecord]]:
     """``ANSWERABILITY`` rows (query order) for the queries with a valid result, and a quarantine
     record for each of the others (missing, failed or invalid answer). ``model``: the configured
-    model, used where a result does not name one."""
-    tag = load_prompt(PROMPT_NAME).tag
+    model, used where a result does not name one; ``prompt_version``: the tag the requests were sent with
+    (:func:`llm.prompts.sent_prompt_tag`), default the prompt's current tag."""
+    tag = prompt_version or load_prompt(PROMPT_NAME).tag
     rows, failures = [], []
     for qid, chunk_id, doc_id in zip(
         *(queries.column(name).to_pylist() for name in ("query_id", "chunk_id", "doc_id")), strict=True

@@ -750,6 +750,7 @@ def themes_table(
     results: Mapping[str, LLMResult] | None,
     model: str | None,
     heads: Mapping[str, str] | None = None,
+    prompt_version: str | None = None,
 ) -> tuple[pa.Table, list[QuarantineRecord]]:
     """A ``THEMES`` table with one row per document of ``documents``, and the LLM failures.
 
@@ -760,10 +761,11 @@ def themes_table(
     offline theme *and* gets a quarantine record (reason ``llm_failed``, stage ``themes``, row = the
     request's custom id), so no failure is silent. ``heads``: ``doc_id -> first chunk`` (what the
     theme prompt reads as the opening); a document missing there uses the first ``HEAD_CHARACTERS``
-    characters of its text. Pass the documents that were asked about (those with chunks).
+    characters of its text. Pass the documents that were asked about (those with chunks). ``prompt_version``: the tag
+    the requests were sent with (:func:`llm.prompts.sent_prompt_tag`); default: the theme prompt's current tag.
     """
     rows, failures = [], []
-    tag = load_prompt(PROMPT_NAME).tag if results is not None else None
+    tag = (prompt_version or load_prompt(PROMPT_NAME).tag) if results is not None else None
     for doc_id, title, text in zip(
         *(documents.column(name).to_pylist() for name in ("doc_id", "title", "text")), strict=True
     ):

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import jinja2
 import yaml
+
+from llm.types import LLMRequest
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 PROMPTS_DIR_ENV = "CONTEB_PROMPTS_DIR"
@@ -81,3 +84,17 @@ def _parse(path: str, raw: bytes) -> Prompt:
     if missing:
         raise ValueError(f"{path}: missing keys {sorted(missing)}")
     return Prompt(data["name"], int(data["version"]), data["system"], data["user"], hashlib.sha256(raw).hexdigest())
+
+
+def sent_prompt_tag(requests: Sequence[LLMRequest], name: str) -> str:
+    """The tag of the prompt ``requests`` were built with (what their rows' ``prompt_version`` must say), or
+    ``name``'s current tag when there are none.
+
+    A stage tags its rows from the requests it sent, never by loading the prompt a second time: a prompt file edited
+    while the stage ran would otherwise tag answers to the old prompt with the new version. Requests built from two
+    versions of one prompt are a bug (``ValueError``).
+    """
+    tags = {request.prompt_tag for request in requests}
+    if len(tags) > 1:
+        raise ValueError(f"requests built from {len(tags)} versions of one prompt: {sorted(tags)}")
+    return tags.pop() if tags else load_prompt(name).tag

@@ -8,11 +8,13 @@
    name forever, which is how Celery workers kept tagging rows with the old prompt).
 3. In process, a rebuild after a prompt edit asks the LLM again for every chunk and tags its rows with the new
    prompt version (the in-process half of the Celery test, ``tests/test_celery_prompts.py``).
+4. A prompt edited while its stage asks: each row is tagged with the prompt its request was sent with.
 """
 
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -156,3 +158,33 @@ def test_an_in_process_rebuild_asks_again_with_an_edited_prompt(
         assert len(server.chat_requests()) - asked == second.num_rows == first.num_rows  # every chunk asked again
         assert set(second.column("prompt_version").to_pylist()) == {new}
         assert all("Be brief." in r.json()["messages"][0]["content"] for r in server.chat_requests()[asked:])
+
+
+def test_a_prompt_edited_while_its_stage_asks_tags_each_row_with_the_prompt_it_was_sent_with(
+    tmp_path: Path, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows' ``prompt_version`` comes from the requests sent (``llm.prompts.sent_prompt_tag``), not from a second
+    load of the prompt: an edit that lands while the stage runs must not tag answers to the old prompt as new."""
+    from pipelines.definitions import build_definitions
+
+    prompts = copy_prompts(tmp_path, monkeypatch)
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    old = load_prompt(PROMPT).tag
+    edited = threading.Event()
+
+    def edit_on_first_request(body: dict[str, Any]) -> dict[str, Any]:
+        if not edited.is_set():
+            edited.set()
+            edit_prompt(prompts, PROMPT)  # the stage has built its requests and is asking: the file changes now
+        return context(body)
+
+    with OpenAICompatibleServer(edit_on_first_request) as server:
+        registry = write_registry(tmp_path / "conteb.yaml", f", base_url: '{server.url}'")
+        job = build_definitions(load_config(registry)).resolve_job_def("build_conteb")
+        assert job.execute_in_process(instance=dg.DagsterInstance.ephemeral()).success
+        sent_new = sum("Be brief." in r.json()["messages"][0]["content"] for r in server.chat_requests())
+        sent_old = len(server.chat_requests()) - sent_new
+    new = load_prompt(PROMPT).tag
+    assert new != old and sent_old > 0
+    tags = pq.read_table(isolated_env / "stages" / "demo" / "chunk_contexts.parquet").column("prompt_version")
+    assert (tags.to_pylist().count(old), tags.to_pylist().count(new)) == (sent_old, sent_new)
