@@ -39,6 +39,7 @@ import yaml
 from conteb.names import Pairing
 from conteb.storage import config_shards, config_splits, read_shards
 from conteb.text import is_blank
+from conteb.yaml_text import load_yaml
 
 if TYPE_CHECKING:
     from mteb.abstasks import AbsTaskRetrieval
@@ -151,7 +152,7 @@ def read_card(folder: Path) -> tuple[dict[str, Any], str | None]:
     if text.startswith("---\n"):
         head, _, text = text[4:].partition("\n---\n")
         try:
-            loaded = yaml.safe_load(head)
+            loaded = load_yaml(head)
         except yaml.YAMLError as error:
             raise MtebTaskError(f"{path}: the card's YAML front matter does not parse: {error}") from error
         front = loaded if isinstance(loaded, dict) else {}

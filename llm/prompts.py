@@ -24,6 +24,8 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from conteb.yaml_text import load_yaml
+
 PROMPTS_DIR = Path(__file__).parent / "prompts"
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False)
 
@@ -53,7 +55,10 @@ def load_prompt(name: str, directory: Path = PROMPTS_DIR) -> Prompt:
     """Read ``<directory>/<name>.yaml``."""
     path = directory / f"{name}.yaml"
     raw = path.read_bytes()
-    data = yaml.safe_load(raw)
+    try:
+        data = load_yaml(raw)
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
     missing = {"name", "version", "system", "user"} - set(data)
     if missing:
         raise ValueError(f"{path}: missing keys {sorted(missing)}")
