@@ -4,8 +4,9 @@
 waiting, and what to do next. With ``--run-status N`` (what ``make run`` passes after ``dagster job execute -j
 build_conteb``) it also says how that run ended and exits 0 (succeeded), 3 (:data:`EXIT_WAITING_FOR_REVIEW`: the
 run stopped only at review gates, not a crash) or N (failed).
-``conteb validate``: load the registry and open every source it declares; one line per problem, naming the file,
-the task and the field (exit status 1 on any problem).
+``conteb validate``: load the registry and open every source it declares, and check the store files of the data
+folder (read-only: a dangling symbolic link, a foreign or damaged file); one line per problem, naming the file, the
+task and the field (exit status 1 on any problem).
 ``conteb costs``: the LLM cost ledger: calls, tokens and estimated dollars per task and stage.
 """
 
@@ -22,7 +23,7 @@ import pyarrow.parquet as pq
 from cli.registry import load_registry
 from conteb.config import HFDatasetSource, TaskConfig, display_path
 from conteb.names import Job
-from conteb.sqlite_files import StoreFileError
+from conteb.sqlite_files import StoreFileError, check_store_file
 from conteb.storage import (
     PUBLISHED_CONFIGS,
     config_shards,
@@ -51,7 +52,8 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 @click.option("--no-sources", is_flag=True, help="Check the registry only; do not open the sources it declares.")
 @click.pass_context
 def validate(ctx: click.Context, no_sources: bool) -> None:
-    """Validate the task registry and open every source it declares (exit status 1 on any problem)."""
+    """Validate the task registry, open every source it declares and check the store files of the data folder
+    (read-only; exit status 1 on any problem)."""
     config = load_registry(ctx)
     shown = display_path(config.config_path)
     opened = {} if no_sources else {task.name: check_source(task, config.config_dir) for task in config.tasks}
@@ -60,6 +62,7 @@ def validate(ctx: click.Context, no_sources: bool) -> None:
         for index, task in enumerate(config.tasks)
         if isinstance(opened.get(task.name), SourceProblem)
     ]
+    problems += store_problems(resolve_data_dir(config.config_dir))
     if problems:
         click.echo("\n".join(problems), err=True)
         sys.exit(1)
@@ -68,6 +71,22 @@ def validate(ctx: click.Context, no_sources: bool) -> None:
         click.echo(f"  {task.name}: {describe_splits(task)}")
         if task.name in opened:
             click.echo(f"  {task.name}: source: {opened[task.name]}")
+
+
+def store_problems(data_dir: Path) -> list[str]:
+    """One line per store file of ``data_dir`` (the review store, the LLM answer store) that every command and
+    step would refuse: the read-only checks of each open (:func:`conteb.sqlite_files.check_store_file`), which
+    make and change nothing. A missing store is no problem: it is made on first use."""
+    from llm.cache import ANSWER_STORE
+    from review.schema import REVIEW_STORE
+
+    problems = []
+    for path, kind in ((review_store_path(data_dir), REVIEW_STORE), (llm_cache_path(data_dir), ANSWER_STORE)):
+        try:
+            check_store_file(path, kind)
+        except StoreFileError as error:
+            problems.append(str(error))
+    return problems
 
 
 class SourceProblem(str):
@@ -154,7 +173,7 @@ def _split_rows(folder: Path, splits: tuple[str, ...]) -> str:
 def _review_status(data_dir: Path) -> list:
     """Print the review queues with pending items (task/kind, pending of total); return them."""
     store_path = review_store_path(data_dir)
-    if not store_path.exists():
+    if not os.path.lexists(store_path):  # a dangling symbolic link is refused below, in one line
         return []
     from review.store import ReviewStore
 
@@ -243,7 +262,7 @@ def costs(ctx: click.Context) -> None:
 
     config = load_registry(ctx)
     path = llm_cache_path(resolve_data_dir(config.config_dir))
-    if not path.exists():
+    if not os.path.lexists(path):  # a dangling symbolic link is refused below, in one line
         click.echo(f"no LLM calls recorded yet ({path} does not exist)")
         return
     try:
