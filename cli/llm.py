@@ -8,6 +8,7 @@ validation) of a task or one of its stages, so that the next run asks for them a
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import NoReturn
 
@@ -48,7 +49,7 @@ def retry_failed(ctx: click.Context, task: str, stage: str | None) -> None:
         _fail(f"unknown task {task!r}; the tasks of {config.config_path} are: {', '.join(names)}")
     path = llm_cache_path(resolve_data_dir(config.config_dir))
     scope = f"{task}/{stage}" if stage else task
-    if not path.exists():
+    if not os.path.lexists(path):  # a dangling symbolic link is refused below, in one line
         click.echo(f"forgot 0 remembered failures of {scope} ({path} does not exist yet)")
         return
     try:

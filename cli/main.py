@@ -4,8 +4,9 @@
 waiting, and what to do next. With ``--run-status N`` (what ``make run`` passes after ``dagster job execute -j
 build_conteb``) it also says how that run ended and exits 0 (succeeded), 3 (:data:`EXIT_WAITING_FOR_REVIEW`: the
 run stopped at review gates, not a crash; ``make run`` exits 0 then) or N (failed).
-``conteb validate``: load the registry and open every source it declares; one line per problem, naming the file,
-the task and the field (exit status 1 on any problem); the rows a source would quarantine are counted and the first
+``conteb validate``: load the registry and open every source it declares, and check the store files of the data
+folder (read-only: a dangling symbolic link, a foreign or damaged file); one line per problem, naming the file, the
+task and the field (exit status 1 on any problem); the rows a source would quarantine are counted and the first
 named (not a problem: the build quarantines them too).
 ``conteb costs``: the LLM cost ledger: calls, tokens and estimated dollars per task and stage.
 """
@@ -24,7 +25,7 @@ from cli.registry import load_registry
 from conteb.config import HFDatasetSource, TaskConfig, display_path
 from conteb.names import Job
 from conteb.published import CardError, config_shards, unnamed_files
-from conteb.sqlite_files import StoreFileError
+from conteb.sqlite_files import StoreFileError, check_store_file
 from conteb.storage import (
     PUBLISHED_CONFIGS,
     dataset_dir,
@@ -52,7 +53,8 @@ def main(ctx: click.Context, config_path: Path | None) -> None:
 @click.option("--no-sources", is_flag=True, help="Check the registry only; do not open the sources it declares.")
 @click.pass_context
 def validate(ctx: click.Context, no_sources: bool) -> None:
-    """Validate the task registry and open every source it declares (exit status 1 on any problem)."""
+    """Validate the task registry, open every source it declares and check the store files of the data folder
+    (read-only; exit status 1 on any problem)."""
     config = load_registry(ctx)
     shown = display_path(config.config_path)
     opened = {} if no_sources else {task.name: check_source(task, config.config_dir) for task in config.tasks}
@@ -61,6 +63,7 @@ def validate(ctx: click.Context, no_sources: bool) -> None:
         for index, task in enumerate(config.tasks)
         if isinstance(opened.get(task.name), SourceProblem)
     ]
+    problems += store_problems(resolve_data_dir(config.config_dir))
     if problems:
         click.echo("\n".join(problems), err=True)
         sys.exit(1)
@@ -73,6 +76,22 @@ def validate(ctx: click.Context, no_sources: bool) -> None:
 
 QUARANTINE_SHOWN = 5
 """Quarantined source rows ``conteb validate`` names (file, row, reason) before counting the rest."""
+
+
+def store_problems(data_dir: Path) -> list[str]:
+    """One line per store file of ``data_dir`` (the review store, the LLM answer store) that every command and
+    step would refuse: the read-only checks of each open (:func:`conteb.sqlite_files.check_store_file`), which
+    make and change nothing. A missing store is no problem: it is made on first use."""
+    from llm.cache import ANSWER_STORE
+    from review.schema import REVIEW_STORE
+
+    problems = []
+    for path, kind in ((review_store_path(data_dir), REVIEW_STORE), (llm_cache_path(data_dir), ANSWER_STORE)):
+        try:
+            check_store_file(path, kind)
+        except StoreFileError as error:
+            problems.append(str(error))
+    return problems
 
 
 class SourceProblem(str):
@@ -191,7 +210,7 @@ def _review_status(data_dir: Path) -> list:
     """Print the review queues with pending items (task/kind, pending of total, and how many of those failed at the
     LLM: :attr:`review.model.QueueStats.failed_pending`); return them."""
     store_path = review_store_path(data_dir)
-    if not store_path.exists():
+    if not os.path.lexists(store_path):  # a dangling symbolic link is refused below, in one line
         return []
     from review.store import ReviewStore
 
@@ -284,7 +303,7 @@ def costs(ctx: click.Context) -> None:
 
     config = load_registry(ctx)
     path = llm_cache_path(resolve_data_dir(config.config_dir))
-    if not path.exists():
+    if not os.path.lexists(path):  # a dangling symbolic link is refused below, in one line
         click.echo(f"no LLM calls recorded yet ({path} does not exist)")
         return
     try:

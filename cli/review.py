@@ -3,8 +3,9 @@
 It reads the same ``conteb.yaml`` / ``$CONTEB_CONFIG`` and ``$CONTEB_DATA_DIR`` as the pipeline,
 so it works on the store the Dagster assets push to. Every refusal (a damaged store file, a
 ``--task``/``--kind`` the store has no queue for, a bad reviewer name, an unsafe ``serve``: no token on a public
-host, a blank or short token) is one
-message and a non-zero exit, never a traceback. ``--reviewer`` defaults to the OS user.
+host, a blank or short token, a port out of range or in use, an export onto an existing file without ``--force``
+or onto a store or any SQLite file) is one message and a non-zero exit, never a traceback. ``--reviewer`` defaults
+to the OS user.
 ``conteb review check [--quick]`` reads every page of the store (see :mod:`conteb.sqlite_files`).
 """
 
@@ -21,11 +22,12 @@ from cli.registry import load_registry
 from cli.stores import StoreGroup, add_check_command
 from conteb.config import closest_name
 from conteb.sqlite_files import StoreFileError
-from conteb.storage import resolve_data_dir, review_store_path
-from review.exchange import EXPORT_FORMATS
+from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
+from review.exchange import EXPORT_FORMATS, ExportRefused
 from review.model import STATUSES, InvalidDecisionError, UnknownItemError, clean_person_reviewer, reviewer_label
 from review.schema import REVIEW_STORE
 from review.store import ReviewStore
+from review.web_listen import MAX_PORT, ListenError, check_port
 
 
 def open_store(ctx: click.Context) -> ReviewStore:
@@ -179,18 +181,34 @@ def reject(
     _bulk(ctx, "reject", task, kind, unflagged, ids, reviewer)
 
 
+class Refused(click.ClickException):
+    """A request refused for what it names (a file, a port): one line ``Error: ...``, exit status 2, as click's
+    usage errors."""
+
+    exit_code = 2
+
+
 @review.command()
 @click.option("--task", required=True)
 @click.option("--kind", default=None)
 @click.option("--format", "fmt", type=click.Choice(EXPORT_FORMATS), default=EXPORT_FORMATS[0], show_default=True)
-@click.option("--output", "-o", type=click.Path(path_type=Path), default=None)
+@click.option(
+    "--output", "-o", type=click.Path(path_type=Path), default=None,
+    help="The file to write (default: review-TASK[-KIND].FORMAT here). Never a store or any SQLite file.",
+)  # fmt: skip
+@click.option("--force", is_flag=True, help="Replace the output file when it exists (never a store).")
 @click.pass_context
-def export(ctx: click.Context, task: str, kind: str | None, fmt: str, output: Path | None) -> None:
-    """Write a queue to JSONL or CSV, to review offline or in another tool."""
+def export(ctx: click.Context, task: str, kind: str | None, fmt: str, output: Path | None, force: bool) -> None:
+    """Write a queue to JSONL or CSV, to review offline or in another tool (atomically: a temporary file renamed
+    into place)."""
     store = open_store(ctx)
     check_queue(store, task, kind)
     target = output or Path(f"review-{task}{'-' + kind if kind else ''}.{fmt}")
-    rows = store.export(target, task, kind, fmt)
+    answers = llm_cache_path(resolve_data_dir(load_registry(ctx).config_dir))
+    try:
+        rows = store.export(target, task, kind, fmt, replace=force, stores={"the LLM answer store": answers})
+    except ExportRefused as error:
+        raise Refused(str(error)) from None
     click.echo(f"wrote {rows} items to {target}")
 
 
@@ -240,9 +258,20 @@ def stats(ctx: click.Context, task: str | None) -> None:
         )
 
 
+def _valid_port(ctx: click.Context, param: click.Parameter, port: int) -> int:
+    """``--port`` within 0-65535 (:func:`review.web_listen.check_port`), else one line and exit status 2."""
+    try:
+        return check_port(port)
+    except ListenError as error:
+        raise Refused(f"--port: {error}") from None
+
+
 @review.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8765, show_default=True)
+@click.option(
+    "--port", type=int, default=8765, show_default=True, callback=_valid_port,
+    help=f"The TCP port to listen on: 1-{MAX_PORT}, or 0 for any free port (the address announced is the one bound).",
+)  # fmt: skip
 @click.option(
     "--token",
     default=None,
@@ -261,5 +290,10 @@ def serve(ctx: click.Context, host: str, port: int, token: str | None) -> None:
     except (UnsafeBindError, UnsafeTokenError) as error:
         raise click.ClickException(str(error)) from None
     store = open_store(ctx)
-    click.echo(f"review queue: http://{host}:{port}  (store {store.path})")
-    serve_app(store.path, host=host, port=port, token=token)
+    try:
+        serve_app(
+            store.path, host=host, port=port, token=token,
+            announce=lambda url: click.echo(f"review queue: {url}  (store {store.path})"),
+        )  # fmt: skip
+    except ListenError as error:
+        raise Refused(str(error)) from None

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import click
 
 from cli.registry import load_registry
-from conteb.sqlite_files import StoreFileError, StoreKind, check_store
+from conteb.sqlite_files import StoreFileError, StoreKind, check_store, check_store_file
 from conteb.storage import resolve_data_dir
 
 
@@ -45,9 +46,10 @@ def add_check_command(group: click.Group, kind: StoreKind, store_path: Callable[
 
 def check_file(path: Path, kind: StoreKind, quick: bool) -> None:
     """Check the store file at ``path`` in full and say what was found (exit status 1 unless sound)."""
-    if not path.exists():
+    if not os.path.lexists(path):  # a dangling symbolic link is refused by the check, in one line
         click.echo(f"{path} does not exist yet: no {kind.name} to check")
         return
+    check_store_file(path, kind)  # a file refused on open is said before the long check starts
     click.echo(f"checking {path} ({'quick_check' if quick else 'integrity_check'}: every page is read) ...")
     result = check_store(path, kind, quick=quick)
     if not result.ok:

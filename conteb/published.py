@@ -49,6 +49,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from conteb.storage import PUBLISHED_CONFIGS, TEMPORARY_MARK, atomic_path, read_shards, shard_split
+from conteb.yaml_text import load_yaml
 
 CARD = "README.md"
 """The dataset card: YAML front matter (``configs:`` names the data files) and the human description."""
@@ -81,7 +82,7 @@ def card_front(folder: Path) -> dict[str, Any]:
         return {}
     head = text[4:].partition("\n---\n")[0]
     try:
-        loaded = yaml.safe_load(head)
+        loaded = load_yaml(head)
     except yaml.YAMLError as error:
         raise CardError(f"{path}: the card's YAML front matter does not parse: {error}") from error
     return loaded if isinstance(loaded, dict) else {}

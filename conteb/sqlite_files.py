@@ -43,11 +43,14 @@ it in the first milliseconds may see 0 bytes and refuse it as empty, which loses
 when the file is made), so a review store given as the answer store, or another application's SQLite file, is
 refused (:class:`StoreFileError`) and left as it was: the checks run on a read-only connection, which never writes
 the database or its ``-wal`` (a WAL-mode file may get SQLite's empty ``-wal``/``-shm`` beside it), and nothing is
-written to a file that is not ours. A file with ``application_id`` 0 holding only this kind's tables (or none) was
-made by an earlier version of the project: it is adopted (marked) on open, in a write transaction that looks again,
-so existing stores keep working.
+written to a file that is not ours. A file with ``application_id`` 0 holding only this kind's tables (or none), each
+with this kind's columns, was made by an earlier version of the project: it is adopted (marked, switched to WAL) on
+open, in a write transaction that looks again, so existing stores keep working. Any other unmarked file, such as a
+foreign one whose table happens to be called ``items`` or ``usage``, is refused by the read-only checks before
+anything is written (the kinds, their tables and columns, and the refusals: :mod:`conteb.sqlite_kinds`).
 
-**Checks.** On every open, each O(1) in the file's size: it is a regular file and not 0 bytes (SQLite would open an
+**Checks.** On every open, each O(1) in the file's size: it is not a dangling symbolic link (SQLite would make the
+link's target, wherever it points); it is a regular file and not 0 bytes (SQLite would open an
 empty file as a new database, and every decision or paid answer that was in it would be gone without a word);
 SQLite reads its header and schema (``SQLITE_NOTADB``: not a database; ``SQLITE_CORRUPT``: damaged, which includes
 a file shorter than the page count in its header, https://www.sqlite.org/fileformat.html, "in-header database
@@ -68,61 +71,55 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import secrets
 import shlex
 import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conteb.sqlite_kinds import (
+    APPLICATION_IDS,
+    SIDECAR_SUFFIXES,
+    StoreFileError,
+    StoreKind,
+    TableColumns,
+    columns_of,
+    created_names,
+    identity_problem,
+    refusal,
+    sqlite_file,
+    table_columns,
+    user_tables,
+)
+
+__all__ = [
+    "APPLICATION_IDS",
+    "BUSY_TIMEOUT_S",
+    "SIDECAR_SUFFIXES",
+    "CheckResult",
+    "SQLiteStore",
+    "StoreFileError",
+    "StoreKind",
+    "TableColumns",
+    "check_store",
+    "check_store_file",
+    "created_names",
+    "sqlite_file",
+    "table_columns",
+]
+
 BUSY_TIMEOUT_S = 30.0
 """How long a connection waits for another connection's lock before ``sqlite3.OperationalError``."""
-
-APPLICATION_IDS: dict[str, int] = {
-    "review store": 0x43544252,  # "CTBR"
-    "LLM answer store": 0x43544241,  # "CTBA"
-}
-"""``PRAGMA application_id`` of each kind of store (:attr:`StoreKind.name` -> value), distinct and non-zero."""
 
 _WAL_HEADER_BYTES = 32
 _WAL_FRAME_HEADER_BYTES = 24  # https://www.sqlite.org/fileformat.html, section 4.1
 _SET_ASIDE: list[sqlite3.Connection] = []
 """Connections inherited across fork: kept referenced so the child never closes them, and never used."""
-
-
-@dataclass(frozen=True)
-class StoreKind:
-    """One kind of store: ``name`` (a key of :data:`APPLICATION_IDS`), what it holds (``contents``, for messages),
-    the tables it makes (``tables``, to recognise an unmarked file of an earlier version) and the command that
-    checks a file in full (``check_command``)."""
-
-    name: str
-    contents: str
-    tables: frozenset[str]
-    check_command: str
-
-    @property
-    def application_id(self) -> int:
-        return APPLICATION_IDS[self.name]
-
-
-def created_names(ddl: Iterable[str], kinds: str = "TABLE|INDEX|TRIGGER") -> frozenset[str]:
-    """The names the ``CREATE <kind> IF NOT EXISTS <name>`` statements of ``ddl`` make (``kinds``: which kinds of
-    schema object, ``|``-separated)."""
-    return frozenset(re.findall(rf"CREATE (?:{kinds}) IF NOT EXISTS (\w+)", " ".join(ddl)))
-
-
-class StoreFileError(RuntimeError):
-    """A store file that cannot be used; the message names the file, what is wrong and what to do."""
-
-
-def _refusal(path: Path, kind: StoreKind, problem: str, advice: str) -> StoreFileError:
-    return StoreFileError(f"{path}: {problem}; it should hold {kind.contents} (the {kind.name}). {advice}")
 
 
 def _unusable_advice(path: Path) -> str:
@@ -148,10 +145,11 @@ def _damaged_advice(path: Path, kind: StoreKind, checked: bool) -> str:
     )
 
 
-def _foreign_advice(path: Path) -> str:
+def _dangling_advice(path: Path) -> str:
+    quoted = shlex.quote(str(path))
     return (
-        "Nothing was added to it: point conteb at its own file (the data folder, $CONTEB_DATA_DIR), or move this one "
-        f"away (`mv {shlex.quote(str(path))} <elsewhere>`) if it does not belong there."
+        "Nothing was changed: if the store was moved, point the link at it (`ln -sfn NEW-PLACE "
+        f"{quoted}`); otherwise remove the link (`rm {quoted}`) and an empty store is made at the next run."
     )
 
 
@@ -166,9 +164,9 @@ def _mapped_error(path: Path, kind: StoreKind, error: sqlite3.Error) -> StoreFil
     unreadable); ``None`` for any other error (a busy lock, a bad statement), which the caller re-raises."""
     code = _primary_code(error)
     if code == sqlite3.SQLITE_NOTADB:
-        return _refusal(path, kind, f"is not a SQLite database (SQLite: {error})", _unusable_advice(path))
+        return refusal(path, kind, f"is not a SQLite database (SQLite: {error})", _unusable_advice(path))
     if code == sqlite3.SQLITE_CORRUPT:
-        return _refusal(path, kind, f"is damaged (SQLite: {error})", _damaged_advice(path, kind, checked=False))
+        return refusal(path, kind, f"is damaged (SQLite: {error})", _damaged_advice(path, kind, checked=False))
     if code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_READONLY):
         return StoreFileError(
             f"{path}: cannot be read or written (SQLite: {error}); it holds {kind.contents}. Nothing was changed: "
@@ -182,7 +180,13 @@ def _mapped_error(path: Path, kind: StoreKind, error: sqlite3.Error) -> StoreFil
 
 def _create(path: Path, kind: StoreKind) -> None:
     """Make an empty, marked, WAL-mode store at ``path`` unless a file appeared there meanwhile (see module doc)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # a file or a dangling symbolic link in the way, no permission
+        raise StoreFileError(
+            f"{path}: cannot make its folder {path.parent} ({error.strerror or error}); it would hold "
+            f"{kind.contents}. Nothing was changed: check that path and its permissions."
+        ) from None
     temporary = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.creating")
     conn = sqlite3.connect(temporary, isolation_level=None)
     try:
@@ -209,7 +213,7 @@ def _create_in_place(path: Path, kind: StoreKind) -> None:
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
     try:
         conn.execute("BEGIN IMMEDIATE")
-        if conn.execute("PRAGMA application_id").fetchone()[0] == 0 and not _user_tables(conn):
+        if conn.execute("PRAGMA application_id").fetchone()[0] == 0 and not user_tables(conn):
             conn.execute(f"PRAGMA application_id = {kind.application_id}")
         conn.execute("COMMIT")
     finally:
@@ -217,40 +221,6 @@ def _create_in_place(path: Path, kind: StoreKind) -> None:
 
 
 # --- the checks on every open -----------------------------------------------------------------------------------
-
-
-def _user_tables(conn: sqlite3.Connection) -> set[str]:
-    """Names of the tables and views that are not SQLite's own (``sqlite_*``)."""
-    rows = conn.execute(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
-    ).fetchall()
-    return {row[0] for row in rows}
-
-
-def _identity_problem(path: Path, kind: StoreKind, application_id: int, tables: set[str]) -> StoreFileError | None:
-    """The refusal of a file that is not this kind of store (``None``: it is, or it is an unmarked one to adopt)."""
-    if application_id == kind.application_id:
-        return None
-    other = next((name for name, value in APPLICATION_IDS.items() if value == application_id), None)
-    if other is not None:
-        return _refusal(
-            path,
-            kind,
-            f"is the project's {other}, not its {kind.name}",
-            "Nothing was changed: check which file was given (the data folder keeps each store under its own name).",
-        )
-    if application_id != 0:
-        return _refusal(
-            path, kind, f"is another application's SQLite database (application_id {application_id:#010x})",
-            _foreign_advice(path),
-        )  # fmt: skip
-    foreign = sorted(tables - kind.tables)
-    if foreign:
-        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        return _refusal(
-            path, kind, f"is a SQLite database with tables this store does not make ({shown})", _foreign_advice(path)
-        )
-    return None
 
 
 def _truncation(path: Path, page_size: int, page_count: int) -> str | None:
@@ -271,12 +241,14 @@ def _truncation(path: Path, page_size: int, page_count: int) -> str | None:
 
 def _probe(path: Path, kind: StoreKind) -> bool:
     """The checks of an existing file on a read-only connection (module doc); True when it is to be adopted."""
-    probe = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True, isolation_level=None,
-                            timeout=BUSY_TIMEOUT_S)  # fmt: skip
+    probe: sqlite3.Connection | None = None
     try:
+        probe = sqlite3.connect(path.absolute().as_uri() + "?mode=ro", uri=True, isolation_level=None,
+                                timeout=BUSY_TIMEOUT_S)  # fmt: skip
         probe.execute("BEGIN")
         application_id = probe.execute("PRAGMA application_id").fetchone()[0]
-        tables = _user_tables(probe)
+        tables = user_tables(probe)
+        columns = columns_of(probe, kind, tables)
         page_size = probe.execute("PRAGMA page_size").fetchone()[0]
         page_count = probe.execute("PRAGMA page_count").fetchone()[0]
         truncated = _truncation(path, page_size, page_count)  # inside the snapshot: the WAL cannot be reset
@@ -284,12 +256,13 @@ def _probe(path: Path, kind: StoreKind) -> bool:
     except sqlite3.Error as error:
         raise _mapped_error(path, kind, error) or error from None
     finally:
-        probe.close()
-    refused = _identity_problem(path, kind, application_id, tables)
+        if probe is not None:
+            probe.close()
+    refused = identity_problem(path, kind, application_id, tables, columns)
     if refused is not None:
         raise refused
     if truncated is not None:
-        raise _refusal(path, kind, truncated, _damaged_advice(path, kind, checked=False))
+        raise refusal(path, kind, truncated, _damaged_advice(path, kind, checked=False))
     return application_id == 0
 
 
@@ -297,6 +270,10 @@ def _existing_file(path: Path, kind: StoreKind) -> os.stat_result | None:
     try:
         found = os.stat(path)
     except FileNotFoundError:
+        if os.path.islink(path):  # a dangling symbolic link: never made (SQLite would create its target)
+            raise refusal(
+                path, kind, f"is a symbolic link to {os.readlink(path)}, which does not exist", _dangling_advice(path)
+            ) from None
         return None
     except OSError as error:
         raise StoreFileError(
@@ -304,9 +281,9 @@ def _existing_file(path: Path, kind: StoreKind) -> os.stat_result | None:
             "changed: check the file's and its folder's permissions."
         ) from None
     if not stat.S_ISREG(found.st_mode):
-        raise _refusal(path, kind, "is not a regular file", _unusable_advice(path))
+        raise refusal(path, kind, "is not a regular file", _unusable_advice(path))
     if found.st_size == 0:
-        raise _refusal(path, kind, "is empty (0 bytes), not a database", _unusable_advice(path))
+        raise refusal(path, kind, "is empty (0 bytes), not a database", _unusable_advice(path))
     return found
 
 
@@ -315,7 +292,8 @@ def _adopt(conn: sqlite3.Connection, path: Path, kind: StoreKind) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         application_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        refused = _identity_problem(path, kind, application_id, _user_tables(conn))
+        tables = user_tables(conn)
+        refused = identity_problem(path, kind, application_id, tables, columns_of(conn, kind, tables))
         if refused is not None:
             raise refused
         if application_id == 0:
@@ -349,6 +327,17 @@ def _connect(path: Path, kind: StoreKind, row_factory: Callable[..., Any] | None
         raise
     conn.row_factory = row_factory
     return conn
+
+
+def check_store_file(path: Path, kind: StoreKind) -> bool:
+    """The checks of every open (module doc), on a read-only connection, making and changing nothing: False when
+    nothing is at ``path`` (a store is made there on first use), True for a usable ``kind`` of store;
+    :class:`StoreFileError` naming the file, why and what to do otherwise (a dangling symbolic link, another kind
+    of store, a foreign, empty, damaged or unreadable file)."""
+    if _existing_file(path, kind) is None:
+        return False
+    _probe(path, kind)
+    return True
 
 
 # --- a store object ---------------------------------------------------------------------------------------------
@@ -473,14 +462,14 @@ class CheckResult:
         if len(self.problems) > 5:
             shown += f" (and {len(self.problems) - 5} more)"
         advice = _damaged_advice(self.path, kind, checked=True)
-        return str(_refusal(self.path, kind, f"is damaged ({self.pragma}: {shown})", advice))
+        return str(refusal(self.path, kind, f"is damaged ({self.pragma}: {shown})", advice))
 
 
 def check_store(path: Path, kind: StoreKind, *, quick: bool = False) -> CheckResult:
     """Read every page of the existing store at ``path``: ``PRAGMA integrity_check`` (``quick``: ``quick_check``,
     which skips the index contents). Raises FileNotFoundError when it does not exist and :class:`StoreFileError`
     when the checks on open refuse it."""
-    if not Path(path).exists():
+    if not os.path.lexists(path):
         raise FileNotFoundError(f"{path} does not exist: no {kind.name} to check")
     store = SQLiteStore(path, kind)
     pragma = "quick_check" if quick else "integrity_check"

@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from conteb.content import RULE_SETTINGS
+from conteb.yaml_text import load_yaml
 
 TRAINING_DATA_FILE = "training_data.json"
 TRAINING_DATA_FORMAT = 2
@@ -46,7 +47,7 @@ def read_front_matter(path: Path) -> dict[str, Any]:
     if end < 0:
         return {}
     try:
-        data = yaml.safe_load(text[3:end])
+        data = load_yaml(text[3:end])
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}

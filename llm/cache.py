@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conteb.sqlite_files import SQLiteStore, StoreKind, created_names
+from conteb.sqlite_files import SQLiteStore, StoreKind, created_names, table_columns
 from llm.usage import TokenUsage, storable_usage
 
 _SCHEMA = (
@@ -58,15 +58,20 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS failures_scope ON failures(scope)",
 )
 _SCHEMA_NAMES = created_names(_SCHEMA)
-ANSWER_STORE = StoreKind(
-    "LLM answer store", "the paid LLM answers and the cost ledger", created_names(_SCHEMA, "TABLE"), "conteb llm check"
-)
-"""The kind of store the file is (:mod:`conteb.sqlite_files`): its mark, its tables (those of ``_SCHEMA``)."""
 ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
     "answers": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"),),
     "usage": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"), ("implausible_usage", "INTEGER NOT NULL DEFAULT 0")),
 }
 """Columns added to the tables after their first release: ``table -> ((column, declaration), ...)``."""
+ANSWER_STORE = StoreKind(
+    "LLM answer store",
+    "the paid LLM answers and the cost ledger",
+    created_names(_SCHEMA, "TABLE"),
+    "conteb llm check",
+    table_columns(_SCHEMA, {table: [name for name, _ in columns] for table, columns in ADDED_COLUMNS.items()}),
+)
+"""The kind of store the file is (:mod:`conteb.sqlite_files`): its mark, its tables and their columns (those of
+``_SCHEMA``; a file of an earlier version may lack the ``ADDED_COLUMNS``)."""
 
 
 def cache_key(parts: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from pathlib import Path
 import jinja2
 import yaml
 
+from conteb.yaml_text import load_yaml
 from llm.types import LLMRequest
 
 PROMPTS_DIR = Path(__file__).parent / "prompts"
@@ -79,7 +80,10 @@ def load_prompt(name: str, directory: Path | None = None) -> Prompt:
 @lru_cache(maxsize=64)
 def _parse(path: str, raw: bytes) -> Prompt:
     """The prompt of the file ``path`` whose bytes are ``raw`` (``path`` only names it in errors)."""
-    data = yaml.safe_load(raw)
+    try:
+        data = load_yaml(raw)
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
     missing = {"name", "version", "system", "user"} - set(data)
     if missing:
         raise ValueError(f"{path}: missing keys {sorted(missing)}")

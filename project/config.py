@@ -33,6 +33,7 @@ from conteb.config import (
 )
 from conteb.reproduce import ExperimentTask, ReproduceConfig, experiment_tasks
 from conteb.storage import resolve_data_dir
+from conteb.yaml_text import YAMLNestingError, load_yaml
 from evaluation.config import EvaluationConfig
 from llm.settings import LLMSettings
 
@@ -247,9 +248,11 @@ def load_config(path: Path | str | None = None) -> ProjectConfig:
     """
     config_path = Path(path).resolve() if path else find_config_path()
     try:
-        raw = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+        raw = load_yaml(config_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{config_path}: no such file (set {CONFIG_ENV} or create it)") from None
+    except YAMLNestingError as error:
+        raise ConfigError(f"{config_path}: {error}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{config_path}: not valid YAML: {error}") from None
     if raw is None:

@@ -5,7 +5,9 @@ Contracts:
 * An export holds every :data:`EXPORT_COLUMNS` field of each item, one JSON object per line
   (``jsonl``: context an object, flags a list) or one CSV row under a header (``csv``: context and
   flags as JSON text, flagged ``true``/``false``, null as empty). It is written atomically (a
-  temporary file next to the target, renamed over it).
+  temporary file next to the target, renamed over it), never onto a store or any other SQLite file
+  (however the path reaches it: symbolic or hard links), and onto an existing file only when asked
+  (:func:`check_export_target`).
 * A CSV export escapes every text cell a spreadsheet would run as a formula (OWASP: a leading
   ``'`` before ``= + - @``, tab, CR, or a leading ``'``: :data:`CSV_FORMULA_PREFIXES`); a CSV
   import removes one leading ``'`` and reads an empty cell as null.
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from conteb.sqlite_files import SIDECAR_SUFFIXES, sqlite_file
 from conteb.storage import atomic_path
 from review.model import InvalidDecisionError, ReviewItem, check_no_nul, clean_reviewer, has_text
 from review.schema import ITEM_COLUMNS
@@ -37,6 +40,10 @@ EXPORT_COLUMNS = ITEM_COLUMNS
 
 CSV_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "'")
 """A CSV text cell starting with one of these gets a leading ``'`` (OWASP CSV injection; ``'`` keeps it reversible)."""
+
+
+class ExportRefused(ValueError):
+    """An export target refused: the message (one line) names the file, why, and what to do."""
 
 
 class ImportRejected(Exception):
@@ -79,10 +86,59 @@ def export_value(name: str, value: Any, fmt: str) -> Any:
     return "" if value is None else csv_escape(value)
 
 
-def write_export(target: Path, items: Iterable[ReviewItem], fmt: str) -> int:
-    """Write ``items`` to ``target`` as ``fmt`` (ValueError for an unknown one); returns rows written."""
+def _same_file(first: Path, second: Path) -> bool:
+    """Whether both names lead to one file (a hard link, a symbolic link); ``os.stat`` only, no descriptor."""
+    try:
+        return os.path.samefile(first, second)
+    except OSError:
+        return False
+
+
+def check_export_target(target: Path, stores: Mapping[str, Path], replace: bool) -> None:
+    """:class:`ExportRefused` (one line: the file, why, what to do) unless an export may be written at ``target``.
+
+    Never onto a store: a path of ``stores`` (``what it is -> path``) or its ``-wal``/``-shm``/``-journal`` file,
+    reached by the same path after symbolic links or as the same file (a hard link), nor onto any SQLite file
+    (:func:`conteb.sqlite_files.sqlite_file`, read by SQLite itself); never onto a folder; onto another existing
+    file only with ``replace``.
+    """
+    resolved = os.path.realpath(target)
+    for what, store in stores.items():
+        for suffix in ("", *SIDECAR_SUFFIXES):
+            candidate = Path(f"{store}{suffix}")
+            if resolved == os.path.realpath(candidate) or _same_file(target, candidate):
+                shown = what if not suffix else f"the {suffix} file of {what}"
+                raise ExportRefused(
+                    f"{target}: is {shown} ({candidate}): an export never replaces a store; choose another file "
+                    "(-o FILE)"
+                )
+    found = sqlite_file(Path(target))
+    if found is not None:
+        raise ExportRefused(
+            f"{target}: is {found}: an export never replaces a SQLite file; choose another file (-o FILE)"
+        )
+    if os.path.isdir(target):
+        raise ExportRefused(f"{target}: is a folder; name a file to write (-o FILE)")
+    if os.path.lexists(target) and not replace:
+        raise ExportRefused(f"{target}: already exists; pass --force to replace it, or choose another file (-o FILE)")
+
+
+def write_export(
+    target: Path,
+    items: Iterable[ReviewItem],
+    fmt: str,
+    *,
+    replace: bool = False,
+    stores: Mapping[str, Path] | None = None,
+) -> int:
+    """Write ``items`` to ``target`` as ``fmt`` (ValueError for an unknown one), atomically; returns rows written.
+
+    The target is checked first (:func:`check_export_target`, with ``stores`` and ``replace``): nothing is written
+    when it is refused.
+    """
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r} (expected one of {', '.join(EXPORT_FORMATS)})")
+    check_export_target(Path(target), stores or {}, replace)
     rows = [{name: export_value(name, getattr(item, name), fmt) for name in EXPORT_COLUMNS} for item in items]
     with atomic_path(Path(target)) as tmp, tmp.open("w", encoding="utf-8", newline="") as handle:
         if fmt == "jsonl":

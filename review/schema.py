@@ -9,7 +9,7 @@ Contracts:
   :mod:`conteb.sqlite_files`). :func:`is_current` tells whether a file already has everything, so
   opening a current file writes nothing; :func:`migrate` (inside the caller's write transaction)
   creates what is missing and records :data:`SCHEMA_VERSION` in ``PRAGMA user_version``. Both refuse
-  (RuntimeError) a file written by a newer schema.
+  (:class:`conteb.sqlite_files.StoreFileError`, a RuntimeError) a file written by a newer schema.
 * A pushed ``REVIEW_ITEMS`` row is validated and normalised by :func:`pushed_row` (ValueError for
   a malformed one): ``context`` becomes a JSON object text (null -> ``{}``, keys sorted, UTF-8
   kept), ``flags`` a JSON list, ``flagged`` 0/1 (from ``flags`` when absent), and
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conteb.sqlite_files import StoreKind, created_names
+from conteb.sqlite_files import StoreFileError, StoreKind, created_names, table_columns
 from review.model import AUDIT_ACTIONS, STATUSES, AuditEntry, ReviewItem, proposal_sha256
 
 SCHEMA_VERSION = 1
@@ -91,23 +91,27 @@ SCHEMA = (
 """The DDL, idempotent (``IF NOT EXISTS``)."""
 _SCHEMA_NAMES = created_names(SCHEMA)
 REVIEW_STORE = StoreKind("review store", "the review queue (items, their decisions and the audit log)",
-                         created_names(SCHEMA, "TABLE"), "conteb review check")  # fmt: skip
-"""The kind of store the file is (:mod:`conteb.sqlite_files`): its mark, its tables (those of :data:`SCHEMA`)."""
+                         created_names(SCHEMA, "TABLE"), "conteb review check", table_columns(SCHEMA))  # fmt: skip
+"""The kind of store the file is (:mod:`conteb.sqlite_files`): its mark, its tables and their columns (those of
+:data:`SCHEMA`: schema version 1 is the only one, so an older file has every column)."""
 
 
 def is_current(conn: sqlite3.Connection, path: Path) -> bool:
     """Whether the file already has :data:`SCHEMA_VERSION` and everything :data:`SCHEMA` makes (then opening it
-    writes nothing); RuntimeError for a store written by a newer schema."""
+    writes nothing); StoreFileError for a store written by a newer schema."""
     found = conn.execute("PRAGMA user_version").fetchone()[0]
     if found > SCHEMA_VERSION:
-        raise RuntimeError(f"{path}: review store schema version {found} is newer than this code ({SCHEMA_VERSION})")
+        raise StoreFileError(
+            f"{path}: review store schema version {found} is newer than this code ({SCHEMA_VERSION}). Nothing was "
+            "changed: use the conteb version that wrote it."
+        )
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
     return found == SCHEMA_VERSION and names >= _SCHEMA_NAMES
 
 
 def migrate(conn: sqlite3.Connection, path: Path) -> None:
     """Create the missing tables, indexes and triggers and record :data:`SCHEMA_VERSION` (in the caller's write
-    transaction); RuntimeError for a store written by a newer schema."""
+    transaction); StoreFileError for a store written by a newer schema."""
     if is_current(conn, path):
         return
     for statement in SCHEMA:

@@ -371,10 +371,21 @@ class ReviewStore(QueueQueries):
 
     # --- files --------------------------------------------------------------------------------
 
-    def export(self, target: Path, task: str, kind: str | None = None, fmt: str = "jsonl") -> int:
+    def export(
+        self,
+        target: Path,
+        task: str,
+        kind: str | None = None,
+        fmt: str = "jsonl",
+        *,
+        replace: bool = False,
+        stores: Mapping[str, Path] | None = None,
+    ) -> int:
         """Write the queue's items to ``target`` as ``fmt`` (``jsonl`` or ``csv``, :mod:`review.exchange`); returns
-        rows written."""
-        return write_export(target, self.items(task=task, kind=kind), fmt)
+        rows written. :class:`review.exchange.ExportRefused` for a target that is this store, one of ``stores``
+        (``what it is -> path``) or any SQLite file, a folder, or an existing file without ``replace``."""
+        targets = {"the review store": self.path, **(stores or {})}
+        return write_export(target, self.items(task=task, kind=kind), fmt, replace=replace, stores=targets)
 
     def import_file(self, source: Path, reviewer: str | None = None) -> ImportReport:
         """Apply the decisions of an edited export (``.jsonl``/``.ndjson`` or ``.csv``); one transaction per row.

@@ -46,6 +46,7 @@ from review.model import (
 )
 from review.store import ReviewStore
 from review.web_forms import query_count, read_form
+from review.web_listen import bound_url, listening_socket
 from review.web_security import (
     REVIEWER_COOKIE,
     SecurityMiddleware,
@@ -477,16 +478,28 @@ def create_app(store_path: Path, token: str | None = None, review_base_url: str 
     return app
 
 
-def serve(store_path: Path, host: str = "127.0.0.1", port: int = 8765, token: str | None = None) -> None:
+def serve(
+    store_path: Path,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    token: str | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> None:
     """Serve the review app with uvicorn (logs through :func:`log_config`, so no token shows in them).
 
     A non-loopback ``host`` needs a ``token`` (:class:`UnsafeBindError`, a ValueError), and a token must pass
-    :func:`review.web_security.check_token` (:class:`UnsafeTokenError`, a ValueError). With a token, the
-    link to open (token included, once) is printed on stderr.
+    :func:`review.web_security.check_token` (:class:`UnsafeTokenError`, a ValueError). The socket is bound first
+    (:func:`review.web_listen.listening_socket`; ``port`` 0: any free port; ``ListenError`` when it cannot be),
+    then ``announce`` (default: print on stdout) gets the app's address with the port really bound. With a token,
+    the link to open (token included, once) is printed on stderr.
     """
     check_bind(host, token)
-    if token:
-        shown = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
-        print(f"review queue: open http://{shown}:{port}/?token={quote(token, safe='')}", file=sys.stderr)
     app = create_app(Path(store_path), token=token)
-    uvicorn.run(app, host=host, port=port, log_level="info", log_config=log_config(token))
+    sock = listening_socket(host, port)
+    url = bound_url(host, sock)
+    (announce or print)(url)
+    if token:
+        shown = bound_url("127.0.0.1" if host in ("0.0.0.0", "::", "") else host, sock)
+        print(f"review queue: open {shown}/?token={quote(token, safe='')}", file=sys.stderr)
+    config = uvicorn.Config(app, host=host, port=sock.getsockname()[1], log_level="info", log_config=log_config(token))
+    uvicorn.Server(config).run(sockets=[sock])

@@ -16,6 +16,7 @@ import yaml
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, field_validator
 
 from conteb.config import StrictModel, valid_split_name
+from conteb.yaml_text import load_yaml
 from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
 
 
@@ -104,7 +105,10 @@ def make_config(values: dict[str, Any]) -> TrainingConfig:
 def load_training_config(path: Path | str, overrides: dict[str, Any] | None = None) -> TrainingConfig:
     """Read a YAML config file; relative data/output paths are resolved against the file's folder."""
     path = Path(path)
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        raw = load_yaml(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as error:
+        raise TrainingConfigError(f"invalid training config: {path}: {' '.join(str(error).split())}") from None
     if not isinstance(raw, dict):
         raise TrainingConfigError(f"invalid training config: {path} must hold a YAML mapping of fields")
     if isinstance(raw.get("data"), str | Path):

@@ -33,6 +33,7 @@ import yaml
 from sentence_transformers import SentenceTransformer
 
 from conteb.names import Job
+from conteb.yaml_text import load_yaml
 from embedding.encoder import LateChunkingEncoder
 from embedding.models import OFFLINE_MINILM, load_model, offline_minilm_path, pick_device
 from evaluation.config import ModelOptions
@@ -200,7 +201,7 @@ def _training_settings(path: Path | None) -> dict[str, Any]:
     if path is None or not path.is_file():
         return {}
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -140,14 +139,12 @@ def _access_log(
     """Serve the queue as ``conteb review serve --token secret`` does, GET each of ``paths``: the status codes
     and uvicorn's access-log lines."""
     captured: dict[str, Any] = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: captured.update(app=app, **kwargs))
-    serve(store_path, host="127.0.0.1", port=1, token=secret)
-    options = {k: v for k, v in captured.items() if k not in ("app", "host", "port")}
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    run = uvicorn.Server.run
+    monkeypatch.setattr(uvicorn.Server, "run", lambda server, sockets: captured.update(server=server, sockets=sockets))
+    serve(store_path, host="127.0.0.1", port=0, token=secret)  # binds a free port; the server runs below
+    server, (sock,) = captured["server"], captured["sockets"]
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(captured["app"], **options))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread = threading.Thread(target=run, args=(server,), kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
         deadline = time.monotonic() + 20
