@@ -27,7 +27,8 @@ from curation.sources.controlled.names import RESERVED_NAMES, name_words, vocabu
 from curation.sources.controlled.template import FIRST_NAMES, Choice, Name, Number, Year
 from curation.sources.model import SourceResult
 from curation.sources.sample import load_sample
-from curation.themes import find_mentions, fold, theme_from_title, theme_variants
+from curation.themes.mentions import find_mentions, fold, theme_variants
+from curation.themes.naming import theme_from_title
 from project.config import load_config
 from tests.conftest import SAMPLE_DIR
 from tests.sources.test_sample import _entity_words
