@@ -14,7 +14,7 @@ from conteb.content import passage_prints
 from conteb.ids import is_valid_doc_id
 from curation.chunking import chunk_text, make_splitter
 from curation.sources import SourceError, load_source, source_label
-from curation.sources.controlled import BY_NAME, DOMAINS, TEMPLATES, select_templates
+from curation.sources.controlled.catalog import BY_NAME, DOMAINS, TEMPLATES, select_templates
 from curation.sources.controlled.generate import (
     _template_drafts,
     check_corpus,
