@@ -39,8 +39,9 @@ from curation.reformulation import PROMPT_NAME as REFORMULATION
 from curation.reformulation import apply_reformulations, build_reformulation_requests, describe_stats
 from curation.review_items import review_items_from_reformulations
 from curation.shards import concat_in_order, items_in_order, positions, rows_in, sum_counts
-from curation.themes import OFFLINE_METHODS, build_theme_requests, themes_table
-from curation.themes import PROMPT_NAME as THEME
+from curation.themes.naming import OFFLINE_METHODS
+from curation.themes.stage import PROMPT_NAME as THEME
+from curation.themes.stage import build_theme_requests, themes_table
 from llm.client import LLMClient
 from llm.prompts import sent_prompt_tag
 

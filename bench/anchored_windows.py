@@ -9,8 +9,9 @@ Variants:
 
 * ``original``: every chunk as written;
 * ``masked``: the context-dependent variant the pipeline builds without an LLM: themes from titles
-  (:func:`curation.themes.themes_table` with no LLM results) and :func:`curation.reformulation.apply_reformulations`
-  with no LLM results, i.e. every chunk but each document's first has its theme mentions masked ("the subject").
+  (:func:`curation.themes.stage.themes_table` with no LLM results) and
+  :func:`curation.reformulation.apply_reformulations` with no LLM results, i.e. every chunk but each document's first
+  has its theme mentions masked ("the subject").
   Queries and gold chunks are unchanged (pairing is on the original text).
 
 Systems (the same configs as ``evaluation.config.default_systems``): ``independent``, ``title-prefix``,
@@ -62,7 +63,7 @@ from conteb.config import ChunkingConfig
 from curation.chunking import chunk_documents
 from curation.reformulation import apply_reformulations
 from curation.sources.squad import load_squad_json
-from curation.themes import themes_table
+from curation.themes.stage import themes_table
 from embedding.model_folder import read_training_data
 from evaluation.config import DenseSystem
 from evaluation.corpus import EvalCorpus

@@ -9,9 +9,9 @@ labels are :func:`curation.necessity.label_queries` of the published documents
 
 * ``original``: chunks as written, no reformulation (``themes`` None: the offline theme of each document);
 * ``masked``: the offline reformulation stage, as the pipeline runs it without an LLM: the themes table
-  (:func:`curation.themes.themes_table` without LLM results) and :func:`curation.reformulation.apply_reformulations`
-  without LLM results (every chunk but each document's first has its theme mentions masked); the labels read the same
-  themes table.
+  (:func:`curation.themes.stage.themes_table` without LLM results) and
+  :func:`curation.reformulation.apply_reformulations` without LLM results (every chunk but each document's first has
+  its theme mentions masked); the labels read the same themes table.
 
 No LLM: ``answerable_alone`` is null, so ``needs_context`` = ``theme_missing``. ``--drop-titles`` sets every
 document's title to null and its doc id to ``doc<n>`` before chunking (a corpus without titles: the loader's doc ids
@@ -47,7 +47,8 @@ from curation.necessity import document_variants, label_queries
 from curation.pairing import pair_by_span
 from curation.reformulation import apply_reformulations
 from curation.sources.squad import load_squad_json
-from curation.themes import find_mentions, themes_table
+from curation.themes.mentions import find_mentions
+from curation.themes.stage import themes_table
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

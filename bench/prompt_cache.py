@@ -63,7 +63,7 @@ from curation.llm_pairing import build_pairing_requests
 from curation.reformulation import build_reformulation_requests
 from curation.sources.squad import load_squad_json
 from curation.synthetic_queries import build_synthetic_requests
-from curation.themes import theme_from_title
+from curation.themes.naming import theme_from_title
 from curation.windows import ELLIPSIS, window_bounds
 from llm.cache import AnswerCache
 from llm.client import LLMClient

@@ -6,7 +6,7 @@ for i = 1..k-1, every article again with
 
 * ``title`` = ``"<title> (copy i)"``: a new document key, so the loader gives it a new document id
   (``slugify``: ``super-bowl-50-copy-1``). The suffix is a parenthesised qualifier, which the offline theme rule
-  drops (``curation.themes.theme_from_title``: ``"Fresno (California)"`` -> ``"Fresno"``), so a copy keeps its
+  drops (``curation.themes.naming.theme_from_title``: ``"Fresno (California)"`` -> ``"Fresno"``), so a copy keeps its
   original's theme and every copy costs the curation the same work as the original;
 * every question ``id`` = ``"<id>-copy-i"``;
 * contexts, questions and answers (``text``, ``answer_start``) unchanged: the contexts are the same strings, so

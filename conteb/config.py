@@ -260,7 +260,7 @@ class PseudoQueriesConfig(StrictModel):
 
     ``split``: the split whose documents get them (default ``train``); never the evaluated one. A query is
     ``template`` with ``{subject}`` (the document named by ``subject``: ``{title}``, ``{theme}`` (the title rule of
-    ``curation/themes.py``) and the named groups of ``title_pattern``, a regex the whole title must match) and
+    ``curation/themes/naming.py``) and the named groups of ``title_pattern``, a regex the whole title must match) and
     ``{sentence}``. Sentences of ``min_words`` to ``max_words`` words; at most ``per_chunk`` per chunk and
     ``per_document`` per document, picked by a shuffle seeded by ``(seed, doc_id)``.
     """

@@ -137,7 +137,7 @@ THEMES = pa.schema(
         pa.field("doc_id", pa.string(), nullable=False),
         pa.field("theme", pa.string(), nullable=False),  # the entity/topic queries name
         pa.field("aliases", pa.list_(pa.string()), nullable=False),  # other explicit names
-        *_PROVENANCE,  # method: "llm" | offline (curation.themes.offline_theme): "title" | "head" | "doc_id"
+        *_PROVENANCE,  # method: "llm" | offline (curation.themes.naming.offline_theme): "title" | "head" | "doc_id"
     ]
 )
 

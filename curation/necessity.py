@@ -4,13 +4,13 @@ Each query of ``CONTEB_QUERIES`` carries three labels, decided here and nowhere 
 
 * ``theme_missing`` (bool): the query names its document's theme while the gold chunk *as embedded*
   (the ``chunk`` column of ``CONTEB_DOCUMENTS``, i.e. after reformulation) does not. "Names" is the
-  leak detector's matcher, :func:`curation.themes.find_mentions` over
-  :func:`curation.themes.theme_variants` (theme, aliases and their simple variants: article-less,
+  leak detector's matcher, :func:`curation.themes.mentions.find_mentions` over
+  :func:`curation.themes.mentions.theme_variants` (theme, aliases and their simple variants: article-less,
   accent-folded, regular English plural or singular of the last word, possessives; case- and
   accent-insensitive, whole words: "Huguenots'" names the theme "Huguenot"). The theme is the
   ``THEMES`` stage table's row of the document when the task reformulates (LLM-extracted or the
   offline rule, whatever reformulation used), else the offline rule,
-  :func:`curation.themes.offline_theme`: the title when it is informative, else the most salient
+  :func:`curation.themes.naming.offline_theme`: the title when it is informative, else the most salient
   name of the document's first chunk (``og_chunk``), else the title as it is or the doc id.
   A query with several gold chunks (``chunk_ids``) is judged on its ``chunk_id`` chunk, the one the
   evaluation scores as relevant.
@@ -28,7 +28,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from conteb.schemas import CONTEB_QUERIES, NECESSITY_COLUMNS
-from curation.themes import find_mentions, offline_theme, theme_variants
+from curation.themes.mentions import find_mentions, theme_variants
+from curation.themes.naming import offline_theme
 
 RULE = (
     "`needs_context` = `theme_missing` OR `answerable_alone` is false. `theme_missing`: the query names "
@@ -50,7 +51,7 @@ def document_variants(documents: pa.Table, themes: pa.Table | None = None) -> di
     """``doc_id -> theme variants`` for every document of ``documents`` (``CONTEB_DOCUMENTS``).
 
     With ``themes`` (``THEMES``): each document's ``theme`` and ``aliases``; a document without a row
-    raises ``ValueError`` (the themes table is stale). Without: :func:`curation.themes.offline_theme` of
+    raises ``ValueError`` (the themes table is stale). Without: :func:`curation.themes.naming.offline_theme` of
     the document's title (the first non-null title of its chunks) and head (the ``og_chunk`` of its
     first chunk).
     """

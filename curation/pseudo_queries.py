@@ -17,7 +17,7 @@ about a subject the chunk itself does not name. The rules (the dataset card stat
   boundary; it is a fragment (no ``.``/``!``/``?`` at its end: headings, list items); boilerplate (a stage
   direction such as ``[Applause]`` or ``(Laughter.)`` anywhere in it, a salutation such as ``Mr. Speaker, ...``
   or ``Thank you``, or no lower-case letter); fewer than ``min_words`` or more than ``max_words`` words (tokens
-  holding a letter or digit); it names the subject (:func:`curation.themes.find_mentions` over the subject's
+  holding a letter or digit); it names the subject (:func:`curation.themes.mentions.find_mentions` over the subject's
   names, see below); its text (case-, accent- and whitespace-folded) occurs more than once in the document (a copy
   elsewhere would answer the query); it overlaps an annotated answer span of the task's paired queries.
 * **Selection**: the eligible sentences of a document, shuffled by ``random.Random(f"{seed}:{doc_id}")`` (so a
@@ -27,10 +27,10 @@ about a subject the chunk itself does not name. The rules (the dataset card stat
   passage).
 * **Query** (:func:`query_text`): ``template`` with ``{subject}`` and ``{sentence}`` (whitespace runs collapsed).
   The subject (:func:`document_subject`) is ``subject`` formatted with ``{title}`` (the document's title, its doc
-  id when untitled), ``{theme}`` (:func:`curation.themes.theme_from_title` of it) and the named groups of
+  id when untitled), ``{theme}`` (:func:`curation.themes.naming.theme_from_title` of it) and the named groups of
   ``title_pattern``, which the whole title must match (a document whose title does not is quarantined, reason
   ``title_unmatched``). The subject's names, which no query sentence may contain, are the theme, its aliases and
-  every group value, with their variants (:func:`curation.themes.theme_variants`).
+  every group value, with their variants (:func:`curation.themes.mentions.theme_variants`).
 * **Row**: a ``PSEUDO_QUERIES`` row per selected sentence, pairing ``pseudo``, source ``pseudo``, gold = the chunk
   holding it, ``answer`` = the sentence as written, ``answer_start``/``answer_end`` = its span in the document.
 * **Training copy** (:func:`remove_sentences`): the published ``chunk`` of such a chunk is its ``og_chunk`` with
@@ -59,7 +59,8 @@ from conteb.schemas import PSEUDO_QUERIES, PSEUDO_SENTENCES, table_from_rows
 from conteb.text import is_blank, is_blank_character
 from curation.quarantine import QuarantineReason, QuarantineRecord
 from curation.splits import assign_task_splits
-from curation.themes import find_mentions, fold, theme_from_title, theme_variants
+from curation.themes.mentions import find_mentions, fold, theme_variants
+from curation.themes.naming import theme_from_title
 
 STAGE = Stage.PSEUDO_QUERIES
 SOURCE = "pseudo"
@@ -221,7 +222,7 @@ def _normalised(text: str) -> str:
 @dataclass(frozen=True)
 class Subject:
     """How the queries of one document name it (``text``) and the names a query sentence may not contain
-    (``variants``: :func:`curation.themes.theme_variants`)."""
+    (``variants``: :func:`curation.themes.mentions.theme_variants`)."""
 
     text: str
     variants: tuple[str, ...]

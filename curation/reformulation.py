@@ -7,7 +7,7 @@ so the document still introduces its subject. ``og_chunk`` always keeps the orig
 Methods (the ``method`` column of ``REFORMULATED_CHUNKS``):
 
 * ``"llm"``: the model's validated rewrite (``model`` and ``prompt_version`` set);
-* ``"mask"``: the deterministic non-LLM fallback, :func:`curation.themes.mask_mentions` (every
+* ``"mask"``: the deterministic non-LLM fallback, :func:`curation.themes.mentions.mask_mentions` (every
   mention replaced by "the subject"; ``model``/``prompt_version`` null). Used for every chunk when
   no LLM is configured (``results is None``), and for a chunk whose LLM call failed or whose rewrite was refused
   (after the client's retries and re-ask, by the schema or by :func:`rewrite_validator`) — that chunk
@@ -35,7 +35,7 @@ from conteb.schemas import REFORMULATED_CHUNKS, table_from_rows
 from conteb.text import is_blank
 from curation.llm_results import failure_reason, llm_failure, result_problem
 from curation.quarantine import QuarantineRecord
-from curation.themes import find_mentions, mask_mentions, theme_variants
+from curation.themes.mentions import find_mentions, mask_mentions, theme_variants
 from llm.prompts import load_prompt
 from llm.types import LLMRequest, LLMResult, Validator
 

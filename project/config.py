@@ -303,7 +303,7 @@ def controlled_source_problem(source: object) -> str | None:
     None (also for any other kind of source)."""
     if not isinstance(source, ControlledSource):
         return None
-    from curation.sources.controlled import select_templates  # the catalogue, only where a task uses it
+    from curation.sources.controlled.catalog import select_templates  # the catalogue, only where a task uses it
 
     try:
         select_templates(source.templates, source.domains)

@@ -6,7 +6,7 @@ from pathlib import Path
 import dagster as dg
 import pyarrow.parquet as pq
 
-from curation.sources.controlled import BY_NAME
+from curation.sources.controlled.catalog import BY_NAME
 from pipelines.definitions import build_definitions
 from project.config import load_config
 from tests.conftest import load_conteb

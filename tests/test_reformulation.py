@@ -26,7 +26,8 @@ from curation.reformulation import (
     rewrite_validator,
 )
 from curation.sources.sample import load_sample
-from curation.themes import find_mentions, theme_variants, themes_table
+from curation.themes.mentions import find_mentions, theme_variants
+from curation.themes.stage import themes_table
 from llm.prompts import load_prompt
 from llm.types import LLMResult
 from tests.builders import LYON_TEXTS, chunks_from_texts

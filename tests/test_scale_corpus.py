@@ -14,7 +14,7 @@ import pytest
 
 from bench.scale_corpus import count_questions, read_squad, replicate_squad, write_squad
 from curation.sources.squad import load_squad_json
-from curation.themes import theme_from_title
+from curation.themes.naming import theme_from_title
 
 
 def _article(title: str, paragraphs: list[tuple[str, str, str, str]]) -> dict:

@@ -6,21 +6,9 @@ import pyarrow as pa
 import pytest
 
 from conteb.schemas import SOURCE_DOCUMENTS, THEMES
-from curation.themes import (
-    THEME_SCHEMA,
-    build_theme_requests,
-    find_mentions,
-    fold,
-    inflections,
-    is_informative_title,
-    mask_mentions,
-    offline_theme,
-    theme_from_head,
-    theme_from_title,
-    theme_variants,
-    themes_table,
-    validate_theme,
-)
+from curation.themes.mentions import find_mentions, fold, inflections, mask_mentions, theme_variants
+from curation.themes.naming import is_informative_title, offline_theme, theme_from_head, theme_from_title
+from curation.themes.stage import THEME_SCHEMA, build_theme_requests, themes_table, validate_theme
 from llm.prompts import load_prompt
 from llm.types import LLMResult
 

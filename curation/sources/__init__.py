@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from conteb.config import ControlledSource, HFDatasetSource, SampleSource, SquadJsonSource, TextFolderSource
-from curation.sources.controlled import load_controlled
+from curation.sources.controlled.load import load_controlled
 from curation.sources.hf_dataset import load_hf_dataset
 from curation.sources.model import SourceDocument, SourceError, SourceQuery, SourceResult
 from curation.sources.sample import load_sample

@@ -9,7 +9,7 @@ Recognised mentions (see the manual's "Writing these pages" section, docs/contri
   ``training.config.TrainingConfig``) or a file (``evaluation.json``) is code, not a key.
 * a command: inline code, or a line of a shell code block, starting with ``conteb`` or ``.venv/bin/conteb``; its
   subcommands and options must exist. ``make <target>`` the same way: the target must be in the Makefile.
-* a repository path: inline code such as ``curation/themes.py``, ``bench/BENCHMARKS.md`` or ``llm/prompts/``
+* a repository path: inline code such as ``curation/chunking.py``, ``bench/BENCHMARKS.md`` or ``llm/prompts/``
   (a file name with its extension, or a folder ending in ``/``) whose first folder is one of the project's tracked
   folders must exist.
 """

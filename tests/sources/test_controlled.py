@@ -14,7 +14,7 @@ from conteb.content import passage_prints
 from conteb.ids import is_valid_doc_id
 from curation.chunking import chunk_text, make_splitter
 from curation.sources import SourceError, load_source, source_label
-from curation.sources.controlled import BY_NAME, DOMAINS, TEMPLATES, select_templates
+from curation.sources.controlled.catalog import BY_NAME, DOMAINS, TEMPLATES, select_templates
 from curation.sources.controlled.generate import (
     _template_drafts,
     check_corpus,
@@ -27,7 +27,8 @@ from curation.sources.controlled.names import RESERVED_NAMES, name_words, vocabu
 from curation.sources.controlled.template import FIRST_NAMES, Choice, Name, Number, Year
 from curation.sources.model import SourceResult
 from curation.sources.sample import load_sample
-from curation.themes import find_mentions, fold, theme_from_title, theme_variants
+from curation.themes.mentions import find_mentions, fold, theme_variants
+from curation.themes.naming import theme_from_title
 from project.config import load_config
 from tests.conftest import SAMPLE_DIR
 from tests.sources.test_sample import _entity_words

@@ -7,7 +7,8 @@ from curation.chunking import chunk_documents
 from curation.dataset import conteb_documents
 from curation.necessity import document_variants
 from curation.sources.sample import load_sample
-from curation.themes import find_mentions, offline_theme, theme_from_title, theme_variants
+from curation.themes.mentions import find_mentions, theme_variants
+from curation.themes.naming import offline_theme, theme_from_title
 from tests.conftest import SAMPLE_DIR
 
 CITIES = {

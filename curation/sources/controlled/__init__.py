@@ -1,7 +1,7 @@
 """``controlled``: generated same-template documents about invented entities, in the style of the ConTEB paper's
 Geography and Football tasks (and of the hand-written ``data/sample``, see its README).
 
-The catalogue (:data:`TEMPLATES`, in this order; each module's docstring lists its paragraphs and questions):
+The catalogue (:data:`.catalog.TEMPLATES`, in this order; each module's docstring lists its paragraphs and questions):
 
 ========================  ==============================  ==========================================================
 domain                    templates                       module
@@ -28,28 +28,15 @@ characters; 78% of the answers start at character 1,000 or later. Fixed prose ne
 a value unique to the document, so two documents of a template share no passage fingerprint (:mod:`conteb.content`).
 
 Adding a template: write it in a domain module (a new module for a new domain), add it to that module's
-``TEMPLATES`` and append the module to :data:`.catalog.TEMPLATES`; :meth:`.template.Template.check` runs when the
+``TEMPLATES`` and append that tuple to :data:`.catalog.TEMPLATES`; :meth:`.template.Template.check` runs when the
 catalogue is imported, and ``tests/sources/test_controlled.py`` checks the generated corpus. Invented names are
 handed out over the whole catalogue and avoid every word of every template, so a new or edited template changes
 some names of the others: a corpus is reproducible for a given version of the catalogue, not across versions.
 
+Modules: :mod:`.catalog` (the templates by name and domain, :func:`~.catalog.select_templates`), :mod:`.generate`
+(the corpus and its checks), :mod:`.load` (:func:`~.load.load_controlled`, the ``kind: controlled`` loader),
+:mod:`.names`, :mod:`.template` and one module per domain. This package module imports none of them, so no import
+cycle runs through it (an import contract of ``pyproject.toml`` keeps it so): import the module you need.
+
 License of the generated text: CC0 1.0 (written for this project; the entities and facts are fictional).
 """
-
-from __future__ import annotations
-
-from conteb.config import ControlledSource
-from curation.sources.controlled.catalog import BY_NAME, DOMAINS, TEMPLATES, select_templates
-from curation.sources.controlled.generate import generate_controlled
-from curation.sources.model import SourceError, SourceResult
-
-__all__ = ["BY_NAME", "DOMAINS", "TEMPLATES", "generate_controlled", "load_controlled", "select_templates"]
-
-
-def load_controlled(source: ControlledSource) -> SourceResult:
-    """The tables of a ``kind: controlled`` source; :class:`SourceError` for an unknown template or domain."""
-    try:
-        templates = select_templates(source.templates, source.domains)
-    except ValueError as error:
-        raise SourceError(f"controlled source: {error}") from None
-    return generate_controlled(templates, source.documents_per_template, source.seed, source.titles)

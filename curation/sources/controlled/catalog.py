@@ -9,16 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from conteb.config import closest_name
-from curation.sources.controlled import geography, organisations, people, sport, things
+from curation.sources.controlled.geography import TEMPLATES as GEOGRAPHY
+from curation.sources.controlled.organisations import TEMPLATES as ORGANISATIONS
+from curation.sources.controlled.people import TEMPLATES as PEOPLE
+from curation.sources.controlled.sport import TEMPLATES as SPORT
 from curation.sources.controlled.template import Template
+from curation.sources.controlled.things import TEMPLATES as THINGS
 
-TEMPLATES: tuple[Template, ...] = (
-    *geography.TEMPLATES,
-    *sport.TEMPLATES,
-    *organisations.TEMPLATES,
-    *people.TEMPLATES,
-    *things.TEMPLATES,
-)
+TEMPLATES: tuple[Template, ...] = (*GEOGRAPHY, *SPORT, *ORGANISATIONS, *PEOPLE, *THINGS)
 BY_NAME = {template.name: template for template in TEMPLATES}
 DOMAINS: dict[str, tuple[str, ...]] = {}
 for _template in TEMPLATES:

@@ -12,10 +12,11 @@ What the generator guarantees, and refuses (:class:`SourceError`) a corpus that 
 
 * every answer is unique among the documents of its template (values drawn without replacement) and occurs exactly
   once in its document, at the recorded offset (a Python ``str`` index into the body);
-* **the leak rule** (``data/sample/README.md``), checked with the project's own matcher (:mod:`curation.themes`):
-  the entity is named in the first paragraph and nowhere else, and no document names another one's entity; an
-  entity's name counts as its theme and aliases (:func:`curation.themes.theme_from_title`) plus each of its words
-  of three letters or more that is not an all-capitals affix ("Velmora" of "FC Velmora");
+* **the leak rule** (``data/sample/README.md``), checked with the project's own matcher
+  (:mod:`curation.themes.mentions`): the entity is named in the first paragraph and nowhere else, and no document
+  names another one's entity; an entity's name counts as its theme and aliases
+  (:func:`curation.themes.naming.theme_from_title`) plus each of its words of three letters or more that is not an
+  all-capitals affix ("Velmora" of "FC Velmora");
 * every question names its entity and no other, and holds no value of its document but the entity;
 * an uninformative title (``"City profile 7"``: the template's noun and the document's number within its template)
   names no entity and holds no value of its document.
@@ -46,7 +47,8 @@ from curation.sources.controlled.template import (
     Year,
 )
 from curation.sources.model import SourceDocument, SourceError, SourceQuery, SourceResult
-from curation.themes import STOP_WORDS, find_mentions, fold, theme_from_title, theme_variants
+from curation.themes.mentions import STOP_WORDS, find_mentions, fold, theme_variants
+from curation.themes.naming import theme_from_title
 
 CONTROLLED_LICENSE = "cc0-1.0"
 FILLER_ATTEMPTS = 200
@@ -242,7 +244,7 @@ def question_text(template: Template, slot: str, entity: str) -> str:
 
 def entity_words(entity: str) -> list[str]:
     """The words of ``entity`` that name it on their own: three letters or more, not an all-capitals affix ("FC"),
-    not a generic word of the theme matcher ("University", :data:`curation.themes.STOP_WORDS`)."""
+    not a generic word of the theme matcher ("University", :data:`curation.themes.mentions.STOP_WORDS`)."""
     return [
         word for word in name_words(entity) if len(word) >= 3 and word.upper() != word and fold(word) not in STOP_WORDS
     ]
@@ -250,7 +252,7 @@ def entity_words(entity: str) -> list[str]:
 
 def entity_variants(entity: str) -> list[str]:
     """What counts as naming ``entity`` for the theme matcher: its theme, aliases and :func:`entity_words`, with
-    their variants (:func:`curation.themes.theme_variants`)."""
+    their variants (:func:`curation.themes.mentions.theme_variants`)."""
     theme, aliases = theme_from_title(entity)
     return theme_variants(theme, [*aliases, *entity_words(entity)])
 
@@ -260,7 +262,7 @@ def check_corpus(drafts: Sequence[Draft], titles: Titles) -> None:
 
     Every variant of an entity contains one of its :func:`entity_words` as a whole word, so a text names an entity
     exactly when one of its words is one of that entity's words: an index of those words finds every candidate in
-    linear time, and the theme matcher (:func:`curation.themes.find_mentions`) confirms and locates each one.
+    linear time, and the theme matcher (:func:`curation.themes.mentions.find_mentions`) confirms and locates each one.
     """
     owners: dict[str, set[str]] = {}
     variants: dict[str, list[str]] = {}

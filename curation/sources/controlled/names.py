@@ -4,7 +4,7 @@ A word is 2 or 3 syllables (onset + vowel, an optional coda on the last one), ca
 ``Drakeno``, ``Tirsk``. :class:`NameBook` hands out words so that within one generated corpus
 
 * no word is handed out twice, nor a part of another one ("Zeja" and "Zejatou"), compared accent- and case-folded
-  (:func:`curation.themes.fold`), so an invented name occurs in a document only where it was placed;
+  (:func:`curation.themes.mentions.fold`), so an invented name occurs in a document only where it was placed;
 * no word is a word of the templates' own text (:func:`vocabulary` of the fixed prose, choices and first names),
   nor a part of one ("Kilo" of "kilometres"), so an entity word can never be mistaken for ordinary prose, nor prose
   for an entity;
@@ -22,7 +22,7 @@ import random
 import re
 from collections.abc import Iterable
 
-from curation.themes import fold
+from curation.themes.mentions import fold
 
 ONSETS = (
     "b", "br", "d", "dr", "f", "g", "gr", "h", "k", "kr", "l", "m", "n", "p", "r", "s", "t", "tr", "v", "z",
