@@ -85,3 +85,14 @@ def test_evaluation_uses_the_trained_layout_and_notes_an_override(tmp_path: Path
     note = "trained with anchored windows, evaluated with plain"
     assert indexed.details["window_policy"] == "plain" and indexed.details["window_layout_note"] == note
     assert note in indexed.description and f"insent-plain: {note}" in logged
+
+
+def test_late_interaction_says_it_reads_a_header_trained_model_without_the_header(tmp_path: Path) -> None:
+    save_tiny_model(tmp_path / "insent_model")
+    _trained(tmp_path, "insent_model", context="late", window_policy="anchored", header="title")
+    logged: list[str] = []
+    system = LateInteractionSystem(kind="late_interaction", name="li", trained="insent_model")
+    indexed = prepare_system(system, toy_corpus(), tmp_path, log=logged.append)
+    note = "trained with the title header, evaluated without one"  # late interaction has no header option
+    assert indexed.details["window_policy"] == "anchored" and indexed.details["window_layout_note"] == note
+    assert note in indexed.description and f"li: {note}" in logged
