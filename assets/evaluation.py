@@ -19,7 +19,7 @@ import dagster as dg
 
 from assets.resources import ConTEBSettings
 from assets.retries import retried_op
-from conteb.names import StageTable
+from conteb.names import StageTable, TrainedModel
 from conteb.storage import models_dir, reports_dir
 from curation.shards import shard_key
 from evaluation.encoded import EncodingJob, EncodingKey, EncodingOutcome, EncodingShard, merge_outcomes
@@ -50,7 +50,7 @@ def _upstream(config: ProjectConfig, target: EvalTarget) -> list[dg.AssetKey]:
     if config.training.tasks:
         trained = {getattr(s, "trained", None) for s in systems} - {None}
         if not config.training.control:
-            trained.discard("finetune_control_model")
+            trained.discard(TrainedModel.FINETUNE_CONTROL)
         deps += [dg.AssetKey(name) for name in sorted(trained)]
     return deps
 

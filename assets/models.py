@@ -1,4 +1,5 @@
-"""Training assets: ``insent_model`` (late chunking + InSeNT) and ``finetune_control_model``
+"""Training assets (names: :class:`conteb.names.TrainedModel`): ``insent_model`` (late chunking + InSeNT) and
+``finetune_control_model``
 (the paper's "+Training" control: the same data, chunks encoded without context), launched
 through Dagster Pipes so training runs in its own process (or pod) and streams logs back.
 
@@ -14,16 +15,16 @@ import dagster as dg
 import yaml
 
 from assets.resources import ConTEBSettings
-from conteb.names import StageTable
+from conteb.names import StageTable, TrainedModel
 from conteb.storage import atomic_path, dataset_dir, models_dir
 from project.config import ProjectConfig
 
 VARIANTS = {
-    "insent_model": {
+    TrainedModel.INSENT: {
         "context": "late",
         "description": "Late chunking + InSeNT loss (in-sequence and in-batch negatives).",
     },
-    "finetune_control_model": {
+    TrainedModel.FINETUNE_CONTROL: {
         "context": "independent",
         "description": "Control: the same base model and data, each chunk encoded alone (no context).",
     },
@@ -31,8 +32,10 @@ VARIANTS = {
 
 
 def training_config(config: ProjectConfig, data_path: Path, name: str) -> dict:
-    """The YAML handed to ``python -m training`` for model ``name`` (see training/config.py)."""
-    settings = dict(config.training.settings)
+    """The YAML handed to ``python -m training`` for model ``name`` (see training/config.py). It always records the
+    ``window_policy`` and ``header`` (the training defaults where the settings leave them out): evaluation reads them
+    to evaluate the model as it was trained (:func:`evaluation.systems.embedders.as_trained`)."""
+    settings = {**recorded_defaults(), **config.training.settings}
     settings.update(
         data=[str(dataset_dir(data_path, task)) for task in config.training.tasks],
         output=str(models_dir(data_path) / name),
@@ -41,18 +44,26 @@ def training_config(config: ProjectConfig, data_path: Path, name: str) -> dict:
     return settings
 
 
+def recorded_defaults() -> dict[str, object]:
+    """The training defaults every training YAML records (``window_policy``, ``header``), from
+    :class:`training.config.TrainingConfig`."""
+    from training.config import TrainingConfig
+
+    return {name: TrainingConfig.model_fields[name].default for name in ("window_policy", "header")}
+
+
 def build_model_assets(config: ProjectConfig) -> list[dg.AssetsDefinition]:
     """One asset per trained model (none when ``training.tasks`` is empty)."""
     if not config.training.tasks:
         return []
-    names = ["insent_model"] + (["finetune_control_model"] if config.training.control else [])
+    names = [TrainedModel.INSENT] + ([TrainedModel.FINETUNE_CONTROL] if config.training.control else [])
     deps = [dg.AssetKey([task, StageTable.CONTEB_DATASET]) for task in config.training.tasks]
     return [_model_asset(config, name, deps) for name in names]
 
 
 def _model_asset(config: ProjectConfig, name: str, deps: list[dg.AssetKey]) -> dg.AssetsDefinition:
     return pipes_training_asset(
-        key=dg.AssetKey(name),
+        key=dg.AssetKey(str(name)),  # a plain string: Dagster refuses enum members in asset keys
         group="training",
         deps=deps,
         description=VARIANTS[name]["description"],

@@ -2,8 +2,10 @@
 
 * ``reproduce/*`` curation assets: the task of ``conteb.yaml``'s ``reproduce:`` block, built by the same factories
   as every registry task (``pipelines/definitions.py``), split by document into train and test;
-* ``reproduce/insent_plain``, ``reproduce/insent_anchored``, ``reproduce/finetune_control``: the three models,
-  trained on the train split through Dagster Pipes (:func:`assets.models.pipes_training_asset`);
+* ``reproduce/insent_plain``, ``reproduce/insent_anchored``, ``reproduce/insent_anchored_title`` (anchored windows,
+  each chunk under its title header), ``reproduce/finetune_control``: the four models
+  (:class:`conteb.names.ReproduceModel`), trained on the train split through Dagster Pipes
+  (:func:`assets.models.pipes_training_asset`);
 * ``reproduce/evaluation``: every baseline and the trained models on the test split (``evaluation/experiment.py``),
   with the chunk-size study on the test documents only;
 * ``reproduce/paper_comparison``: the paper's headline effects beside ours (``evaluation/reports/paper.py``), written to
@@ -20,7 +22,7 @@ from assets.keys import key
 from assets.models import pipes_training_asset
 from assets.resources import ConTEBSettings
 from conteb.config import TaskConfig
-from conteb.names import StageTable
+from conteb.names import ReproduceModel, StageTable, SystemName
 from conteb.reproduce import REPRODUCE_TASK, ExperimentTask, ReproduceConfig
 from conteb.storage import dataset_dir, models_dir, reports_dir
 from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
@@ -30,9 +32,22 @@ from project.config import ProjectConfig
 GROUP = REPRODUCE_TASK
 MODELS = {
     # asset name -> (evaluation system, description)
-    "insent_plain": ("insent", "InSeNT (late chunking, plain windows) trained on the experiment's train split."),
-    "insent_anchored": ("insent-anchored", "InSeNT with anchored windows, trained on the train split."),
-    "finetune_control": ("finetune-control", "The +Training control: same data, each chunk encoded alone."),
+    ReproduceModel.INSENT_PLAIN: (
+        SystemName.INSENT,
+        "InSeNT (late chunking, plain windows) trained on the experiment's train split.",
+    ),
+    ReproduceModel.INSENT_ANCHORED: (
+        SystemName.INSENT_ANCHORED,
+        "InSeNT with anchored windows, trained on the train split.",
+    ),
+    ReproduceModel.INSENT_ANCHORED_TITLE: (
+        SystemName.INSENT_ANCHORED_TITLE,
+        "InSeNT with anchored windows, each chunk under its title header (header: title), trained on the train split.",
+    ),
+    ReproduceModel.FINETUNE_CONTROL: (
+        SystemName.FINETUNE_CONTROL,
+        "The +Training control: same data, each chunk encoded alone.",
+    ),
 }
 EVALUATION = "evaluation"
 MASK_NOTE = 'no LLM configured: the labelled offline mask, theme mentions replaced by "the subject"'
@@ -126,13 +141,13 @@ def _model_asset(
             window_overlap_chunks=profile.window_overlap_chunks,
         )
 
-    return pipes_training_asset(dg.AssetKey([main.name, name]), GROUP, datasets, description, run_config)
+    return pipes_training_asset(dg.AssetKey([main.name, str(name)]), GROUP, datasets, description, run_config)
 
 
 def _evaluation_asset(
     config: ProjectConfig, main: TaskConfig, task: TaskConfig, *, chunk_sizes: bool
 ) -> dg.AssetsDefinition:
-    deps = [key(task, StageTable.CONTEB_DATASET), *(dg.AssetKey([main.name, name]) for name in MODELS)]
+    deps = [key(task, StageTable.CONTEB_DATASET), *(dg.AssetKey([main.name, str(name)]) for name in MODELS)]
     if task.chunk_contexts:
         deps.append(key(task, StageTable.CHUNK_CONTEXTS))
 

@@ -1,4 +1,5 @@
-"""The project's vocabularies, each defined once: stages, pairings, review kinds, job names, system names.
+"""The project's vocabularies, each defined once: stages, pairings, review kinds, job names, system names,
+trained-model asset names.
 
 Each vocabulary is a :class:`enum.StrEnum` (its members compare equal to, and format as, the plain strings
 stored in Parquet columns, SQLite rows and cache keys), except :class:`StageTable`, whose names go to Dagster
@@ -78,11 +79,36 @@ class SystemName(StrEnum):
     INSENT = "insent"
     FINETUNE_CONTROL = "finetune-control"
     INSENT_ANCHORED = "insent-anchored"  # the reproduce experiment's own system: InSeNT with anchored windows
+    INSENT_ANCHORED_TITLE = "insent-anchored-title"  # the same, trained and evaluated with the title header
     CONTEXTUAL = "contextual"
     HYBRID = "hybrid"  # reciprocal rank fusion of bm25 and independent
     HYBRID_TITLE = "hybrid-title"  # reciprocal rank fusion of bm25-title and title-prefix
     LATE_CHUNKING_TITLE = "late-chunking-title"  # late chunking whose chunks carry the title header
     LATE_CHUNKING_ANCHORED_TITLE = "late-chunking-anchored-title"  # the same with anchored windows
+
+
+class TrainedModel(StrEnum):
+    """The training assets of the registry (``training:`` block): Dagster asset ``<name>``, model folder
+    ``<data>/models/<name>``, training YAML ``<data>/models/<name>.train.yaml``; a dense system's ``trained``."""
+
+    INSENT = "insent_model"  # late chunking + InSeNT
+    FINETUNE_CONTROL = "finetune_control_model"  # the "+Training" control: each chunk encoded alone
+
+
+def trained_model_name(value: str) -> str:
+    """``value`` when it names a :class:`TrainedModel` (as a plain string); else ValueError naming the known ones."""
+    if value not in set(TrainedModel):
+        raise ValueError(f"{value!r} is not a training asset; known: {[str(name) for name in TrainedModel]}")
+    return str(value)
+
+
+class ReproduceModel(StrEnum):
+    """The models the reproduce experiment trains: asset ``[reproduce, <name>]`` (``assets/reproduce.py``)."""
+
+    INSENT_PLAIN = "insent_plain"
+    INSENT_ANCHORED = "insent_anchored"
+    INSENT_ANCHORED_TITLE = "insent_anchored_title"  # anchored windows, each chunk under its title header
+    FINETUNE_CONTROL = "finetune_control"
 
 
 class StageTable:

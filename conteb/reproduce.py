@@ -19,8 +19,10 @@ The experiment (job ``reproduce_conteb``; the asset groups ``reproduce`` and one
      uninformative titles (the same documents otherwise), evaluated.
 
    A corpus whose file is absent, or that the profile sizes to 0 documents, is left out (the report says so).
-2. **Models**: InSeNT with plain windows, InSeNT with anchored windows, and the "+Training" control (each chunk
-   alone), all trained on the ``train`` splits of the training tasks with the profile's settings.
+2. **Models** (:class:`conteb.names.ReproduceModel`): InSeNT with plain windows, InSeNT with anchored windows, InSeNT
+   with anchored windows and the title header (``header: title``: each chunk read under its document's title, in
+   training and in evaluation, system ``insent-anchored-title``), and the "+Training" control (each chunk alone), all
+   trained on the ``train`` splits of the training tasks with the profile's settings.
 3. **Evaluation** of every baseline on the ``test`` split of each evaluated task, on all queries and on the
    ``needs_context`` subset, and the chunk-size study on SQuAD's test documents.
 4. **Report**: the paper's headline effects beside ours (``evaluation/reports/paper.py``) and the experiment's

@@ -9,7 +9,8 @@ Systems (``kind``):
   head, see :mod:`embedding.encoder`) or ``title`` (the cheapest contextual chunk header: ``title_template``
   filled with the document's title and the chunk, embedded alone; a chunk without a title is embedded alone).
   ``model`` names a model (``offline-minilm``, a hub id, a folder); ``trained`` names a training asset
-  (``insent_model`` / ``finetune_control_model``) whose folder is ``<data>/models/<name>``.
+  (:class:`conteb.names.TrainedModel`) whose folder is ``<data>/models/<name>``; such a system is evaluated with the
+  ``window_policy`` and ``header`` its model was trained with unless it sets them (a difference is noted).
   ``header: title`` (``context: late`` only) puts the same header inside the late-chunking sequence: each chunk's
   text there is its ``title_template`` text, so the header's tokens are pooled with the chunk's (plain or anchored
   windows).
@@ -32,7 +33,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from conteb.config import StrictModel
-from conteb.names import SystemName
+from conteb.names import SystemName, TrainedModel, trained_model_name
 from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
 from evaluation.results import HEADLINE
 
@@ -58,7 +59,9 @@ class ModelOptions(StrictModel):
 
     model: str | None = None  # default: offline-minilm unless ``trained`` is set
     role: Role | None = None  # null: by the rule (a model given by name or folder counts as untrained)
-    trained: Literal["insent_model", "finetune_control_model"] | None = None
+    # a training asset (conteb.names.TrainedModel); its training YAML gives window_policy and header where the system
+    # sets neither (evaluation.systems.embedders.as_trained)
+    trained: Annotated[str, AfterValidator(trained_model_name)] | None = None
     query_prefix: str | None = None
     document_prefix: str | None = None
     max_length: int | None = Field(None, ge=8)  # tokens per window (default: the model's max_seq_length)
@@ -284,9 +287,9 @@ def default_systems() -> tuple[SystemConfig, ...]:
         HybridSystem(
             kind="hybrid", name=SystemName.HYBRID_TITLE, systems=(SystemName.BM25_TITLE, SystemName.TITLE_PREFIX)
         ),
-        DenseSystem(kind="dense", name=SystemName.INSENT, trained="insent_model", context="late"),
+        DenseSystem(kind="dense", name=SystemName.INSENT, trained=TrainedModel.INSENT, context="late"),
         DenseSystem(
-            kind="dense", name=SystemName.FINETUNE_CONTROL, trained="finetune_control_model", context="independent"
+            kind="dense", name=SystemName.FINETUNE_CONTROL, trained=TrainedModel.FINETUNE_CONTROL, context="independent"
         ),
         ContextualSystem(kind="contextual", name=SystemName.CONTEXTUAL),
     )

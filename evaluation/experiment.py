@@ -4,10 +4,11 @@ Systems (names fixed: :mod:`evaluation.reports.paper` refers to them): ``bm25``,
 ``late-chunking`` (plain windows), ``late-chunking-anchored`` — the untrained baselines of ``default_systems()``
 with the experiment's base model and prefixes — the cheap baselines a user tries first (``bm25-title``, ``hybrid`` of
 ``bm25`` and ``independent``, ``hybrid-title`` of ``bm25-title`` and ``title-prefix``), the title header inside the
-windows (``late-chunking-title``, ``late-chunking-anchored-title``), and the three trained models: ``insent`` (late
-chunking, plain windows), ``insent-anchored`` (anchored windows, trained that way), ``finetune-control`` (each chunk
-alone), read from their model folders; ``contextual`` joins when the task has LLM chunk contexts. Every tested system
-is also compared with the best cheap baseline (:mod:`evaluation.comparisons`), beside the paper's pairs.
+windows (``late-chunking-title``, ``late-chunking-anchored-title``), and the four trained models: ``insent`` (late
+chunking, plain windows), ``insent-anchored`` (anchored windows, trained that way), ``insent-anchored-title``
+(anchored windows, each chunk under its title header, trained and evaluated that way), ``finetune-control`` (each
+chunk alone), read from their model folders; ``contextual`` joins when the task has LLM chunk contexts. Every tested
+system is also compared with the best cheap baseline (:mod:`evaluation.comparisons`), beside the paper's pairs.
 """
 
 from __future__ import annotations
@@ -34,8 +35,11 @@ TRAINED_MODELS: dict[str, tuple[str, str]] = {
     # system name -> (untrained system it is a copy of, model folder name)
     SystemName.INSENT: (SystemName.LATE_CHUNKING, "insent-plain"),
     SystemName.INSENT_ANCHORED: (SystemName.LATE_CHUNKING_ANCHORED, "insent-anchored"),
+    SystemName.INSENT_ANCHORED_TITLE: (SystemName.LATE_CHUNKING_ANCHORED_TITLE, "insent-anchored-title"),
     SystemName.FINETUNE_CONTROL: (SystemName.INDEPENDENT, "finetune-control"),
 }
+ANCHORED = (SystemName.LATE_CHUNKING_ANCHORED, SystemName.LATE_CHUNKING_ANCHORED_TITLE)
+"""The untrained systems with anchored windows (their trained copies train with anchored windows too)."""
 COMPARISONS = (
     (SystemName.LATE_CHUNKING, SystemName.INDEPENDENT),
     (SystemName.LATE_CHUNKING_ANCHORED, SystemName.INDEPENDENT),
@@ -47,6 +51,8 @@ COMPARISONS = (
     (SystemName.INSENT_ANCHORED, SystemName.FINETUNE_CONTROL),
     (SystemName.INSENT, SystemName.LATE_CHUNKING),
     (SystemName.INSENT_ANCHORED, SystemName.INSENT),
+    (SystemName.INSENT_ANCHORED_TITLE, SystemName.INSENT_ANCHORED),
+    (SystemName.INSENT_ANCHORED_TITLE, SystemName.LATE_CHUNKING_ANCHORED_TITLE),
     (SystemName.CONTEXTUAL, SystemName.INDEPENDENT),
     (SystemName.LATE_CHUNKING_TITLE, SystemName.LATE_CHUNKING),
     (SystemName.LATE_CHUNKING_ANCHORED_TITLE, SystemName.LATE_CHUNKING_ANCHORED),
@@ -147,7 +153,8 @@ def training_settings(
         base_model=base_model,
         split="train",
         context="independent" if template == SystemName.INDEPENDENT else "late",
-        window_policy="anchored" if template == SystemName.LATE_CHUNKING_ANCHORED else "plain",
+        window_policy="anchored" if template in ANCHORED else "plain",
+        header="title" if template == SystemName.LATE_CHUNKING_ANCHORED_TITLE else None,
     )
     if settings["window_policy"] == "anchored":
         settings["anchor_share"] = anchor_share

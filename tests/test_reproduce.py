@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import yaml
 
 from conteb.config import ConfigError
 from conteb.reproduce import CPU_PROFILE, GPU_PROFILE
@@ -61,6 +62,7 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     job = defs.resolve_job_def("reproduce_conteb")
     keys = {k.to_user_string() for k in job.asset_layer.selected_asset_keys}
     assert {"reproduce/insent_plain", "reproduce/insent_anchored", "reproduce/finetune_control"} <= keys
+    assert "reproduce/insent_anchored_title" in keys  # the header variant
     assert {"reproduce/evaluation", "reproduce/paper_comparison", "reproduce/conteb_dataset"} <= keys
     # the other training tasks (COVID-QA sized to 0 documents is left out) and the two held-out evaluations
     assert {"reproduce-sotu/conteb_dataset", "reproduce-controlled/conteb_dataset"} <= keys
@@ -90,24 +92,25 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     card = (isolated_env / "models" / "reproduce" / "insent-anchored" / "README.md").read_text()
     assert f"| pseudo-queries (offline inverse cloze, pairing `pseudo`) | {sotu_queries.num_rows} |" in card
     models = isolated_env / "models" / "reproduce"
-    for folder, policy, context in (
-        ("insent-plain", "plain", "late"),
-        ("insent-anchored", "anchored", "late"),
-        ("finetune-control", "plain", "independent"),
+    for folder, policy, context, header in (
+        ("insent-plain", "plain", "late", None),
+        ("insent-anchored", "anchored", "late", None),
+        ("insent-anchored-title", "anchored", "late", "title"),
+        ("finetune-control", "plain", "independent", None),
     ):
         seen = json.loads((models / folder / "training_data.json").read_text())
         by_task = {entry["task"]: set(entry["doc_ids"]) for entry in seen["tasks"]}
         assert by_task.keys() == trained_on.keys(), by_task.keys()
         assert all(by_task[name] and by_task[name] <= trained_on[name] for name in trained_on)
-        settings = (models / f"{folder}.train.yaml").read_text()
-        assert f"window_policy: {policy}" in settings and f"context: {context}" in settings
+        settings = yaml.safe_load((models / f"{folder}.train.yaml").read_text())
+        assert (settings["window_policy"], settings["context"], settings["header"]) == (policy, context, header)
 
     evaluation = instance.get_latest_materialization_event(dg.AssetKey(["reproduce", "evaluation"]))
     metadata = {k: v.value for k, v in evaluation.asset_materialization.metadata.items()}
     assert metadata["split"] == "test"
     for system in ("bm25", "independent", "title-prefix", "late-chunking", "late-chunking-anchored",
                    "insent", "insent-anchored", "finetune-control", "bm25-title", "hybrid", "hybrid-title",
-                   "late-chunking-title", "late-chunking-anchored-title"):  # fmt: skip
+                   "late-chunking-title", "late-chunking-anchored-title", "insent-anchored-title"):  # fmt: skip
         assert 0.0 <= metadata[f"ndcg@10/{system}"] <= 1.0, system
     # Every tested system against the best cheap baseline of the test split.
     for system in ("late-chunking", "insent", "insent-anchored", "finetune-control", "late-chunking-anchored-title"):

@@ -4,8 +4,14 @@
 from pathlib import Path
 
 import dagster as dg
+import yaml
 from sentence_transformers import SentenceTransformer
 
+from assets.models import training_config
+from conteb.names import TrainedModel
+from conteb.storage import reports_dir
+from evaluation.results import from_json
+from evaluation.runner import evaluation_path
 from pipelines.definitions import build_definitions
 from project.config import load_config
 from tests.conftest import SAMPLE_DIR
@@ -20,7 +26,8 @@ def test_train_insent_job_trains_both_models_through_pipes(tmp_path: Path, isola
         f"tasks:\n  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n"
         "    splits: {train: 0.5, test: 0.5, seed: 0}\n"
         "training:\n  tasks: [demo]\n  control: true\n"
-        f"  settings: {{base_model: {base}, max_steps: 2, batch_docs: 2, eval_every: 2, checkpoint_every: 2}}\n"
+        f"  settings: {{base_model: {base}, max_steps: 2, batch_docs: 2, eval_every: 2, checkpoint_every: 2,\n"
+        "              window_policy: anchored, header: title}\n"
         "evaluation:\n  systems:\n"
         "    - {name: insent, kind: dense, trained: insent_model, context: late}\n"
         "    - {name: finetune-control, kind: dense, trained: finetune_control_model, context: independent}\n"
@@ -42,7 +49,8 @@ def test_train_insent_job_trains_both_models_through_pipes(tmp_path: Path, isola
         model_path = Path(metadata["model_path"])
         assert model_path == isolated_env / "models" / name
         assert SentenceTransformer(str(model_path), device="cpu").encode(["a query"]).shape[1] == 64
-        assert f"context: {context}" in (isolated_env / "models" / f"{name}.train.yaml").read_text()
+        recorded = yaml.safe_load((isolated_env / "models" / f"{name}.train.yaml").read_text())
+        assert (recorded["context"], recorded["window_policy"], recorded["header"]) == (context, "anchored", "title")
     logs = "\n".join(e.message for e in instance.all_logs(result.run_id) if e.message)
     assert "step step=1" in logs  # the child's progress reached the Dagster run log
 
@@ -55,3 +63,19 @@ def test_train_insent_job_trains_both_models_through_pipes(tmp_path: Path, isola
     assert 0.0 <= metadata["ndcg@10/insent"].value <= 1.0
     assert 0.0 <= metadata["ndcg@10/finetune-control"].value <= 1.0
     assert "p_value/insent_vs_finetune-control" in metadata
+    # evaluated as trained (the systems set neither windows nor header): anchored windows under the title header; the
+    # control reads each chunk alone under its title
+    runs = {run.system: run for run in from_json(evaluation_path(reports_dir(isolated_env), "demo").read_text()).runs}
+    insent, control = runs["insent"].details, runs["finetune-control"].details
+    assert (insent["window_policy"], insent["header"], insent["context"]) == ("anchored", "title", "late")
+    assert control["context"] == "title" and "window_layout_note" not in insent | control
+
+
+def test_every_training_yaml_records_the_window_policy_and_header(tmp_path: Path) -> None:
+    config_path = tmp_path / "conteb.yaml"
+    config_path.write_text(
+        f"tasks:\n  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n"
+        "training:\n  tasks: [demo]\n  settings: {epochs: 1}\n"
+    )
+    values = training_config(load_config(config_path), tmp_path, TrainedModel.INSENT)
+    assert (values["window_policy"], values["header"], values["epochs"]) == ("plain", None, 1)

@@ -18,6 +18,7 @@ from pydantic import AfterValidator, ConfigDict, Field, ValidationError, field_v
 from conteb.config import StrictModel, valid_split_name
 from conteb.yaml_text import load_yaml
 from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
+from evaluation.config import DEFAULT_TITLE_TEMPLATE, TitleTemplate
 
 
 class TrainingConfigError(ValueError):
@@ -58,6 +59,11 @@ class TrainingConfig(StrictModel):
     # chunk, at most floor(anchor_share * max_length) tokens), attended to but never pooled (embedding.encoder)
     window_policy: Literal["plain", "anchored"] = "plain"
     anchor_share: float = Field(0.4, gt=0.0, lt=1.0)
+    # title: each chunk is read as title_template filled with its document's title and the chunk, the text evaluation's
+    # ``header: title`` (late) and ``context: title`` (independent) give it (evaluation.systems.headers.header_text);
+    # anchored windows then take the first chunk's header text as their head. None: the chunks as published
+    header: Literal["title"] | None = None
+    title_template: TitleTemplate = DEFAULT_TITLE_TEMPLATE
     # weighted loss: mean over queries (ours) or over documents of per-document means (the public code)
     loss_average: Literal["query", "document"] = "query"
     validation_fraction: float = Field(0.1, ge=0.0, lt=1.0)
@@ -170,6 +176,7 @@ _CLI_FIELDS = (
     "attention_dropout",
     "validation_fraction",
     "window_policy",
+    "header",
     "loss_average",
     "split",
 )
@@ -196,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--loss", choices=["weighted", "single_softmax"])
     parser.add_argument(
         "--window-policy", choices=["plain", "anchored"], help="anchored: later windows start with the document's head"
+    )
+    parser.add_argument(
+        "--header", choices=["title"], help="title: each chunk read under its document's title (as evaluation's header)"
     )
     parser.add_argument(
         "--loss-average", choices=["query", "document"], help="document: per-document means (the public code)"

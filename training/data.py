@@ -47,6 +47,7 @@ from conteb.ids import split_chunk_id
 from conteb.names import Pairing
 from conteb.published import config_splits, read_config
 from conteb.text import is_blank
+from evaluation.systems.headers import header_text
 
 
 @dataclass
@@ -293,20 +294,42 @@ def documents_seen(samples: Sequence[TrainingSample]) -> list[dict]:
     ]
 
 
+def chunk_texts(sample: TrainingSample, header: str | None, title_template: str) -> list[str]:
+    """What the encoder reads of each chunk of ``sample``: its text, or with ``header: title`` its header text
+    (:func:`evaluation.systems.headers.header_text`, the evaluation's own rule; a document without a title keeps its
+    chunks as they are)."""
+    if header is None:
+        return sample.chunks
+    return [header_text(title_template, sample.title, chunk) or chunk for chunk in sample.chunks]
+
+
+def encoder_inputs(
+    samples: Sequence[TrainingSample], header: str | None, title_template: str
+) -> tuple[list[list[str]], list[str | None] | None]:
+    """Per document of ``samples``: the chunk texts the encoder reads (:func:`chunk_texts`) and the titles anchored
+    windows take for their head. With a header the head takes no separate title (None): it is the first chunk's
+    header text (the title, then the first chunk), as in evaluation (:mod:`evaluation.systems.dense`)."""
+    texts = [chunk_texts(sample, header, title_template) for sample in samples]
+    return texts, (None if header is not None else [sample.title for sample in samples])
+
+
 def count_tokens(
     samples: Sequence[TrainingSample],
     tokenize: Callable[[list[str]], list[list[int]]],
     max_length: int | None,
     stats: DataStats,
+    texts: Callable[[TrainingSample], list[str]] = lambda sample: sample.chunks,
 ) -> None:
     """Set each sample's ``n_tokens`` and count windowed documents and over-long chunks.
 
     ``tokenize`` maps texts to token ids without special tokens; a document's length is its
-    chunks' tokens plus one separator per chunk and the leading/trailing special tokens.
+    chunks' tokens (``texts(sample)``: what the encoder reads) plus one separator per chunk and the leading/trailing
+    special tokens.
     """
     stats.max_length = max_length
     for sample in samples:
-        lengths = [len(ids) for ids in tokenize(sample.chunks)] if sample.chunks else []
+        chunks = texts(sample)
+        lengths = [len(ids) for ids in tokenize(chunks)] if chunks else []
         sample.n_tokens = sum(lengths) + len(lengths) + 1
         stats.max_document_tokens = max(stats.max_document_tokens, sample.n_tokens)
         if max_length is not None:

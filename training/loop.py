@@ -20,7 +20,8 @@ import random
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,17 @@ from transformers import get_cosine_schedule_with_warmup
 from embedding.encoder import LateChunkingEncoder, PoolingPolicy
 from embedding.models import load_model, set_attention_dropout
 from embedding.windows import Context
+from evaluation.config import DEFAULT_TITLE_TEMPLATE
 from training.card import write_model_card
 from training.checkpoints import checkpoint_step, latest_checkpoint, restore, save_checkpoint
 from training.config import TrainingConfig, config_to_dict
 from training.data import (
+    DataStats,
     TrainingSample,
+    chunk_texts,
     count_tokens,
     documents_seen,
+    encoder_inputs,
     load_samples,
     make_batches,
     shard_batches,
@@ -92,16 +97,18 @@ def _batch_loss(
     mode: str,
     autocast: Any,
     context: Context = "late",
+    header: str | None = None,
+    title_template: str = DEFAULT_TITLE_TEMPLATE,
 ) -> tuple[InsentLoss | None, torch.Tensor | None]:
     """The batch's InSeNT loss, or ``(None, zero)`` for a batch without queries (a zero-gradient stand-in).
 
-    The encoder runs under ``autocast`` (bf16 on CUDA); scores and loss are computed in float32.
+    The chunks are read under ``header`` (:func:`training.data.encoder_inputs`) in ``context``. The encoder runs under
+    ``autocast`` (bf16 on CUDA); scores and loss are computed in float32.
     """
     queries = [query for sample in docs for query in sample.queries]
     query_doc = torch.tensor([i for i, s in enumerate(docs) for _ in s.queries], dtype=torch.long, device=device)
     query_chunk = torch.tensor([g for s in docs for g in s.gold], dtype=torch.long, device=device)
-    chunk_lists = [sample.chunks for sample in docs]
-    titles = [sample.title for sample in docs]
+    chunk_lists, titles = encoder_inputs(docs, header, title_template)
     if mode == "single":
         with autocast:
             chunk_repr, chunk_mask = pad_documents(encoder.forward_documents(chunk_lists, mode=context, titles=titles))
@@ -122,22 +129,42 @@ def _batch_loss(
     return result, None
 
 
-def train(config: TrainingConfig, on_event: EventCallback | None = None, resume: bool = False) -> TrainResult:
-    """Train ``config.base_model`` with InSeNT on ``config.data`` and save it to ``config.output``.
+@dataclass
+class _Run:
+    """Everything a training run holds between its steps (set up by :func:`_set_up`)."""
 
-    ``resume``: continue from the latest checkpoint in ``<output>/checkpoints`` (a fresh start when
-    there is none). Events go to ``on_event(kind, payload)`` on rank 0.
-    """
-    started = time.perf_counter()
-    dist, device = init_distributed(config.device)
-    output = Path(config.output)
+    config: TrainingConfig
+    dist: Any  # training.distributed's rank, world size and barrier
+    device: torch.device
+    emit: EventCallback
+    model: SentenceTransformer
+    encoder: LateChunkingEncoder
+    loss_module: InsentLossModule
+    samples: list[TrainingSample]
+    stats: DataStats
+    train_samples: list[TrainingSample]
+    validation: list[TrainingSample]
+    plan: _Plan
+    parameters: list[torch.nn.Parameter]
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    checkpoint: Path | None
+    use_bf16: bool
+    checkpointing: bool
+    step: int = 0
+    loss_history: list[dict[str, float]] = field(default_factory=list)
+    evals: list[dict[str, float]] = field(default_factory=list)
+    validation_before: dict[str, float] = field(default_factory=dict)
+    last: float | None = None  # the last step's mean loss
 
-    def emit(kind: str, payload: dict[str, Any]) -> None:
-        if on_event is not None and dist.main:
-            on_event(kind, payload)
+    @property
+    def rank_world(self) -> tuple[int, int]:
+        return self.dist.rank, self.dist.world_size
 
-    rank_world = (dist.rank, dist.world_size)
-    checkpoint = latest_checkpoint(output) if resume else None
+
+def _load_encoder(config: TrainingConfig, device: torch.device, checkpoint: Path | None) -> tuple[Any, ...]:
+    """``(model, encoder, use_bf16, gradient checkpointing on)``: the base model (or the checkpoint's) on ``device``
+    with the config's window, dropout and precision settings."""
     model = load_model(str(checkpoint / "model") if checkpoint else config.base_model, device=str(device))
     model_length = model.max_seq_length
     if config.max_length is not None and (model_length is None or config.max_length < model_length):
@@ -159,160 +186,234 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
         window_policy=config.window_policy,
         anchor_share=config.anchor_share,
     )
-    loss_module = InsentLossModule(
-        config.lambda_seq, config.scale, mode=config.mode, variant=config.loss, average=config.loss_average
-    )
+    return model, encoder, use_bf16, checkpointing
 
+
+def _load_data(
+    config: TrainingConfig, encoder: LateChunkingEncoder, max_length: int | None
+) -> tuple[list[TrainingSample], DataStats, list[TrainingSample], list[TrainingSample]]:
+    """``(samples, stats, train, validation)``: every document read, split by document; ValueError without a single
+    training query."""
     samples, stats = load_samples(config.data, include_synthetic=config.include_synthetic, split=config.split)
-    count_tokens(samples, encoder.tokenize, config.max_length or model.max_seq_length, stats)
+    texts = partial(chunk_texts, header=config.header, title_template=config.title_template)
+    count_tokens(samples, encoder.tokenize, max_length, stats, texts)
     train_samples, validation = split_by_document(samples, config.validation_fraction, config.seed)
     if not any(sample.queries for sample in train_samples):
         raise ValueError(f"no training queries in {[str(p) for p in config.data]}")
     stats.train_documents, stats.validation_documents = len(train_samples), len(validation)
     stats.train_queries = sum(len(s.queries) for s in train_samples)
     stats.validation_queries = sum(len(s.queries) for s in validation)
+    return samples, stats, train_samples, validation
 
-    n_batches = len(shard_batches(make_batches(train_samples, config.batch_docs, config.seed, 0), *rank_world))
-    plan = _plan(config, n_batches)
+
+def _set_up(config: TrainingConfig, on_event: EventCallback | None, resume: bool) -> _Run:
+    """Model, data, optimizer and schedule of a run; the state of the latest checkpoint when ``resume``."""
+    dist, device = init_distributed(config.device)
+
+    def emit(kind: str, payload: dict[str, Any]) -> None:
+        if on_event is not None and dist.main:
+            on_event(kind, payload)
+
+    checkpoint = latest_checkpoint(Path(config.output)) if resume else None
+    model, encoder, use_bf16, checkpointing = _load_encoder(config, device, checkpoint)
+    loss_module = InsentLossModule(
+        config.lambda_seq, config.scale, mode=config.mode, variant=config.loss, average=config.loss_average
+    )
+    samples, stats, train_samples, validation = _load_data(config, encoder, config.max_length or model.max_seq_length)
+    batches = make_batches(train_samples, config.batch_docs, config.seed, 0)
+    plan = _plan(config, len(shard_batches(batches, dist.rank, dist.world_size)))
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=config.lr, weight_decay=config.weight_decay)
     scheduler = get_cosine_schedule_with_warmup(optimizer, plan.warmup_steps, plan.total_steps)
     _seed_everything(config.seed + dist.rank)
-
-    step, loss_history, evals, validation_before = 0, [], [], {}
+    run = _Run(
+        config, dist, device, emit, model, encoder, loss_module, samples, stats, train_samples, validation, plan,
+        parameters, optimizer, scheduler, checkpoint, use_bf16, checkpointing,
+    )  # fmt: skip
     if checkpoint is not None:
         resumed = restore(checkpoint, config, optimizer, scheduler, device)
-        step, loss_history = resumed.step, resumed.loss_history
-        evals, validation_before = resumed.evals, resumed.validation_before
+        run.step, run.loss_history = resumed.step, resumed.loss_history
+        run.evals, run.validation_before = resumed.evals, resumed.validation_before
+    run.last = run.loss_history[-1]["loss"] if run.loss_history else None
+    return run
 
-    emit(
+
+def _emit_start(run: _Run) -> None:
+    plan = run.plan
+    run.emit(
         "start",
         {
-            "config": config_to_dict(config),
-            "stats": stats.as_dict(),
-            "device": str(device),
-            "world_size": dist.world_size,
+            "config": config_to_dict(run.config),
+            "stats": run.stats.as_dict(),
+            "device": str(run.device),
+            "world_size": run.dist.world_size,
             "total_steps": plan.total_steps,
             "steps_per_epoch": plan.steps_per_epoch,
             "warmup_steps": plan.warmup_steps,
-            "resumed_from": step if checkpoint else None,
-            "bf16": use_bf16,
-            "gradient_checkpointing": checkpointing,
+            "resumed_from": run.step if run.checkpoint else None,
+            "bf16": run.use_bf16,
+            "gradient_checkpointing": run.checkpointing,
         },
     )
 
-    def run_eval(at_step: int) -> dict[str, float]:
-        scores = evaluate(encoder, validation, config.batch_docs, config.mode, config.context) if validation else {}
-        if scores:
-            evals.append({"step": at_step, **scores})
-            emit("eval", {"step": at_step, **scores})
-        return scores
 
-    if dist.main and checkpoint is None and validation:
-        validation_before = run_eval(0)
-    dist.barrier()
+def _evaluate(run: _Run, at_step: int) -> dict[str, float]:
+    """Validation nDCG@10 at ``at_step`` (:mod:`training.validation`), recorded and emitted; ``{}`` without
+    validation documents. Rank 0 only (the caller's barrier keeps the others waiting)."""
+    config = run.config
+    if not run.validation:
+        return {}
+    header = (config.header, config.title_template)
+    scores = evaluate(run.encoder, run.validation, config.batch_docs, config.mode, config.context, *header)
+    if scores:
+        run.evals.append({"step": at_step, **scores})
+        run.emit("eval", {"step": at_step, **scores})
+    return scores
 
-    def write_checkpoint(at_step: int) -> None:
-        if dist.main:
-            epoch, in_epoch = divmod(at_step, plan.steps_per_epoch)
-            state = {
-                "step": at_step,
-                "epoch": epoch,
-                "batch_position": in_epoch * config.grad_accumulation,  # next micro-batch of this epoch
-                "total_steps": plan.total_steps,
-                "loss_history": loss_history,
-                "evals": evals,
-                "validation_before": validation_before,
-                "config": config_to_dict(config),
-            }
-            path = save_checkpoint(output, at_step, model, optimizer, scheduler, state, config.keep_checkpoints)
-            emit("checkpoint", {"step": at_step, "path": str(path)})
-        dist.barrier()
 
-    start_step = step
-    model.train()
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else nullcontext()
+def _checkpoint(run: _Run, at_step: int) -> None:
+    """Save the model, optimizer, schedule and history at ``at_step`` (rank 0; every rank waits)."""
+    if run.dist.main:
+        config = run.config
+        epoch, in_epoch = divmod(at_step, run.plan.steps_per_epoch)
+        state = {
+            "step": at_step,
+            "epoch": epoch,
+            "batch_position": in_epoch * config.grad_accumulation,  # next micro-batch of this epoch
+            "total_steps": run.plan.total_steps,
+            "loss_history": run.loss_history,
+            "evals": run.evals,
+            "validation_before": run.validation_before,
+            "config": config_to_dict(config),
+        }
+        path = save_checkpoint(
+            Path(config.output), at_step, run.model, run.optimizer, run.scheduler, state, config.keep_checkpoints
+        )
+        run.emit("checkpoint", {"step": at_step, "path": str(path)})
+    run.dist.barrier()
+
+
+def _step(run: _Run, autocast: Any) -> tuple[dict[str, float], int, int]:
+    """One optimizer step (module docstring): ``(record, epoch, tokens forwarded on this rank)``; ``run.step``,
+    ``run.last`` and ``run.loss_history`` move on."""
+    config, plan = run.config, run.plan
+    epoch, in_epoch = divmod(run.step, plan.steps_per_epoch)
+    batches = shard_batches(make_batches(run.train_samples, config.batch_docs, config.seed, epoch), *run.rank_world)
+    micro = batches[in_epoch * config.grad_accumulation : (in_epoch + 1) * config.grad_accumulation]
+    run.optimizer.zero_grad(set_to_none=True)
+    totals = torch.zeros(3, dtype=torch.float64)  # loss, in_sequence, in_batch (summed over micro-batches)
+    counted, tokens = 0, 0
+    header = (config.header, config.title_template)
+    for batch in micro:
+        docs = [run.train_samples[i] for i in batch]
+        tokens += sum(s.n_tokens or 0 for s in docs) + _query_tokens(run.encoder, [q for s in docs for q in s.queries])
+        loss, zero = _batch_loss(
+            run.encoder, run.loss_module, docs, run.device, config.mode, autocast, config.context, *header
+        )
+        if loss is not None:
+            (loss.total / len(micro)).backward()
+            totals += torch.tensor([loss.total.item(), loss.in_sequence.item(), loss.in_batch.item()])
+            counted += 1
+        elif zero is not None:
+            zero.backward()  # keeps every rank's backward in step; zero gradient
+    all_reduce_gradients(run.parameters, run.dist.world_size)
+    torch.nn.utils.clip_grad_norm_(run.parameters, config.max_grad_norm)
+    lr = run.scheduler.get_last_lr()[0]  # the rate this step used
+    run.optimizer.step()
+    run.scheduler.step()
+    run.step += 1
+    if run.dist.world_size > 1:
+        summed = all_reduce_sum([*totals.tolist(), counted], run.device)
+        totals, counted = torch.tensor(summed[:3], dtype=torch.float64), int(summed[3])
+    means = (totals / max(counted, 1)).tolist()
+    run.last = means[0] if counted else run.last
+    record = {"step": run.step, "loss": means[0], "in_sequence": means[1], "in_batch": means[2], "lr": lr}
+    run.loss_history.append(record)
+    return record, epoch, tokens
+
+
+def _steps(run: _Run) -> None:
+    """Optimizer steps up to the plan's total, with their logs, validations and checkpoints."""
+    config, plan, dist = run.config, run.plan, run.dist
+    start_step = run.step
+    run.model.train()
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if run.use_bf16 else nullcontext()
     window_tokens, window_start = 0, time.perf_counter()
-    last = loss_history[-1]["loss"] if loss_history else None
-    while step < plan.total_steps:
-        epoch, in_epoch = divmod(step, plan.steps_per_epoch)
-        batches = shard_batches(make_batches(train_samples, config.batch_docs, config.seed, epoch), *rank_world)
-        micro = batches[in_epoch * config.grad_accumulation : (in_epoch + 1) * config.grad_accumulation]
-        optimizer.zero_grad(set_to_none=True)
-        totals = torch.zeros(3, dtype=torch.float64)  # loss, in_sequence, in_batch (summed over micro-batches)
-        counted = 0
-        for batch in micro:
-            docs = [train_samples[i] for i in batch]
-            window_tokens += sum(s.n_tokens or 0 for s in docs) + _query_tokens(
-                encoder, [q for s in docs for q in s.queries]
-            )
-            loss, zero = _batch_loss(encoder, loss_module, docs, device, config.mode, autocast, config.context)
-            if loss is not None:
-                (loss.total / len(micro)).backward()
-                totals += torch.tensor([loss.total.item(), loss.in_sequence.item(), loss.in_batch.item()])
-                counted += 1
-            elif zero is not None:
-                zero.backward()  # keeps every rank's backward in step; zero gradient
-        all_reduce_gradients(parameters, dist.world_size)
-        torch.nn.utils.clip_grad_norm_(parameters, config.max_grad_norm)
-        lr = scheduler.get_last_lr()[0]  # the rate this step used
-        optimizer.step()
-        scheduler.step()
-        step += 1
-        if dist.world_size > 1:
-            summed = all_reduce_sum([*totals.tolist(), counted], device)
-            totals, counted = torch.tensor(summed[:3], dtype=torch.float64), int(summed[3])
-        means = (totals / max(counted, 1)).tolist()
-        last = means[0] if counted else last
-        record = {"step": step, "loss": means[0], "in_sequence": means[1], "in_batch": means[2], "lr": lr}
-        loss_history.append(record)
+    while run.step < plan.total_steps:
+        record, epoch, tokens = _step(run, autocast)
+        window_tokens += tokens
+        step = run.step
         if step % config.log_every == 0 or step == plan.total_steps:
             elapsed = max(time.perf_counter() - window_start, 1e-9)
-            emit("step", {**record, "epoch": epoch, "tokens_per_s": window_tokens * dist.world_size / elapsed})
+            run.emit("step", {**record, "epoch": epoch, "tokens_per_s": window_tokens * dist.world_size / elapsed})
             window_tokens, window_start = 0, time.perf_counter()
         if config.eval_every and step % config.eval_every == 0 and step < plan.total_steps:
             if dist.main:
-                run_eval(step)
+                _evaluate(run, step)
             dist.barrier()
         if config.checkpoint_every and step % config.checkpoint_every == 0:
-            write_checkpoint(step)
+            _checkpoint(run, step)
+    if (
+        config.checkpoint_every
+        and run.step % config.checkpoint_every != 0
+        and (run.checkpoint is None or run.step > start_step)
+    ):
+        _checkpoint(run, run.step)  # the final state, so that a later run can extend training (--max-steps)
 
-    if config.checkpoint_every and step % config.checkpoint_every != 0 and (checkpoint is None or step > start_step):
-        write_checkpoint(step)  # the final state, so that a later run can extend training (--max-steps)
 
+def _finish(run: _Run, started: float) -> TrainResult:
+    """The final validation, the saved model and its card, the ``done`` event and the result."""
+    output = Path(run.config.output)
     final_scores: dict[str, float] = {}
-    if dist.main:
-        final_scores = run_eval(step) if validation else {}
+    if run.dist.main:
+        final_scores = _evaluate(run, run.step)
         output.mkdir(parents=True, exist_ok=True)
-        model.save(str(output))
+        run.model.save(str(output))
     result = TrainResult(
-        steps=step,
-        final_loss=last,
+        steps=run.step,
+        final_loss=run.last,
         validation=final_scores,
-        validation_before=validation_before,
+        validation_before=run.validation_before,
         wall_s=time.perf_counter() - started,
-        device=str(device),
+        device=str(run.device),
         model_path=output,
-        loss_history=loss_history,
-        stats=stats,
-        resumed_from=checkpoint_step(checkpoint) if checkpoint else None,
-        training_data=documents_seen(samples),
+        loss_history=run.loss_history,
+        stats=run.stats,
+        resumed_from=checkpoint_step(run.checkpoint) if run.checkpoint else None,
+        training_data=documents_seen(run.samples),
     )
-    if dist.main:
-        write_model_card(output, config, result)
-        emit(
+    if run.dist.main:
+        write_model_card(output, run.config, result)
+        run.emit(
             "done",
             {
-                "steps": step,
-                "final_loss": last,
+                "steps": run.step,
+                "final_loss": run.last,
                 "validation": final_scores,
-                "validation_before": validation_before,
+                "validation_before": run.validation_before,
                 "wall_s": result.wall_s,
-                "device": str(device),
+                "device": str(run.device),
                 "model_path": str(output),
-                "loss_history": loss_history,
-                "stats": stats.as_dict(),
+                "loss_history": run.loss_history,
+                "stats": run.stats.as_dict(),
             },
         )
-    dist.barrier()
+    run.dist.barrier()
     return result
+
+
+def train(config: TrainingConfig, on_event: EventCallback | None = None, resume: bool = False) -> TrainResult:
+    """Train ``config.base_model`` with InSeNT on ``config.data`` and save it to ``config.output``.
+
+    ``resume``: continue from the latest checkpoint in ``<output>/checkpoints`` (a fresh start when
+    there is none). Events go to ``on_event(kind, payload)`` on rank 0. The steps: set up, validate before training,
+    optimizer steps (each with its log, validation and checkpoint), then finish (final validation, model, card).
+    """
+    started = time.perf_counter()
+    run = _set_up(config, on_event, resume)
+    _emit_start(run)
+    if run.dist.main and run.checkpoint is None and run.validation:
+        run.validation_before = _evaluate(run, 0)
+    run.dist.barrier()
+    _steps(run)
+    return _finish(run, started)

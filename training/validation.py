@@ -23,8 +23,9 @@ import torch
 
 from embedding.encoder import LateChunkingEncoder
 from embedding.windows import Context
+from evaluation.config import DEFAULT_TITLE_TEMPLATE
 from evaluation.metrics.retrieval import metrics_from_gold_rank, run_rank
-from training.data import TrainingSample, validation_groups
+from training.data import TrainingSample, encoder_inputs, validation_groups
 from training.losses import maxsim_scores, pad_document_tokens
 
 NDCG_CUTOFF = 10
@@ -36,8 +37,11 @@ def evaluate(
     batch_docs: int,
     mode: str = "single",
     context: Context = "late",
+    header: str | None = None,
+    title_template: str = DEFAULT_TITLE_TEMPLATE,
 ) -> dict[str, float]:
-    """``{"ndcg10_in_document", "ndcg10_in_batch", "queries"}`` over ``samples`` (NaN scores without queries).
+    """``{"ndcg10_in_document", "ndcg10_in_batch", "queries"}`` over ``samples`` (NaN scores without queries); the
+    chunks read as in training (``header``, :func:`training.data.encoder_inputs`).
 
     The model's training flag is restored afterwards.
     """
@@ -49,7 +53,8 @@ def evaluate(
     try:
         with torch.inference_mode():
             for group in validation_groups(samples, batch_docs):
-                document_ranks, batch_ranks = gold_ranks(group, group_scores(encoder, group, mode, context))
+                scores = group_scores(encoder, group, mode, context, header, title_template)
+                document_ranks, batch_ranks = gold_ranks(group, scores)
                 in_document += document_ranks
                 in_batch += batch_ranks
     finally:
@@ -93,11 +98,15 @@ def gold_ranks(group: Sequence[TrainingSample], scores: Sequence[np.ndarray]) ->
 
 
 def group_scores(
-    encoder: LateChunkingEncoder, group: list[TrainingSample], mode: str, context: Context = "late"
+    encoder: LateChunkingEncoder,
+    group: list[TrainingSample],
+    mode: str,
+    context: Context = "late",
+    header: str | None = None,
+    title_template: str = DEFAULT_TITLE_TEMPLATE,
 ) -> list[np.ndarray]:
     """Per document of ``group``: float32 ``[its queries, all chunks of the group]`` scores (module docstring)."""
-    docs = [sample.chunks for sample in group]
-    titles = [sample.title for sample in group]
+    docs, titles = encoder_inputs(group, header, title_template)
     queries = [query for sample in group for query in sample.queries]
     if not queries:
         return [np.zeros((0, 0)) for _ in group]

@@ -30,7 +30,7 @@ from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
 from evaluation.leakage import Provenance, leakage_problem, model_provenance, unreadable_problem
 from evaluation.systems.bm25 import bm25_problem, prepare_bm25
 from evaluation.systems.dense import contextual_problem, encode_single_vector, prepare_single_vector
-from evaluation.systems.embedders import model_problem, setup_encoder, trained_folder
+from evaluation.systems.embedders import as_trained, model_problem, setup_encoder, trained_folder
 from evaluation.systems.hybrid import prepare_hybrid
 from evaluation.systems.late_interaction import encode_late_interaction, prepare_late_interaction
 
@@ -120,6 +120,8 @@ def encode_system(
     no chunk context and still belong to a task that has them). Raises :class:`NotRunnable` when the model cannot be
     loaded, ``TypeError`` for a system that encodes nothing (``bm25``).
     """
+    if isinstance(system, DenseSystem | LateInteractionSystem):
+        system = as_trained(system, Path(models_dir))
     match system:
         case DenseSystem() | ContextualSystem():
             setup = setup_encoder(system, Path(models_dir))
@@ -161,6 +163,8 @@ def prepare_system(
             raise NotRunnable(encoded.reason)
         raise EncodingFailed(encoded.reason)
     models_dir = Path(models_dir)
+    if isinstance(system, DenseSystem | LateInteractionSystem):
+        system = as_trained(system, models_dir)  # the trained layout and header where the system sets neither
     match system:
         case HybridSystem():
             if components is None:

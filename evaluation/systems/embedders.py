@@ -42,6 +42,7 @@ from evaluation.indexed import NotRunnable
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
+M = TypeVar("M", bound=ModelOptions)
 
 KNOWN_PREFIXES: dict[str, tuple[str, str]] = {
     "lightonai/modernbert-embed-large": ("search_query: ", "search_document: "),
@@ -212,20 +213,62 @@ def _training_prefixes(path: Path | None) -> dict[str, str]:
     return {k: v for k, v in data.items() if k in ("query_prefix", "document_prefix") and isinstance(v, str)}
 
 
-def window_layout_note(path: Path | None, window_policy: str, window_overlap_chunks: int) -> str | None:
-    """How the windows a late-chunking system evaluates with differ from those its model was trained with (the
-    ``window_policy`` and ``window_overlap_chunks`` of its training YAML), or None: same layout, not late-trained,
-    or no training YAML. Evaluation keeps the system's own layout; the report says so."""
+def trained_header(data: dict[str, Any]) -> str | None:
+    """The header a model was trained with, from its training YAML (``header``; None when absent)."""
+    header = data.get("header")
+    return header if isinstance(header, str) else None
+
+
+def window_layout_note(
+    path: Path | None, window_policy: str, window_overlap_chunks: int, header: str | None = None
+) -> str | None:
+    """How a system evaluates its model differently from how the model was trained (its training YAML at ``path``),
+    or None: the same, or no training YAML. Late-trained models: the ``window_policy`` and ``window_overlap_chunks``
+    of the windows; every trained model: the ``header`` its chunks were read under (``header``: the system's, title
+    for ``context: title`` too). Evaluation keeps the system's own settings; the report says so."""
     data = _training_settings(path)
-    if not data or data.get("context", "late") != "late":
+    if not data:
         return None
-    trained = (str(data.get("window_policy", "plain")), data.get("window_overlap_chunks"))
     differences = []
-    if trained[0] != window_policy:
-        differences.append(f"trained with {trained[0]} windows, evaluated with {window_policy}")
-    if isinstance(trained[1], int) and trained[1] != window_overlap_chunks:
-        differences.append(f"trained with a {trained[1]}-chunk overlap, evaluated with {window_overlap_chunks}")
+    if data.get("context", "late") == "late":
+        trained = (str(data.get("window_policy", "plain")), data.get("window_overlap_chunks"))
+        if trained[0] != window_policy:
+            differences.append(f"trained with {trained[0]} windows, evaluated with {window_policy}")
+        if isinstance(trained[1], int) and trained[1] != window_overlap_chunks:
+            differences.append(f"trained with a {trained[1]}-chunk overlap, evaluated with {window_overlap_chunks}")
+    was = trained_header(data)
+    if was != header:
+        differences.append(
+            f"trained {f'with the {was} header' if was else 'without a header'}, "
+            f"evaluated {f'with the {header} header' if header else 'without one'}"
+        )
     return "; ".join(differences) or None
+
+
+def as_trained(options: M, models_dir: Path) -> M:
+    """``options`` (a model system) with the window layout and header its trained model was trained with, where it
+    does not set them itself (``model_fields_set``), read from ``<models_dir>/<trained>.train.yaml``: ``window_policy``
+    (late-trained models) and, for a ``dense`` system, ``header: title`` (``context: late``) or ``context: title``
+    (``context: independent``: the header prefixed to each chunk alone, as the control was trained), with the
+    ``title_template`` trained with. ``options`` itself for a system without ``trained`` or a model without a training
+    YAML. A setting the system gives explicitly is kept (:func:`window_layout_note` says how it differs)."""
+    if options.trained is None:
+        return options
+    data = _training_settings(Path(models_dir) / f"{options.trained}.train.yaml")
+    given = options.model_fields_set
+    update: dict[str, Any] = {}
+    policy = data.get("window_policy")
+    if data.get("context", "late") == "late" and policy in ("plain", "anchored") and "window_policy" not in given:
+        update["window_policy"] = policy
+    header, context = trained_header(data), getattr(options, "context", None)
+    if header == "title" and hasattr(options, "header") and not {"header", "title_template"} & given:
+        if context == "late":
+            update["header"] = header
+        elif context == "independent":
+            update["context"] = "title"
+        if update.keys() & {"header", "context"} and isinstance(data.get("title_template"), str):
+            update["title_template"] = data["title_template"]
+    return options.model_copy(update=update) if update else options
 
 
 def resolve_prefixes(options: ModelOptions, model: SentenceTransformer, spec: ModelSpec) -> Prefixes:
@@ -347,7 +390,9 @@ def setup_encoder(options: ModelOptions, models_dir: Path) -> EncoderSetup:
         "anchor_share": encoder.anchor_share,
         "token_budget": encoder.token_budget,
     }
-    note = window_layout_note(spec.training_config, encoder.window_policy, encoder.window_overlap_chunks)
+    titled = "title" in (getattr(options, "header", None), getattr(options, "context", None))
+    header = "title" if titled else None  # the title header inside the windows, or before each chunk alone
+    note = window_layout_note(spec.training_config, encoder.window_policy, encoder.window_overlap_chunks, header)
     if note is not None:
         details["window_layout_note"] = note
     return EncoderSetup(encoder, spec, prefixes, device, load_seconds, details)

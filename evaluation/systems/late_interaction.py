@@ -173,9 +173,12 @@ def prepare_late_interaction(
         return maxsim_scores([query_tokens[int(r)] for r in np.asarray(rows)], index)
 
     caveat = "; not a multi-vector model" if details["multi_vector_note"] else ""
+    note = details.get("window_layout_note")  # a trained model read otherwise than it was trained
+    if note:
+        log(f"{system.name}: {note}")
     description = (
         f"late interaction (MaxSim) · {CONTEXT_LABELS[system.context]} · {setup.spec.label} "
-        f"({setup.prefixes.describe()}{caveat})"
+        f"({setup.prefixes.describe()}{caveat})" + (f" · {note}" if note else "")
     )
     return IndexedSystem(score_block, index_seconds, query_seconds, description, details)
 

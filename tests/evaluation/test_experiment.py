@@ -20,7 +20,7 @@ def test_systems_untrained_baselines_and_trained_folders(tmp_path: Path) -> None
     assert list(systems) == [
         "bm25", "bm25-title", "independent", "title-prefix", "late-chunking", "late-chunking-anchored",
         "late-chunking-title", "late-chunking-anchored-title", "hybrid", "hybrid-title",
-        "insent", "insent-anchored", "finetune-control",
+        "insent", "insent-anchored", "insent-anchored-title", "finetune-control",
     ]  # fmt: skip
     assert systems["hybrid"].systems == ("bm25", "independent") and systems["bm25-title"].context == "title"
     assert systems["hybrid-title"].systems == ("bm25-title", "title-prefix")
@@ -32,6 +32,10 @@ def test_systems_untrained_baselines_and_trained_folders(tmp_path: Path) -> None
     assert systems["late-chunking"].window_policy == "plain" and systems["late-chunking"].model == "offline-minilm"
     assert systems["insent"].model == str(tmp_path / "insent-plain") and systems["insent"].context == "late"
     assert systems["insent-anchored"].window_policy == "anchored" and systems["insent-anchored"].anchor_share == 0.3
+    titled = systems["insent-anchored-title"]  # trained with the header, evaluated with it (the folder's own name)
+    assert (titled.header, titled.window_policy, titled.anchor_share) == ("title", "anchored", 0.3)
+    assert titled.role == "tested"
+    assert titled.model == str(model_folder(tmp_path, "insent-anchored-title")) != systems["insent-anchored"].model
     assert systems["finetune-control"].context == "independent"
     assert systems["finetune-control"].model == str(model_folder(tmp_path, "finetune-control"))
     assert all(getattr(s, "query_prefix", "") == "" for s in systems.values())
@@ -67,6 +71,11 @@ def test_training_settings_per_model(tmp_path: Path) -> None:
     plain = training_settings(common, output=tmp_path / "a", system="insent", **args)
     anchored = training_settings(common, output=tmp_path / "b", system="insent-anchored", **args)
     control = training_settings(common, output=tmp_path / "c", system="finetune-control", **args)
+    titled = training_settings(common, output=tmp_path / "d", system="insent-anchored-title", **args)
+    assert (titled["context"], titled["window_policy"], titled["header"], titled["anchor_share"]) == (
+        "late", "anchored", "title", 0.4
+    )  # fmt: skip
+    assert plain["header"] is None and anchored["header"] is None and control["header"] is None
     assert plain["context"] == "late" and plain["window_policy"] == "plain" and "anchor_share" not in plain
     assert anchored["window_policy"] == "anchored" and anchored["anchor_share"] == 0.4
     assert control["context"] == "independent"
@@ -83,7 +92,7 @@ def test_window_overlap_reaches_every_late_system_and_the_training(tmp_path: Pat
     late = [name for name, s in systems.items() if getattr(s, "context", None) == "late"]
     assert late == [
         "late-chunking", "late-chunking-anchored", "late-chunking-title", "late-chunking-anchored-title",
-        "insent", "insent-anchored",
+        "insent", "insent-anchored", "insent-anchored-title",
     ]  # fmt: skip
     assert all(systems[name].window_overlap_chunks == 0 for name in late)
     default = {s.name: s for s in experiment_systems(tmp_path, "offline-minilm", anchor_share=0.4)}
