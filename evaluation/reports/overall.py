@@ -2,7 +2,7 @@
 
 Contract: :func:`overall_document` is a pure function of the task evaluations, the image sources the
 caller chose and (optionally) a link per task to its own report. One function per section, listed in order by
-:func:`overall_document`: the header (tasks, systems, how to read the figures), the reading,
+:func:`overall_document`: the reading,
 nDCG@10 per task and system with the mean over tasks, systems not run, the models' provenance, the
 key comparisons (each tested system against its task's best cheap baseline, then the configured pairs),
 the queries that need context (:mod:`evaluation.reports.subsets`), the overview plot, the chunk-size study,
@@ -47,10 +47,9 @@ def overall_document(
     """The report over every task; ``images`` maps ``overview`` / ``chunk_sizes`` to a src and
     ``task_links`` (optional) each task to its own report.
 
-    One section per step, in the report's order: the header (what the figures are) first, right under the title."""
+    One section per step, in the report's order."""
     blocks: list[Block] = [
-        *header_blocks(evaluations),
-        # the answer slot: the recommended pipelines' block goes here, before the reading
+        # the answer slot: the recommended pipelines' block goes here, first, before the reading
         *report_subsets.reading_blocks(overall_reading_parts(evaluations)),
         *results_blocks(evaluations),
         *not_run_blocks(evaluations),
@@ -69,19 +68,17 @@ def _systems(evaluations: list[TaskEvaluation]) -> list[str]:
     return ordered(r.system for e in evaluations for r in e.runs)
 
 
-def header_blocks(evaluations: list[TaskEvaluation]) -> list[Block]:
-    """How many tasks and systems, and how the figures read."""
-    return [
-        Paragraph(
-            (
-                Span(
-                    f"{len(evaluations)} task(s), {len(_systems(evaluations))} system(s). nDCG@10 with its 95% "
-                    "bootstrap confidence interval; the best system of each task in bold. The mean is over the tasks "
-                    "a system ran on (compare systems that ran on every task)."
-                ),
-            )
+def _about_results(evaluations: list[TaskEvaluation]) -> Paragraph:
+    """How many tasks and systems, and how the figures of the results table read."""
+    return Paragraph(
+        (
+            Span(
+                f"{len(evaluations)} task(s), {len(_systems(evaluations))} system(s). nDCG@10 with its 95% "
+                "bootstrap confidence interval; the best system of each task in bold. The mean is over the tasks "
+                "a system ran on (compare systems that ran on every task)."
+            ),
         )
-    ]
+    )
 
 
 def _headline(evaluation: TaskEvaluation, system: str) -> float | None:
@@ -121,7 +118,7 @@ def results_blocks(evaluations: list[TaskEvaluation]) -> list[Block]:
         cells.append(number(f"{count}/{len(evaluations)}"))
         rows.append(tuple(cells))
     header = ("System", *(e.task for e in evaluations), "Mean over tasks", "Tasks")
-    return [Heading("nDCG@10"), Table("results", header, tuple(rows))]
+    return [Heading("nDCG@10"), _about_results(evaluations), Table("results", header, tuple(rows))]
 
 
 def not_run_blocks(evaluations: list[TaskEvaluation]) -> list[Block]:
