@@ -25,8 +25,9 @@ from conteb.config import TaskConfig
 from conteb.names import ReproduceModel, StageTable, SystemName
 from conteb.reproduce import REPRODUCE_TASK, ExperimentTask, ReproduceConfig
 from conteb.storage import dataset_dir, models_dir, reports_dir
-from embedding.windows import DEFAULT_WINDOW_OVERLAP_CHUNKS
 from evaluation.experiment import model_folder, training_settings
+from evaluation.reports.profile import TrainedModel, profile_lines
+from evaluation.results import TaskEvaluation
 from project.config import ProjectConfig
 
 GROUP = REPRODUCE_TASK
@@ -59,14 +60,19 @@ def experiment_models_dir(data_path: Path) -> Path:
     return models_dir(data_path) / REPRODUCE_TASK
 
 
-def setup_lines(block: ReproduceConfig, tasks: Sequence[tuple[ExperimentTask, TaskConfig]]) -> list[str]:
-    """What was run, and what differs from the paper's setting (shown in the report)."""
+def setup_lines(
+    block: ReproduceConfig,
+    tasks: Sequence[tuple[ExperimentTask, TaskConfig]],
+    models: Sequence[TrainedModel],
+    evaluations: Sequence[TaskEvaluation],
+) -> list[str]:
+    """What was run (the models as trained, the tasks as evaluated: :func:`evaluation.reports.profile.profile_lines`)
+    and what differs from the paper's setting (shown in the report)."""
     profile = block.settings
-    training = profile.training
     main = tasks[0][1]
     source = main.source.path
     lines = [
-        f"Profile `{block.profile}`: base model `{profile.base_model}`; source `{source}` "
+        f"Profile `{block.profile}`: source `{source}` "
         f"({'the first ' + str(profile.max_documents) + ' articles' if profile.max_documents else 'every article'}); "
         f"document splits {block.split_fields} (hash of seed and document id).",
         "Tasks: "
@@ -81,31 +87,35 @@ def setup_lines(block: ReproduceConfig, tasks: Sequence[tuple[ExperimentTask, Ta
         "Context-dependent variant of the SQuAD task: the reformulation stage ("
         + ("the configured LLM" if main.chunk_contexts else MASK_NOTE)
         + ").",
-        f"Training: {training.get('epochs', 2)} epochs, {training.get('batch_docs', 4)} documents per batch, lr "
-        f"{training.get('lr', 5e-5)}, λ_seq {training.get('lambda_seq', 0.1)}; anchored windows cap the head at "
-        f"{block.window_share:.0%} of the window; window overlap "
-        + (
-            f"the default ({DEFAULT_WINDOW_OVERLAP_CHUNKS} chunks, embedding/windows.py)"
-            if profile.window_overlap_chunks is None
-            else f"{profile.window_overlap_chunks} chunks, in training and evaluation"
-        )
-        + (
-            f"; attention dropout {training['attention_dropout']} while training"
-            if training.get("attention_dropout") is not None
-            else ""
-        )
-        + ".",
+        *profile_lines(models, evaluations, profile.max_documents),
         f"Chunk-size study on the SQuAD test documents: {', '.join(map(str, profile.chunk_sizes)) or 'not run'} "
         "characters.",
     ]
     if block.profile == "cpu":
-        lines.append(
-            "Scaled down for a 2-core CPU: all-MiniLM-L6-v2 (22.7M parameters, 512-token windows) "
-            "instead of ModernBERT-embed-large (395M, 8k tokens); a subset of SQuAD v1.1 dev instead of the paper's "
-            "training set and the ConTEB average; 2 documents per batch instead of 4; the mask instead of GPT-4o "
-            "rewrites when no LLM is configured. Set `reproduce: {profile: gpu}` for the paper-sized run."
-        )
+        lines.append("Set `reproduce: {profile: gpu}` for the paper-sized run.")
     return lines
+
+
+def trained_models(models_root: Path) -> list[TrainedModel]:
+    """The experiment's models as trained: each ``<folder>.train.yaml`` read as training reads it (the training
+    defaults filled in; an invalid file raises :class:`training.config.TrainingConfigError` naming it) and the
+    documents per task of its ``training_data.json`` (empty when absent); a missing or invalid file fails the asset
+    with one line naming it."""
+    from embedding.model_folder import read_training_record
+    from training.config import TrainingConfigError, config_to_dict, load_training_config
+
+    models = []
+    for system, _ in MODELS.values():
+        folder = model_folder(models_root, system)
+        path = folder.parent / f"{folder.name}.train.yaml"
+        try:
+            settings = config_to_dict(load_training_config(path))
+            record = read_training_record(folder)
+        except (OSError, TrainingConfigError, ValueError) as error:
+            raise dg.Failure(description=f"{path}: the model's training settings cannot be read: {error}") from None
+        documents = {} if record is None else {entry["task"]: len(entry["doc_ids"]) for entry in record.tasks}
+        models.append(TrainedModel(system, settings, documents))
+    return models
 
 
 def build_reproduce_assets(
@@ -232,6 +242,7 @@ def _comparison_asset(
             write_reproduce_report,
         )
         from evaluation.reports.target import target_sentences
+        from evaluation.runner import load_evaluation
 
         data = settings.data_path
 
@@ -243,7 +254,10 @@ def _comparison_asset(
         targets = build_targets(
             reports_dir(data), [(task.name, about.about, queries_of(task)) for about, task in tasks if about.evaluates]
         )
-        setup = setup_lines(block, tasks)
+        evaluations = [
+            e for about, task in tasks if about.evaluates and (e := load_evaluation(reports_dir(data), task.name))
+        ]
+        setup = setup_lines(block, tasks, trained_models(experiment_models_dir(data)), evaluations)
         paths = write_reproduce_report(comparison, evaluation, reports_dir(data), setup, targets)
         for line in comparison.summary:
             context.log.info(line)

@@ -59,8 +59,9 @@ def materialize(
 
 
 def markdown_ndcg(text: str, system: str) -> str:
-    """The nDCG@10 cell of ``system`` in the overall Markdown table (first number after its name)."""
-    row = next(line for line in text.splitlines() if line.startswith("|") and f" {system} " in line)
+    """The nDCG@10 cell of ``system`` in the overall Markdown table (the first row that starts with its name; the
+    reading's comparison tables start with a task or a comparison)."""
+    row = next(line for line in text.splitlines() if line.startswith(f"| {system} |"))
     return re.search(r"(\d\.\d{3}) \[", row).group(1)
 
 

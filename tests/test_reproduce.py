@@ -126,7 +126,14 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     assert {point["chunk_size"] for point in task_evaluation["chunk_sizes"]} == {1000, 300}
     report = (reports / "report.md").read_text()
     assert report.startswith("# The paper's controlled experiment") and "What reproduces here" in report
-    assert "the release post reports +9.0" in report and "Scaled down for a 2-core CPU" in report
+    assert "the release post reports +9.0" in report
+    # the profile as run, not a fixed sentence: the overridden base model and step count, the evaluated sizes
+    setup = "\n".join(comparison["setup"])
+    assert f"`insent-anchored` as trained: base model `{base}`" in setup and "1 optimizer step," in setup
+    assert f"Differs from the paper's setting: base model `{base}` instead of" in setup
+    assert "2 documents per batch instead of 4" in setup and "Scaled down for a 2-core CPU" not in report
+    assert f"Evaluated: `reproduce` (test: {task_evaluation['n_documents']:,} documents" in setup
+    assert r"insent-anchored\` as trained" in report  # the same lines in the report (Markdown escapes the backticks)
     assert "the paper reports +14.6" in report and "the authors measured no anchored windows" in report
     assert "## Against the best cheap baseline" in report and f"**{metadata['best_baseline']}**" in report
     assert (reports / "report.html").is_file() and (reports / "effects.png").stat().st_size > 1000
@@ -203,3 +210,22 @@ def test_a_profile_override_merges_over_the_built_in_profile(tmp_path: Path) -> 
         ConfigError, match=r"reproduce\.profiles\.cpu\.max_documents: Input should be greater than or equal"
     ):
         load_config(_reproduce_block(tmp_path, "  profiles: {cpu: {max_documents: 1}}\n"))
+
+
+def test_the_setup_reads_each_models_training_yaml_or_names_the_file(tmp_path: Path) -> None:
+    """The report's setup reads every model's ``<folder>.train.yaml`` as training reads it (the defaults filled in);
+    a missing or invalid one fails the comparison with one line naming it."""
+    from assets.reproduce import trained_models
+
+    with pytest.raises(dg.Failure, match=r"insent-plain\.train\.yaml: the model's training settings cannot be read"):
+        trained_models(tmp_path)
+    (tmp_path / "d" / "documents").mkdir(parents=True)  # a ConTEB task folder, as training requires
+    for folder in ("insent-plain", "insent-anchored", "finetune-control"):
+        (tmp_path / f"{folder}.train.yaml").write_text(f"data: [d]\noutput: {folder}\nbatch_docs: 3\n")
+    models = trained_models(tmp_path)
+    assert [m.system for m in models] == ["insent", "insent-anchored", "finetune-control"]
+    assert models[0].settings["batch_docs"] == 3 and models[0].settings["lr"] == 5e-5  # a default filled in
+    assert models[0].training_documents == {}  # no training_data.json: not recorded
+    (tmp_path / "insent-anchored.train.yaml").write_text("data: [d]\noutput: x\nbatch_docs: zero\n")
+    with pytest.raises(dg.Failure, match=r"insent-anchored\.train\.yaml: .*batch_docs"):
+        trained_models(tmp_path)

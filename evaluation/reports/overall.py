@@ -1,7 +1,8 @@
 """The report over every task, as a :class:`~evaluation.reports.document.Document`.
 
 Contract: :func:`overall_document` is a pure function of the task evaluations, the image sources the
-caller chose and (optionally) a link per task to its own report. Sections, in order: the reading,
+caller chose and (optionally) a link per task to its own report. One function per section, listed in order by
+:func:`overall_document`: the reading,
 nDCG@10 per task and system with the mean over tasks, systems not run, the models' provenance, the
 key comparisons (each tested system against its task's best cheap baseline, then the configured pairs),
 the queries that need context (:mod:`evaluation.reports.subsets`), the overview plot, the chunk-size study,
@@ -36,7 +37,7 @@ from evaluation.reports.document import (
     text,
 )
 from evaluation.reports.formatting import DASH, format_metric, format_summary
-from evaluation.reports.reading import overall_reading
+from evaluation.reports.reading import overall_reading_parts
 from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, TaskEvaluation, is_missing
 
 
@@ -44,35 +45,58 @@ def overall_document(
     evaluations: list[TaskEvaluation], images: dict[str, str], task_links: dict[str, str] | None = None
 ) -> Document:
     """The report over every task; ``images`` maps ``overview`` / ``chunk_sizes`` to a src and
-    ``task_links`` (optional) each task to its own report."""
-    task_links = task_links or {}
-    blocks: list[Block] = report_subsets.reading_blocks(overall_reading(evaluations))
-    systems = ordered(r.system for e in evaluations for r in e.runs)
-    blocks.append(
-        Paragraph(
-            (
-                Span(
-                    f"{len(evaluations)} task(s), {len(systems)} system(s). nDCG@10 with its 95% bootstrap "
-                    "confidence interval; the best system of each task in bold. The mean is over the tasks a "
-                    "system ran on (compare systems that ran on every task)."
-                ),
-            )
+    ``task_links`` (optional) each task to its own report.
+
+    One section per step, in the report's order."""
+    blocks: list[Block] = [
+        # the answer slot: the recommended pipelines' block goes here, first, before the reading
+        *report_subsets.reading_blocks(overall_reading_parts(evaluations)),
+        *results_blocks(evaluations),
+        *not_run_blocks(evaluations),
+        *provenance_blocks((e.task, r) for e in evaluations for r in e.runs),
+        *comparison_blocks(evaluations),
+        *report_subsets.overall_subset_blocks(evaluations),
+        *overview_blocks(images),
+        *chunk_size_blocks(evaluations, images),
+        *per_task_plot_blocks(evaluations, images),
+        *task_list_blocks(evaluations, task_links or {}),
+    ]
+    return Document("ConTEB evaluation", tuple(blocks))
+
+
+def _systems(evaluations: list[TaskEvaluation]) -> list[str]:
+    return ordered(r.system for e in evaluations for r in e.runs)
+
+
+def _about_results(evaluations: list[TaskEvaluation]) -> Paragraph:
+    """How many tasks and systems, and how the figures of the results table read."""
+    return Paragraph(
+        (
+            Span(
+                f"{len(evaluations)} task(s), {len(_systems(evaluations))} system(s). nDCG@10 with its 95% "
+                "bootstrap confidence interval; the best system of each task in bold. The mean is over the tasks "
+                "a system ran on (compare systems that ran on every task)."
+            ),
         )
     )
 
-    blocks.append(Heading("nDCG@10"))
-    best: dict[str, str | None] = {}
-    for e in evaluations:
-        best[e.task] = best_formatted(
-            r.metrics[HEADLINE].value for r in e.runs if r.status == "ok" and HEADLINE in r.metrics
-        )
+
+def _headline(evaluation: TaskEvaluation, system: str) -> float | None:
+    """nDCG@10 of ``system``'s ok run on ``evaluation``; ``None`` when it did not run or has none."""
+    run = evaluation.run(system)
+    return run.metrics[HEADLINE].value if run is not None and run.status == "ok" and HEADLINE in run.metrics else None
+
+
+def results_blocks(evaluations: list[TaskEvaluation]) -> list[Block]:
+    """nDCG@10 per task and system (the best of each task bold) and the mean over the tasks each system ran on."""
+    systems = _systems(evaluations)
+    best = {
+        e.task: best_formatted(r.metrics[HEADLINE].value for r in e.runs if r.status == "ok" and HEADLINE in r.metrics)
+        for e in evaluations
+    }
     means: dict[str, tuple[float | None, int]] = {}
     for system in systems:
-        values = []
-        for e in evaluations:
-            run = e.run(system)
-            if run is not None and run.status == "ok" and HEADLINE in run.metrics:
-                values.append(run.metrics[HEADLINE].value)
+        values = [v for e in evaluations if (v := _headline(e, system)) is not None]
         finite = [v for v in values if not is_missing(v)]
         means[system] = (sum(finite) / len(finite) if finite else None, len(values))
     best_mean = best_formatted(m for m, n in means.values() if n == len(evaluations))
@@ -93,27 +117,26 @@ def overall_document(
         cells.append(number(format_metric(mean), bold=complete and format_metric(mean) == best_mean))
         cells.append(number(f"{count}/{len(evaluations)}"))
         rows.append(tuple(cells))
-    blocks.append(Table("results", ("System", *(e.task for e in evaluations), "Mean over tasks", "Tasks"), tuple(rows)))
+    header = ("System", *(e.task for e in evaluations), "Mean over tasks", "Tasks")
+    return [Heading("nDCG@10"), _about_results(evaluations), Table("results", header, tuple(rows))]
 
+
+def not_run_blocks(evaluations: list[TaskEvaluation]) -> list[Block]:
+    """The systems that did not run, per task, with status and reason; none: nothing."""
     not_ok = [(e.task, r) for e in evaluations for r in e.runs if r.status != "ok"]
-    if not_ok:
-        blocks.append(Heading("Systems not run"))
-        blocks.append(
-            BulletList(
-                tuple(
-                    (
-                        Span(r.system, bold=True),
-                        Span(f" on {task} ({status_text(r.status)}): {reason_text(r)}"),
-                    )
-                    for task, r in not_ok
-                )
-            )
-        )
+    if not not_ok:
+        return []
+    items = tuple(
+        (Span(r.system, bold=True), Span(f" on {task} ({status_text(r.status)}): {reason_text(r)}"))
+        for task, r in not_ok
+    )
+    return [Heading("Systems not run"), BulletList(items)]
 
-    blocks += provenance_blocks((e.task, r) for e in evaluations for r in e.runs)
 
-    blocks.append(Heading("Key comparisons"))
-    blocks.append(
+def comparison_blocks(evaluations: list[TaskEvaluation]) -> list[Block]:
+    """The key comparisons: against each task's best cheap baseline, the configured pairs, those not tested."""
+    blocks: list[Block] = [
+        Heading("Key comparisons"),
         Paragraph(
             (
                 Span(
@@ -122,25 +145,31 @@ def overall_document(
                     f"first); significant when p < {SIGNIFICANCE_LEVEL}."
                 ),
             )
-        )
-    )
-    blocks.append(Heading("Against the best cheap baseline", 3))
-    blocks += baseline_blocks(evaluations, with_task=True)
-    blocks.append(Heading("Configured pairs", 3))
+        ),
+        Heading("Against the best cheap baseline", 3),
+        *baseline_blocks(evaluations, with_task=True),
+        Heading("Configured pairs", 3),
+    ]
     comparisons = [c for e in evaluations for c in configured(e.comparisons)]
     if comparisons:
         blocks.append(Table("comparisons", ("Task", *COMPARISON_HEADER), comparison_rows(comparisons, True)))
     untested = [f"{e.task}: {line}" for e in evaluations for line in untested_comparisons(e)]
     if untested:
         blocks.append(BulletList(tuple((Span(line),) for line in untested)))
-    blocks += report_subsets.overall_subset_blocks(evaluations)
+    return blocks
 
-    if "overview" in images:
-        blocks.append(Heading("Overview"))
-        blocks.append(Image("nDCG@10 per task and system", images["overview"]))
 
+def overview_blocks(images: dict[str, str]) -> list[Block]:
+    """The overview plot, when the caller drew it."""
+    if "overview" not in images:
+        return []
+    return [Heading("Overview"), Image("nDCG@10 per task and system", images["overview"])]
+
+
+def chunk_size_blocks(evaluations: list[TaskEvaluation], images: dict[str, str]) -> list[Block]:
+    """nDCG@10 per task and system with the task re-chunked at each size, the plot, and the studies' notes."""
     studied = [e for e in evaluations if e.chunk_sizes]
-    blocks.append(Heading("Chunk-size robustness"))
+    blocks: list[Block] = [Heading("Chunk-size robustness")]
     if studied:
         sizes = sorted({c.chunk_size for e in studied for c in e.chunk_sizes}, reverse=True)
         rows = []
@@ -160,29 +189,33 @@ def overall_document(
         blocks.append(BulletList(tuple((Span(n),) for n in notes)))
     elif not studied:
         blocks.append(Paragraph((Span("No chunk-size study ran."),)))
+    return blocks
 
+
+def per_task_plot_blocks(evaluations: list[TaskEvaluation], images: dict[str, str]) -> list[Block]:
+    """Each task's plots by gold-chunk position and by corpus size, when the caller drew them."""
     per_task = [e for e in evaluations if f"positions/{e.task}" in images or f"scaling/{e.task}" in images]
-    if per_task:
-        blocks.append(Heading("nDCG@10 by gold-chunk position and by corpus size"))
-        for e in per_task:
-            blocks.append(Heading(e.task, 3))
-            for kind, alt in (("positions", "by gold-chunk position"), ("scaling", "vs corpus size")):
-                if f"{kind}/{e.task}" in images:
-                    blocks.append(Image(f"{e.task}: nDCG@10 {alt}", images[f"{kind}/{e.task}"]))
+    if not per_task:
+        return []
+    blocks: list[Block] = [Heading("nDCG@10 by gold-chunk position and by corpus size")]
+    for e in per_task:
+        blocks.append(Heading(e.task, 3))
+        for kind, alt in (("positions", "by gold-chunk position"), ("scaling", "vs corpus size")):
+            if f"{kind}/{e.task}" in images:
+                blocks.append(Image(f"{e.task}: nDCG@10 {alt}", images[f"{kind}/{e.task}"]))
+    return blocks
 
-    blocks.append(Heading("Tasks"))
-    blocks.append(
-        BulletList(
-            tuple(
-                (
-                    Span(e.task, bold=True, href=task_links.get(e.task)),
-                    Span(
-                        f": {e.n_documents:,} documents, {e.n_chunks:,} chunks, {e.n_queries:,} queries "
-                        f"({e.source}, split {e.split})"
-                    ),
-                )
-                for e in evaluations
-            )
+
+def task_list_blocks(evaluations: list[TaskEvaluation], task_links: dict[str, str]) -> list[Block]:
+    """Every task with its counts and source, linked to its own report when ``task_links`` names it."""
+    items = tuple(
+        (
+            Span(e.task, bold=True, href=task_links.get(e.task)),
+            Span(
+                f": {e.n_documents:,} documents, {e.n_chunks:,} chunks, {e.n_queries:,} queries "
+                f"({e.source}, split {e.split})"
+            ),
         )
+        for e in evaluations
     )
-    return Document("ConTEB evaluation", tuple(blocks))
+    return [Heading("Tasks"), BulletList(items)]

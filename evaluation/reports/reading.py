@@ -1,8 +1,11 @@
 """A short reading of an evaluation, generated from its own figures (no LLM).
 
-:func:`task_reading` (one task) and :func:`overall_reading` (every task) return plain sentences; the reports put
-them at the top and the Dagster assets record them as ``reading``. Every sentence comes from one rule, a function
-below that states its precondition. Two principles hold throughout:
+:func:`task_reading_parts` (one task) and :func:`overall_reading_parts` (every task) return a :class:`Reading`: a few
+opening sentences, the paired comparisons one per line in short groups (:mod:`evaluation.reports.reading_groups`:
+contextual systems vs the cheap baselines, trained vs untrained, other pairs, the needs_context subset) and the
+late-chunking sentences; the reports put it at the top (the groups as small tables) and the Dagster assets record
+:func:`task_reading` / :func:`overall_reading` (the same, one line each) as ``reading``. Every sentence comes from
+one rule, a function below that states its precondition. Two principles hold throughout:
 
 * nothing is called better, best, lower or a loss unless a paired comparison of the same report
   (:class:`evaluation.results.Comparison` on nDCG@10, significant by :meth:`~evaluation.results.Comparison.significant`,
@@ -12,19 +15,20 @@ below that states its precondition. Two principles hold throughout:
 * a cause of a late-chunking loss is named only when the same report measures it; the causes it does not measure
   are listed as "not shown", with why.
 
-Task rules, in order:
+Task rules (the report shows 1, 3 and 4 first, then the groups of 2 and 5, then 6):
 
 1. :func:`lead` — the highest nDCG@10 (95% CI) and the runner-up; "Best system" only when their paired comparison is
    significant in its favour. Precondition: a run scored (ok, finite nDCG@10); else the reading is the one sentence
    "No system ran on <task>: nothing to read.".
-2. :func:`comparisons_sentences` — every paired comparison on all queries, significant ones first, each with its
-   difference, p-value and number of queries. Precondition: one was run; else says that none was.
+2. every paired comparison on all queries, one line each in its group (significant ones first), with its difference,
+   p-value, number of queries and verdict. Precondition: one was run; else :func:`untested_sentence` says that none
+   was.
 3. :func:`necessity_share` — always: the share of queries that need context (``needs_context``,
    ``curation/necessity.py``), or that none is labelled and why (no labels at all: a dataset not curated here; no
    query labelled: what the labels would need).
 4. :func:`subset_scores` — each system's nDCG@10 on those queries beside its score on all queries, highest first.
    Precondition: some queries need context and a system was scored on them.
-5. :func:`comparisons_sentences` on the needs_context subset. Precondition: some queries need context.
+5. the same on the needs_context subset (one group). Precondition: some queries need context.
 6. :func:`late_versus_baseline` — per late-chunking run (``details["context"] == "late"``) that scores below its
    independent-chunk baseline (:func:`baseline_of`): a loss, with its causes, only when their paired comparison is
    significant; else the difference, not significant or not tested, and no cause. The causes of a loss, each named
@@ -39,9 +43,10 @@ Task rules, in order:
      paired comparison of a trained late-chunking run with it is significant, trained higher.
 
 Overall rules: :func:`overall_lead` (the highest mean over the tasks every system ran on: a mean over tasks has no
-paired test, and says so), :func:`overall_comparisons` (every comparison of every task, the non-significant ones named
-too), :func:`overall_necessity` (the share over the labelled tasks, the unlabelled ones and why), :func:`overall_subset`
-(the highest on the needs_context queries per task) and rule 6 per task.
+paired test, and says so), :func:`overall_comparisons` (how many of every task's comparisons are
+significant; each one is a line of its group, naming its task, the non-significant ones too), :func:`overall_necessity`
+(the share over the labelled tasks, the unlabelled ones and why), :func:`overall_subset` (the highest on the
+needs_context queries per task) and rule 6 per task.
 
 Nothing here imports the report builders; numbers are formatted as the reports format them
 (:mod:`evaluation.reports.formatting`, 3 decimals).
@@ -50,11 +55,12 @@ Nothing here imports the report builders; numbers are formatted as the reports f
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from conteb.names import SystemName
 from evaluation.reports.formatting import format_metric, format_p, format_signed, format_summary
+from evaluation.reports.reading_groups import ON_NEEDS_CONTEXT, ComparisonGroup, overall_groups, task_groups
 from evaluation.results import (
-    BEST_BASELINE,
     HEADLINE,
     NEEDS_CONTEXT,
     SIGNIFICANCE_LEVEL,
@@ -107,11 +113,6 @@ def _shows_higher(comparison: Comparison | None, a: str) -> bool:
     return comparison is not None and comparison.significant() and _difference(comparison, a) > 0
 
 
-def _comparison_text(c: Comparison) -> str:
-    against = f"the best cheap baseline ({c.system_b})" if c.plan == BEST_BASELINE else c.system_b
-    return f"{c.system_a} vs {against} {c.difference:+.3f} (p = {format_p(c.p_value)}, {c.n_queries:,} queries)"
-
-
 def _test_text(comparison: Comparison, a: str) -> str:
     """``+0.075, p = 1.0e-04, 200 queries`` seen from ``a``."""
     difference = format_signed(_difference(comparison, a))
@@ -153,26 +154,12 @@ def lead(evaluation: TaskEvaluation) -> str | None:
     )
 
 
-def comparisons_sentences(comparisons: Sequence[Comparison], where: str = "") -> list[str]:
-    """Rules 2 and 5: every comparison, the significant ones first; none run: says so."""
-    if not comparisons:
-        return [f"No paired comparison was run{where}."]
-    significant = [c for c in comparisons if c.significant()]
-    others = [c for c in comparisons if c not in significant]
-    sentences = []
-    if significant:
-        sentences.append(
-            f"Significant differences{where} (p < {SIGNIFICANCE_LEVEL}): "
-            + "; ".join(_comparison_text(c) for c in significant)
-            + "."
-        )
-    if others:
-        listed = "; ".join(_comparison_text(c) for c in others)
-        sentences.append(
-            f"Not significant{where}: {listed}."
-            if significant
-            else f"No difference is significant{where} (p ≥ {SIGNIFICANCE_LEVEL}): {listed}."
-        )
+def untested_sentence(evaluation: TaskEvaluation) -> list[str]:
+    """Rules 2 and 5 when nothing was tested: says that no paired comparison was run (on all queries; on the
+    needs_context queries when some need context)."""
+    sentences = [] if evaluation.comparisons else ["No paired comparison was run."]
+    if evaluation.n_needs_context and not evaluation.subset_comparisons:
+        sentences.append(f"No paired comparison was run {ON_NEEDS_CONTEXT.lower()}.")
     return sentences
 
 
@@ -343,17 +330,36 @@ def _late_sentences(evaluation: TaskEvaluation) -> list[str]:
     return [s for run in evaluation.runs if (s := late_versus_baseline(evaluation, run)) is not None]
 
 
-def task_reading(evaluation: TaskEvaluation) -> list[str]:
-    """The reading of one task: the rules of the module docstring, in order, each sentence a plain string."""
+@dataclass(frozen=True)
+class Reading:
+    """A reading in parts: ``opening`` sentences, the paired comparisons in ``groups`` (one per line or table row,
+    :mod:`evaluation.reports.reading_groups`), and the ``late`` sentences (rule 6)."""
+
+    opening: tuple[str, ...]
+    groups: tuple[ComparisonGroup, ...] = ()
+    late: tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        """Every sentence, one comparison per line, in the report's order."""
+        return [*self.opening, *(line for group in self.groups for line in group.lines()), *self.late]
+
+
+def task_reading_parts(evaluation: TaskEvaluation) -> Reading:
+    """The reading of one task (the rules of the module docstring) in parts."""
     first = lead(evaluation)
     if first is None:
-        return [f"No system ran on {evaluation.task}: nothing to read."]
-    sentences = [first, *comparisons_sentences(evaluation.comparisons), necessity_share(evaluation)]
+        return Reading((f"No system ran on {evaluation.task}: nothing to read.",))
+    opening = [first, necessity_share(evaluation)]
     if evaluation.n_needs_context:
         scores = subset_scores(evaluation)
-        sentences += [scores] if scores else []
-        sentences += comparisons_sentences(evaluation.subset_comparisons, " on them")
-    return sentences + _late_sentences(evaluation)
+        opening += [scores] if scores else []
+    opening += untested_sentence(evaluation)
+    return Reading(tuple(opening), tuple(task_groups(evaluation)), tuple(_late_sentences(evaluation)))
+
+
+def task_reading(evaluation: TaskEvaluation) -> list[str]:
+    """The reading of one task as plain lines (:meth:`Reading.lines`), as the Dagster assets record it."""
+    return task_reading_parts(evaluation).lines()
 
 
 # --- overall rules -------------------------------------------------------------------------------
@@ -382,17 +388,13 @@ def overall_lead(evaluations: Sequence[TaskEvaluation]) -> str:
 
 
 def overall_comparisons(evaluations: Sequence[TaskEvaluation]) -> str:
-    """Every paired comparison of every task: how many are significant, and each one named, significant or not."""
+    """How many of every task's paired comparisons are significant (each one is a line of its group); none run: says
+    so."""
     tested = [c for e in evaluations for c in e.comparisons]
     if not tested:
         return "No paired comparison was run."
-    significant = [c for c in tested if c.significant()]
-    others = [c for c in tested if c not in significant]
-    listed = "; ".join(f"{c.task}: {_comparison_text(c)}" for c in significant) or "none"
-    sentence = f"{len(significant)} of {len(tested)} paired comparisons are significant: {listed}"
-    if others:
-        sentence += "; not significant: " + "; ".join(f"{c.task}: {_comparison_text(c)}" for c in others)
-    return sentence + "."
+    significant = sum(1 for c in tested if c.significant())
+    return f"{significant} of {len(tested)} paired comparisons are significant (p < {SIGNIFICANCE_LEVEL})."
 
 
 def overall_necessity(evaluations: Sequence[TaskEvaluation]) -> str:
@@ -428,13 +430,17 @@ def overall_subset(evaluations: Sequence[TaskEvaluation]) -> str | None:
     )
 
 
-def overall_reading(evaluations: Sequence[TaskEvaluation]) -> list[str]:
-    """The reading over every task (module docstring)."""
+def overall_reading_parts(evaluations: Sequence[TaskEvaluation]) -> Reading:
+    """The reading over every task (module docstring) in parts."""
     if not evaluations:
-        return ["No task was evaluated: nothing to read."]
-    sentences = [overall_lead(evaluations), overall_comparisons(evaluations), overall_necessity(evaluations)]
+        return Reading(("No task was evaluated: nothing to read.",))
+    opening = [overall_lead(evaluations), overall_comparisons(evaluations), overall_necessity(evaluations)]
     subset = overall_subset(evaluations)
-    sentences += [subset] if subset else []
-    for e in evaluations:
-        sentences += [f"{e.task}: {sentence}" for sentence in _late_sentences(e)]
-    return sentences
+    opening += [subset] if subset else []
+    late = [f"{e.task}: {sentence}" for e in evaluations for sentence in _late_sentences(e)]
+    return Reading(tuple(opening), tuple(overall_groups(evaluations)), tuple(late))
+
+
+def overall_reading(evaluations: Sequence[TaskEvaluation]) -> list[str]:
+    """The reading over every task as plain lines (:meth:`Reading.lines`)."""
+    return overall_reading_parts(evaluations).lines()

@@ -21,8 +21,17 @@ from evaluation.reports.blocks import (
     ordered,
 )
 from evaluation.reports.document import Block, BulletList, Heading, Paragraph, Span, Table, number, text
-from evaluation.reports.formatting import DASH, format_metric, format_signed, format_summary, metric_sort_key
-from evaluation.results import HEADLINE, NEEDS_CONTEXT, TaskEvaluation, is_missing
+from evaluation.reports.formatting import (
+    DASH,
+    format_metric,
+    format_p,
+    format_signed,
+    format_summary,
+    metric_sort_key,
+)
+from evaluation.reports.reading import Reading
+from evaluation.reports.reading_groups import ComparisonGroup, against_text
+from evaluation.results import HEADLINE, NEEDS_CONTEXT, SIGNIFICANCE_LEVEL, TaskEvaluation, is_missing
 
 SUBSET_TITLE = "Queries that need context"
 RULE = (
@@ -31,9 +40,43 @@ RULE = (
 )
 
 
-def reading_blocks(sentences: Sequence[str]) -> list[Block]:
-    """The reading as the opening section of a report."""
-    return [Heading("Reading"), BulletList(tuple((Span(sentence),) for sentence in sentences))]
+LATE_TITLE = "Late chunking against its independent-chunk baseline"
+READING_HEADER = ("Comparison", "Δ (A − B)", "p-value", "Queries", f"Significant (p < {SIGNIFICANCE_LEVEL})")
+"""The columns of a reading's comparison table; the Δ column names nDCG@10 when every row is on it."""
+
+
+def _bullets(sentences: Sequence[str]) -> BulletList:
+    return BulletList(tuple((Span(sentence),) for sentence in sentences))
+
+
+def _group_table(group: ComparisonGroup, name: str) -> Table:
+    """One row per comparison of ``group`` (a first ``Task`` column over several tasks)."""
+    rows = []
+    for c in group.comparisons:
+        significant = c.significant()
+        cells = [
+            text(against_text(c) + ("" if c.metric == HEADLINE else f" ({c.metric})")),
+            number(format_signed(c.difference)),
+            number(format_p(c.p_value), bold=significant),
+            number(f"{c.n_queries:,}"),
+            text("yes" if significant else "no", bold=significant),
+        ]
+        rows.append(tuple([text(c.task), *cells] if group.with_task else cells))
+    header = list(READING_HEADER)
+    if all(c.metric == HEADLINE for c in group.comparisons):
+        header[1] = "Δ nDCG@10 (A − B)"
+    return Table(name, ("Task", *header) if group.with_task else tuple(header), tuple(rows))
+
+
+def reading_blocks(reading: Reading) -> list[Block]:
+    """The reading as the opening section of a report: its opening sentences, one small table per group of paired
+    comparisons (under its own heading) and the late-chunking sentences."""
+    blocks: list[Block] = [Heading("Reading"), _bullets(reading.opening)]
+    for number_, group in enumerate(reading.groups, 1):
+        blocks += [Heading(group.title, 3), _group_table(group, f"reading-comparisons-{number_}")]
+    if reading.late:
+        blocks += [Heading(LATE_TITLE, 3), _bullets(reading.late)]
+    return blocks
 
 
 def needs_context_count(evaluation: TaskEvaluation) -> str:

@@ -2,7 +2,8 @@
 
 Contract: :func:`task_document` is a pure function of one :class:`~evaluation.results.TaskEvaluation`
 and the image sources the caller chose (relative paths for the files, ``data:`` URIs for the Dagster
-UI). Sections, in order: the reading, the corpus counts, the systems (nDCG@10 and document nDCG@10
+UI). One function per section, listed in order by :func:`task_document`: the header (source, split, corpus
+counts), the reading, the systems (nDCG@10 and document nDCG@10
 with CIs, costs, provenance), systems not run, the models' provenance, every metric, the
 comparisons (each tested system against the best cheap baseline, then the configured pairs), the queries
 that need context (:mod:`evaluation.reports.subsets`), nDCG@10 by gold-chunk position, vs corpus size,
@@ -50,39 +51,74 @@ from evaluation.reports.formatting import (
     format_usd,
     metric_sort_key,
 )
-from evaluation.reports.reading import task_reading
-from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, TaskEvaluation, is_missing
+from evaluation.reports.reading import task_reading_parts
+from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, SystemRun, TaskEvaluation, is_missing
 
 
 def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Document:
-    """The report of one task; ``images`` maps ``positions`` / ``scaling`` / ``chunk_sizes`` to a src."""
-    e = evaluation
-    ok = [r for r in e.runs if r.status == "ok"]
-    blocks: list[Block] = report_subsets.reading_blocks(task_reading(e))
-    meta = f"Source: {e.source} · split: {e.split}" + (f" · evaluated {e.created_at}" if e.created_at else "")
-    blocks.append(Paragraph((Span(meta),)))
-    blocks.append(
-        Table(
-            "counts",
-            ("Documents", "Chunks", "Queries", "Queries that need context"),
-            (
-                (
-                    number(f"{e.n_documents:,}"),
-                    number(f"{e.n_chunks:,}"),
-                    number(f"{e.n_queries:,}"),
-                    number(report_subsets.needs_context_count(e)),
-                ),
-            ),
-        )
-    )
+    """The report of one task; ``images`` maps ``positions`` / ``scaling`` / ``chunk_sizes`` to a src.
 
-    # Systems: headline, document level, cost.
-    blocks.append(Heading("Systems"))
-    blocks.append(Paragraph((Span("nDCG@10 with its 95% bootstrap confidence interval; the best in bold."),)))
+    One section per step, in the report's order: the header (source, split, counts) first, right under the title."""
+    e = evaluation
+    blocks: list[Block] = [
+        *header_blocks(e),
+        # the answer slot: the recommended pipeline's block goes here, before the reading
+        *report_subsets.reading_blocks(task_reading_parts(e)),
+        *systems_blocks(e),
+        *not_run_blocks(e),
+        *provenance_blocks((("", r) for r in e.runs), 3),
+        *metrics_blocks(e),
+        *comparison_blocks(e),
+        *report_subsets.task_subset_blocks(e),
+        *position_blocks(e, images),
+        *scaling_blocks(e, images),
+        *chunk_size_blocks(e, images),
+        *notes_blocks(e),
+    ]
+    return Document(f"ConTEB evaluation: {e.task}", tuple(blocks))
+
+
+def _ok(evaluation: TaskEvaluation) -> list[SystemRun]:
+    return [r for r in evaluation.runs if r.status == "ok"]
+
+
+def header_blocks(evaluation: TaskEvaluation) -> list[Block]:
+    """Where the figures come from (source, split, date) and the corpus counts."""
+    e = evaluation
+    meta = f"Source: {e.source} · split: {e.split}" + (f" · evaluated {e.created_at}" if e.created_at else "")
+    counts = (
+        number(f"{e.n_documents:,}"),
+        number(f"{e.n_chunks:,}"),
+        number(f"{e.n_queries:,}"),
+        number(report_subsets.needs_context_count(e)),
+    )
+    header = ("Documents", "Chunks", "Queries", "Queries that need context")
+    return [Paragraph((Span(meta),)), Table("counts", header, (counts,))]
+
+
+SYSTEMS_HEADER = (
+    "System",
+    "Kind",
+    "Status",
+    "nDCG@10 [95% CI]",
+    "Document nDCG@10 [95% CI]",
+    "Index (s)",
+    "Documents/s",
+    "Queries (s)",
+    "LLM tokens",
+    "LLM cost (USD)",
+    "Description",
+    "Provenance",
+)
+
+
+def systems_blocks(evaluation: TaskEvaluation) -> list[Block]:
+    """Every system: nDCG@10 and document nDCG@10 with CIs (the best bold), costs, description, provenance."""
+    ok = _ok(evaluation)
     best = best_formatted(r.metrics[HEADLINE].value for r in ok if HEADLINE in r.metrics)
     best_doc = best_formatted(r.document_ndcg10.value for r in ok if r.document_ndcg10 is not None)
     rows: list[tuple[Cell, ...]] = []
-    for r in e.runs:
+    for r in evaluation.runs:
         headline = r.metrics.get(HEADLINE) if r.status == "ok" else None
         doc = r.document_ndcg10 if r.status == "ok" else None
         rows.append(
@@ -101,127 +137,122 @@ def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Documen
                 text(provenance_cell(r)),
             )
         )
-    header = (
-        "System",
-        "Kind",
-        "Status",
-        "nDCG@10 [95% CI]",
-        "Document nDCG@10 [95% CI]",
-        "Index (s)",
-        "Documents/s",
-        "Queries (s)",
-        "LLM tokens",
-        "LLM cost (USD)",
-        "Description",
-        "Provenance",
-    )
-    blocks.append(Table("systems", header, tuple(rows)))
-    not_ok = [r for r in e.runs if r.status != "ok"]
-    if not_ok:
-        blocks.append(Heading("Systems not run", 3))
-        blocks.append(
-            BulletList(
-                tuple(
-                    (Span(r.system, bold=True), Span(f" ({status_text(r.status)}): {reason_text(r)}")) for r in not_ok
-                )
-            )
-        )
+    return [
+        Heading("Systems"),
+        Paragraph((Span("nDCG@10 with its 95% bootstrap confidence interval; the best in bold."),)),
+        Table("systems", SYSTEMS_HEADER, tuple(rows)),
+    ]
 
-    blocks += provenance_blocks((("", r) for r in e.runs), 3)
 
-    # Every metric.
-    blocks.append(Heading("All metrics"))
-    if ok:
-        metrics = sorted({m for r in ok for m in r.metrics}, key=metric_sort_key)
-        metric_rows = []
-        for metric in metrics:
-            top = best_formatted(r.metrics[metric].value for r in ok if metric in r.metrics)
-            cells = [text(metric)]
-            for r in ok:
-                s = r.metrics.get(metric)
-                cells.append(number(format_summary(s), bold=s is not None and format_metric(s.value) == top))
-            metric_rows.append(tuple(cells))
-        blocks.append(Table("metrics", ("Metric", *(r.system for r in ok)), tuple(metric_rows)))
-    else:
-        blocks.append(Paragraph((Span("No system ran on this task."),)))
+def not_run_blocks(evaluation: TaskEvaluation) -> list[Block]:
+    """The systems that did not run, each with its status and reason; none: nothing."""
+    not_ok = [r for r in evaluation.runs if r.status != "ok"]
+    if not not_ok:
+        return []
+    items = tuple((Span(r.system, bold=True), Span(f" ({status_text(r.status)}): {reason_text(r)}")) for r in not_ok)
+    return [Heading("Systems not run", 3), BulletList(items)]
 
-    # Comparisons: against the best cheap baseline, then the configured pairs.
-    blocks.append(Heading("Comparisons"))
-    blocks.append(
+
+def metrics_blocks(evaluation: TaskEvaluation) -> list[Block]:
+    """Every metric of every ok system (the best of each metric bold)."""
+    ok = _ok(evaluation)
+    if not ok:
+        return [Heading("All metrics"), Paragraph((Span("No system ran on this task."),))]
+    metric_rows = []
+    for metric in sorted({m for r in ok for m in r.metrics}, key=metric_sort_key):
+        top = best_formatted(r.metrics[metric].value for r in ok if metric in r.metrics)
+        cells = [text(metric)]
+        for r in ok:
+            s = r.metrics.get(metric)
+            cells.append(number(format_summary(s), bold=s is not None and format_metric(s.value) == top))
+        metric_rows.append(tuple(cells))
+    return [Heading("All metrics"), Table("metrics", ("Metric", *(r.system for r in ok)), tuple(metric_rows))]
+
+
+def comparison_blocks(evaluation: TaskEvaluation) -> list[Block]:
+    """The paired tests: against the best cheap baseline, then the configured pairs, then those not tested."""
+    blocks: list[Block] = [
+        Heading("Comparisons"),
         Paragraph(
             (Span(f"Paired two-sided tests on the same queries; significant when p < {SIGNIFICANCE_LEVEL} (in bold)."),)
-        )
-    )
-    blocks.append(Heading("Against the best cheap baseline", 3))
-    blocks += baseline_blocks([e])
-    pairs = configured(e.comparisons)
-    blocks.append(Heading("Configured pairs", 3))
+        ),
+        Heading("Against the best cheap baseline", 3),
+        *baseline_blocks([evaluation]),
+        Heading("Configured pairs", 3),
+    ]
+    pairs = configured(evaluation.comparisons)
     if pairs:
         blocks.append(Table("comparisons", COMPARISON_HEADER, comparison_rows(pairs, False)))
-    untested = untested_comparisons(e)
+    untested = untested_comparisons(evaluation)
     if untested:
         blocks.append(BulletList(tuple((Span(line),) for line in untested)))
-    blocks += report_subsets.task_subset_blocks(e)
+    return blocks
 
-    # By position.
-    blocks.append(Heading("nDCG@10 by gold-chunk position"))
-    positioned = [r for r in ok if r.by_position]
-    if positioned:
-        blocks.append(
-            Paragraph((Span("Queries grouped by the position of their gold chunk in its document (0 = first chunk)."),))
-        )
-        support: dict[int, set[int]] = {}
-        for r in positioned:
-            for p in r.by_position:
-                support.setdefault(p.position, set()).add(p.n_queries)
-        rows = []
-        for position in sorted(support):
-            counts = support[position]
-            points = [next((p for p in r.by_position if p.position == position), None) for r in positioned]
-            top = best_formatted(p.value for p in points if p is not None)
-            cells = [number(str(position)), number(str(max(counts)))]
-            for point in points:
-                if point is None:
-                    cells.append(number(DASH))
-                    continue
-                shown = format_ci(point.value, point.ci_low, point.ci_high) + (
-                    f" (n={point.n_queries})" if len(counts) > 1 else ""
-                )
-                cells.append(number(shown, bold=format_metric(point.value) == top))
-            rows.append(tuple(cells))
-        blocks.append(Table("positions", ("Position", "Queries", *(r.system for r in positioned)), tuple(rows)))
-        if "positions" in images:
-            blocks.append(Image("nDCG@10 by gold-chunk position", images["positions"]))
-    else:
-        blocks.append(Paragraph((Span("No per-position results."),)))
 
-    # Scaling.
-    blocks.append(Heading("nDCG@10 vs corpus size"))
-    scaled = [r for r in ok if r.scaling]
-    if scaled:
-        blocks.append(
-            Paragraph((Span("Random subsets of n documents (with their queries): mean ± std over the subsets."),))
-        )
-        sizes = sorted({p.n_documents for r in scaled for p in r.scaling})
-        rows = []
-        for n in sizes:
-            cells = [number(f"{n:,}")]
-            for r in scaled:
-                scaling = next((p for p in r.scaling if p.n_documents == n), None)
-                if scaling is None:
-                    cells.append(number(DASH))
-                else:
-                    std = "" if is_missing(scaling.std) else f" ± {format_metric(scaling.std)}"
-                    cells.append(number(format_metric(scaling.value) + std))
-            rows.append(tuple(cells))
-        blocks.append(Table("scaling", ("Documents", *(r.system for r in scaled)), tuple(rows)))
-        if "scaling" in images:
-            blocks.append(Image("nDCG@10 vs corpus size", images["scaling"]))
-    else:
-        blocks.append(Paragraph((Span("No scaling results."),)))
+def position_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> list[Block]:
+    """nDCG@10 by the position of the gold chunk in its document (table and plot)."""
+    blocks: list[Block] = [Heading("nDCG@10 by gold-chunk position")]
+    positioned = [r for r in _ok(evaluation) if r.by_position]
+    if not positioned:
+        return [*blocks, Paragraph((Span("No per-position results."),))]
+    blocks.append(
+        Paragraph((Span("Queries grouped by the position of their gold chunk in its document (0 = first chunk)."),))
+    )
+    support: dict[int, set[int]] = {}
+    for r in positioned:
+        for p in r.by_position:
+            support.setdefault(p.position, set()).add(p.n_queries)
+    rows = []
+    for position in sorted(support):
+        counts = support[position]
+        points = [next((p for p in r.by_position if p.position == position), None) for r in positioned]
+        top = best_formatted(p.value for p in points if p is not None)
+        cells = [number(str(position)), number(str(max(counts)))]
+        for point in points:
+            if point is None:
+                cells.append(number(DASH))
+                continue
+            shown = format_ci(point.value, point.ci_low, point.ci_high) + (
+                f" (n={point.n_queries})" if len(counts) > 1 else ""
+            )
+            cells.append(number(shown, bold=format_metric(point.value) == top))
+        rows.append(tuple(cells))
+    blocks.append(Table("positions", ("Position", "Queries", *(r.system for r in positioned)), tuple(rows)))
+    if "positions" in images:
+        blocks.append(Image("nDCG@10 by gold-chunk position", images["positions"]))
+    return blocks
 
-    # Chunk sizes.
-    blocks.append(Heading("Chunk-size robustness"))
+
+def scaling_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> list[Block]:
+    """nDCG@10 on random subsets of n documents (mean ± std; table and plot)."""
+    blocks: list[Block] = [Heading("nDCG@10 vs corpus size")]
+    scaled = [r for r in _ok(evaluation) if r.scaling]
+    if not scaled:
+        return [*blocks, Paragraph((Span("No scaling results."),))]
+    blocks.append(
+        Paragraph((Span("Random subsets of n documents (with their queries): mean ± std over the subsets."),))
+    )
+    rows = []
+    for n in sorted({p.n_documents for r in scaled for p in r.scaling}):
+        cells = [number(f"{n:,}")]
+        for r in scaled:
+            scaling = next((p for p in r.scaling if p.n_documents == n), None)
+            if scaling is None:
+                cells.append(number(DASH))
+            else:
+                std = "" if is_missing(scaling.std) else f" ± {format_metric(scaling.std)}"
+                cells.append(number(format_metric(scaling.value) + std))
+        rows.append(tuple(cells))
+    blocks.append(Table("scaling", ("Documents", *(r.system for r in scaled)), tuple(rows)))
+    if "scaling" in images:
+        blocks.append(Image("nDCG@10 vs corpus size", images["scaling"]))
+    return blocks
+
+
+def chunk_size_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> list[Block]:
+    """The task re-chunked at each size: nDCG@10 [95% CI] per system (table and plot), and the study's note."""
+    e = evaluation
+    blocks: list[Block] = [Heading("Chunk-size robustness")]
     if e.chunk_sizes:
         blocks.append(Paragraph((Span("The task re-chunked at each size (characters); nDCG@10 [95% CI]."),)))
         systems = ordered(c.system for c in e.chunk_sizes)
@@ -247,8 +278,11 @@ def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Documen
         blocks.append(Paragraph((Span(e.chunk_size_note),)))
     elif not e.chunk_sizes:
         blocks.append(Paragraph((Span("No chunk-size study on this task."),)))
+    return blocks
 
-    if e.notes:
-        blocks.append(Heading("Notes"))
-        blocks.append(BulletList(tuple((Span(note),) for note in e.notes)))
-    return Document(f"ConTEB evaluation: {e.task}", tuple(blocks))
+
+def notes_blocks(evaluation: TaskEvaluation) -> list[Block]:
+    """The evaluation's notes; none: nothing."""
+    if not evaluation.notes:
+        return []
+    return [Heading("Notes"), BulletList(tuple((Span(note),) for note in evaluation.notes))]

@@ -95,7 +95,12 @@ def test_overall_and_reproduce_reports_and_the_reading():
     assert "## Against the best cheap baseline" in reproduce and "On the 20 queries that need context" in reproduce
     assert "| late-chunking | **title-prefix** |" in reproduce
     reading = " ".join(task_reading(e))
-    assert "late-chunking vs the best cheap baseline (hybrid) -0.230 (p = 1.0e-05, 50 queries)" in reading
+    assert (
+        "Contextual systems vs the cheap baselines: late-chunking vs the best cheap baseline (hybrid) -0.230 "
+        "(p = 1.0e-05, 50 queries), significant (p < 0.05)." in task_reading(e)
+    )
+    task_md = render_markdown(task_document(e, {}))
+    assert "| late-chunking vs the best cheap baseline (hybrid) | -0.230 | **1.0e-05** | 50 | **yes** |" in task_md
     assert "late-chunking vs independent -0.110" in reading
 
 

@@ -6,7 +6,6 @@ from evaluation.reports.reading import (
     cause_long_documents,
     cause_plain_windows,
     cause_untrained,
-    comparisons_sentences,
     late_versus_baseline,
     lead,
     necessity_share,
@@ -17,7 +16,9 @@ from evaluation.reports.reading import (
     overall_subset,
     subset_scores,
     task_reading,
+    task_reading_parts,
 )
+from evaluation.reports.reading_groups import comparison_line, task_groups
 from evaluation.results import Comparison, Summary, SystemRun, TaskEvaluation
 
 TEST = ("randomization", 1000)
@@ -97,19 +98,45 @@ def test_nothing_scored_is_the_whole_reading() -> None:
 # --- rules 2 and 5: the comparisons ----------------------------------------------------------------------------------
 
 
-def test_every_comparison_is_named_significant_or_not() -> None:
-    assert comparisons_sentences([]) == ["No paired comparison was run."]
-    assert comparisons_sentences([], " on them") == ["No paired comparison was run on them."]
-    mixed = comparisons_sentences(
-        [comparison("late-chunking", "independent", -0.119, 1e-5), comparison("independent", "bm25", 0.134, 0.2)]
+def test_every_comparison_is_one_line_in_its_group() -> None:
+    runs = [run("bm25", 0.61), run("independent", 0.744), run("late-chunking", 0.625), TRAINED]
+    runs[0].role = "baseline"
+    none = evaluation(runs)
+    assert task_groups(none) == [] and "No paired comparison was run." in task_reading(none)
+    assert "No paired comparison was run on the queries that need context." in task_reading(none)
+    tested = evaluation(
+        runs,
+        [
+            comparison("independent", "bm25", 0.134, 0.2),
+            comparison("late-chunking", "independent", -0.119, 1e-5),
+            comparison("insent", "late-chunking", 0.064, 1e-4),
+            comparison("a", "b", 0.01, 0.6),
+        ],
+        subset_comparisons=[comparison("late-chunking", "independent", -0.099, 0.03, 50, subset="needs_context")],
     )
-    assert mixed == [
-        "Significant differences (p < 0.05): late-chunking vs independent -0.119 (p = 1.0e-05, 200 queries).",
-        "Not significant: independent vs bm25 +0.134 (p = 0.200, 200 queries).",
+    groups = task_groups(tested)
+    assert [(g.title, [(c.system_a, c.system_b) for c in g.comparisons]) for g in groups] == [
+        ("Contextual systems vs the cheap baselines", [("independent", "bm25")]),
+        ("Trained vs untrained", [("insent", "late-chunking")]),
+        ("Other pairs", [("late-chunking", "independent"), ("a", "b")]),  # significant first
+        ("On the queries that need context", [("late-chunking", "independent")]),
     ]
-    assert comparisons_sentences([comparison("a", "b", 0.01, 0.6)]) == [
-        "No difference is significant (p ≥ 0.05): a vs b +0.010 (p = 0.600, 200 queries)."
+    assert task_reading(tested)[2:7] == [
+        "Contextual systems vs the cheap baselines: independent vs bm25 +0.134 (p = 0.200, 200 queries), not "
+        "significant.",
+        "Trained vs untrained: insent vs late-chunking +0.064 (p = 1.0e-04, 200 queries), significant (p < 0.05).",
+        "Other pairs: late-chunking vs independent -0.119 (p = 1.0e-05, 200 queries), significant (p < 0.05).",
+        "Other pairs: a vs b +0.010 (p = 0.600, 200 queries), not significant.",
+        "On the queries that need context: late-chunking vs independent -0.099 (p = 0.030, 50 queries), significant "
+        "(p < 0.05).",
     ]
+    assert not any("No paired comparison" in line for line in task_reading(tested))
+    # another metric is named; over several tasks, each line names its task
+    other = comparison("a", "b", 0.01, 0.6, metric="map@10")
+    assert (
+        comparison_line(other, with_task=True)
+        == "t: a vs b on map@10 +0.010 (p = 0.600, 200 queries), not significant."
+    )
 
 
 # --- rule 3: the share of queries that need context ------------------------------------------------------------------
@@ -137,16 +164,20 @@ def test_subset_scores_and_tests_only_when_some_queries_need_context() -> None:
         "nDCG@10 on them, highest first: independent 0.628 [0.578, 0.678] (all queries 0.744), late-chunking 0.529 "
         "[0.479, 0.579] (all queries 0.625), bm25 0.400 [0.350, 0.450] (all queries 0.610)."
     )
-    assert "No paired comparison was run on them." in task_reading(labelled)
+    assert "No paired comparison was run on the queries that need context." in task_reading(labelled)
     tested = evaluation(runs, subset_comparisons=[comparison("late-chunking", "independent", -0.099, 0.03, 50)])
+    assert task_reading_parts(tested).opening[1:3] == (necessity_share(tested), subset_scores(tested))
     assert any(
-        s.startswith("Significant differences on them (p < 0.05): late-chunking vs") for s in task_reading(tested)
+        s.startswith("On the queries that need context: late-chunking vs independent -0.099 (p = 0.030, 50 queries)")
+        for s in task_reading(tested)
     )
     # none need context: no subset sentence at all; no system scored on them: no scores, the tests still said
     none_need = evaluation(runs, needs=0)
-    assert subset_scores(none_need) is None and not any("on them" in s for s in task_reading(none_need))
+    assert subset_scores(none_need) is None and not any("need context:" in s for s in task_reading(none_need))
     unscored = evaluation([run("bm25", 0.6)])
-    assert subset_scores(unscored) is None and "No paired comparison was run on them." in task_reading(unscored)
+    assert subset_scores(
+        unscored
+    ) is None and "No paired comparison was run on the queries that need context." in task_reading(unscored)
 
 
 # --- rule 6: late chunking below its baseline, and its causes --------------------------------------------------------
@@ -279,10 +310,7 @@ def test_overall_reading() -> None:
         "Highest mean nDCG@10 over the 2 task(s): independent 0.580, highest on 1 of 2 task(s); next late-chunking "
         "0.489 (a mean over tasks has no paired test: each task's reading tests its systems)."
     )  # bm25 ran on one task only: not in the mean
-    assert overall_comparisons([first, second]) == (
-        "1 of 2 paired comparisons are significant: t: late-chunking vs independent -0.119 (p = 1.0e-05, 200 queries); "
-        "not significant: covid: late-chunking vs independent -0.062 (p = 0.080, 200 queries)."
-    )
+    assert overall_comparisons([first, second]) == "1 of 2 paired comparisons are significant (p < 0.05)."
     assert overall_comparisons([evaluation([run("bm25", 0.5)])]) == "No paired comparison was run."
     assert overall_necessity([first, second]).startswith(
         "50 of 200 labelled queries (25%) need context (t 50/200); unlabelled: covid (no needs_context column"
@@ -298,8 +326,12 @@ def test_overall_reading() -> None:
         overall_necessity([first, second]),
         overall_subset([first, second]),
     ]
-    assert sentences[4].startswith("t: late-chunking loses to independent (0.625 vs 0.744")
-    assert sentences[5].startswith("covid: late-chunking scores below independent (0.353 vs 0.415), not significantly")
+    assert sentences[4:6] == [  # every comparison of every task, one line each, naming its task
+        "Other pairs: t: late-chunking vs independent -0.119 (p = 1.0e-05, 200 queries), significant (p < 0.05).",
+        "Other pairs: covid: late-chunking vs independent -0.062 (p = 0.080, 200 queries), not significant.",
+    ]
+    assert sentences[6].startswith("t: late-chunking loses to independent (0.625 vs 0.744")
+    assert sentences[7].startswith("covid: late-chunking scores below independent (0.353 vs 0.415), not significantly")
     assert overall_reading([]) == ["No task was evaluated: nothing to read."]
     no_common = evaluation([run("bm25", 0.5)])
     other = evaluation([run("independent", 0.5)])

@@ -427,3 +427,27 @@ def test_reports_open_with_their_reading(written: dict[str, Path], evaluations: 
     assert f"Best system: {figures}" in task_md or f"Highest nDCG@10: {figures}" in task_md
     assert "30 of 100 queries (30%) need context" in task_md
     assert "<h2>Reading</h2>" in written["tasks/squad-ctx/report.html"].read_text().replace(' id="reading"', "")
+
+
+def test_the_reading_has_one_comparison_per_row(written: dict[str, Path]) -> None:
+    """The reading's paired comparisons: one row each in a small table under its group's heading, every figure kept
+    (difference, p-value, queries, verdict), the same in Markdown and HTML; the task's subset in a group of its own."""
+    md = written["tasks/squad-ctx/report.md"].read_text()
+    reading = md.split("\n## Reading\n", 1)[1].split("\n## ", 1)[0]
+    assert "### Other pairs" in reading and "### On the queries that need context" in reading
+    rows = [line for line in reading.splitlines() if line.startswith("| independent vs bm25")]
+    assert rows == ["| independent vs bm25 | +0.010 | 0.432 | 100 | no |"]
+    html = html_tables(written["tasks/squad-ctx/report.html"].read_text())
+    assert html["reading-comparisons-1"] == [
+        [("Comparison", False), ("Δ nDCG@10 (A − B)", False), ("p-value", False), ("Queries", False),
+         ("Significant (p < 0.05)", False)],
+        [("late-chunking vs independent", False), ("+0.060", False), ("4.0e-04", True), ("100", False),
+         ("yes", True)],
+        [("independent vs bm25", False), ("+0.010", False), ("0.432", False), ("100", False), ("no", False)],
+    ]  # fmt: skip
+    assert html["reading-comparisons-2"][1] == [
+        ("late-chunking vs independent", False), ("+0.110", False), ("0.002", True), ("30", False), ("yes", True)
+    ]  # fmt: skip
+    overall = html_tables(written["report.html"].read_text())["reading-comparisons-1"]
+    assert [row[0][0] for row in overall] == ["Task", "squad-ctx", "football", "squad-ctx", "football"]
+    assert "reading-comparisons-2" not in html_tables(written["report.html"].read_text())  # subsets: per task
