@@ -220,10 +220,10 @@ def test_the_setup_reads_each_models_training_yaml_or_names_the_file(tmp_path: P
     with pytest.raises(dg.Failure, match=r"insent-plain\.train\.yaml: the model's training settings cannot be read"):
         trained_models(tmp_path)
     (tmp_path / "d" / "documents").mkdir(parents=True)  # a ConTEB task folder, as training requires
-    for folder in ("insent-plain", "insent-anchored", "finetune-control"):
+    for folder in ("insent-plain", "insent-anchored", "insent-anchored-title", "finetune-control"):
         (tmp_path / f"{folder}.train.yaml").write_text(f"data: [d]\noutput: {folder}\nbatch_docs: 3\n")
     models = trained_models(tmp_path)
-    assert [m.system for m in models] == ["insent", "insent-anchored", "finetune-control"]
+    assert [m.system for m in models] == ["insent", "insent-anchored", "insent-anchored-title", "finetune-control"]
     assert models[0].settings["batch_docs"] == 3 and models[0].settings["lr"] == 5e-5  # a default filled in
     assert models[0].training_documents == {}  # no training_data.json: not recorded
     (tmp_path / "insent-anchored.train.yaml").write_text("data: [d]\noutput: x\nbatch_docs: zero\n")
