@@ -89,7 +89,7 @@ def experiment_systems(
     model_fields = {"query_prefix": query_prefix, "document_prefix": document_prefix, "device": device}
 
     def with_model(system: SystemConfig, model: str) -> SystemConfig:
-        if system.kind in ("bm25", "hybrid"):  # no model (a hybrid fuses the experiment's own systems by name)
+        if system.kind in ("bm25", "hybrid", "fusion"):  # no model (a fusion fuses the experiment's own systems)
             return system
         update: dict[str, object] = {"model": model, **model_fields}
         if getattr(system, "window_policy", "plain") == "anchored":
