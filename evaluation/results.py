@@ -182,9 +182,10 @@ class ChunkSizePoint:
 
 
 SELECTION_RULE = (
-    "chosen on the validation split (documents disjoint from train and test): the highest nDCG@10 on its "
-    "needs_context queries, then on all its queries; fusion weights fitted there; test labels never read"
+    "the highest nDCG@10 on its needs_context queries, then on all its queries (ties: the first candidate); fusion "
+    "weights fitted there; no test label read"
 )
+"""How :mod:`evaluation.select` chooses, in words (after "chosen on the validation split: ")."""
 
 
 @dataclass

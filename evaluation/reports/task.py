@@ -13,6 +13,7 @@ the chunk-size study, the notes. Best values are bold
 from __future__ import annotations
 
 from evaluation.reports import subsets as report_subsets
+from evaluation.reports.answer import answer_blocks
 from evaluation.reports.blocks import (
     COMPARISON_HEADER,
     baseline_blocks,
@@ -58,7 +59,7 @@ def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Documen
     """The report of one task; ``images`` maps ``positions`` / ``scaling`` / ``chunk_sizes`` to a src."""
     e = evaluation
     ok = [r for r in e.runs if r.status == "ok"]
-    blocks: list[Block] = report_subsets.reading_blocks(task_reading(e))
+    blocks: list[Block] = [*answer_blocks(e), *report_subsets.reading_blocks(task_reading(e))]
     meta = f"Source: {e.source} · split: {e.split}" + (f" · evaluated {e.created_at}" if e.created_at else "")
     blocks.append(Paragraph((Span(meta),)))
     blocks.append(
