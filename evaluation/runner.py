@@ -585,7 +585,9 @@ def _evaluate_task(
     elif sources is None:
         evaluation.chunk_size_note = no_sources_reason or "no span-annotated source documents: chunk-size study not run"
     else:
-        evaluation.chunk_sizes = evaluator.chunk_size_points(sources, study_systems, encodings)
+        evaluation.chunk_sizes = evaluator.chunk_size_points(
+            sources, [with_weights(s, config, fitted) for s in study_systems], encodings
+        )
         evaluation.notes += evaluator.skipped
         if systems and previous is not None:
             kept = [p for p in previous.chunk_sizes if p.system not in {s.name for s in study_systems}]
