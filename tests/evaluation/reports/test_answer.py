@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from assets.evaluation import run_metadata
 from evaluation.config import EvaluationConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.reports.markdown import render_markdown
@@ -86,3 +87,4 @@ def test_a_chosen_cheap_baseline_and_the_reproduce_report(tmp_path: Path) -> Non
         "Contains the model trained here: no.",
     ]
     assert lines[4].startswith("Test nDCG@10 (95% CI): all queries ")
+    assert run_metadata(evaluation)["recommended"].value == "bm25-title"  # the Dagster asset's metadata
