@@ -9,7 +9,9 @@ best cheap baseline on the same test queries with the paired test (the runner's 
 
 from __future__ import annotations
 
-from evaluation.reports.document import Block, Heading, Paragraph, Span, Table, number, text
+from collections.abc import Sequence
+
+from evaluation.reports.document import Block, BulletList, Heading, Paragraph, Span, Table, number, text
 from evaluation.reports.formatting import format_metric, format_p, format_signed, format_summary
 from evaluation.results import (
     ALL,
@@ -107,3 +109,30 @@ def answer_blocks(evaluation: TaskEvaluation) -> list[Block]:
     if selection.notes:
         blocks.append(Paragraph((Span("Left out: " + "; ".join(selection.notes) + "."),)))
     return blocks
+
+
+def overall_answer_blocks(evaluations: Sequence[TaskEvaluation]) -> list[Block]:
+    """The overall report's first lines: per task that made a choice, the recommended pipeline and its test nDCG@10
+    (all queries, needs_context); ``[]`` when no task did. Each task's report gives the intervals and the margin."""
+    items = []
+    for evaluation in evaluations:
+        selection = evaluation.selection
+        run = evaluation.run(selection.chosen) if selection and selection.chosen else None
+        if selection is None:
+            continue
+        if run is None or run.status != "ok":
+            items.append((Span(f"{evaluation.task}: no pipeline recommended"),))
+            continue
+        overall, needs = run.summary(HEADLINE), run.summary(HEADLINE, NEEDS_CONTEXT)
+        trained = " (contains the model trained here)" if trained_parts(evaluation, run) else ""
+        items.append(
+            (
+                Span(
+                    f"{evaluation.task}: {_pipeline(run)}{trained}: test nDCG@10 "
+                    f"{format_metric(overall.value if overall is not None else None)} on all queries"
+                    + (f", {format_metric(needs.value)} on needs_context" if needs is not None else "")
+                    + f" (chosen on {selection.split})"
+                ),
+            )
+        )
+    return [Heading(HEADING, 2), BulletList(tuple(items))] if items else []

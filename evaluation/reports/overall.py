@@ -11,6 +11,7 @@ the per-task plots, the tasks.
 from __future__ import annotations
 
 from evaluation.reports import subsets as report_subsets
+from evaluation.reports.answer import overall_answer_blocks
 from evaluation.reports.blocks import (
     COMPARISON_HEADER,
     baseline_blocks,
@@ -46,7 +47,10 @@ def overall_document(
     """The report over every task; ``images`` maps ``overview`` / ``chunk_sizes`` to a src and
     ``task_links`` (optional) each task to its own report."""
     task_links = task_links or {}
-    blocks: list[Block] = report_subsets.reading_blocks(overall_reading(evaluations))
+    blocks: list[Block] = [
+        *overall_answer_blocks(evaluations),
+        *report_subsets.reading_blocks(overall_reading(evaluations)),
+    ]
     systems = ordered(r.system for e in evaluations for r in e.runs)
     blocks.append(
         Paragraph(

@@ -12,6 +12,7 @@ from assets.evaluation import run_metadata
 from evaluation.config import EvaluationConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.reports.markdown import render_markdown
+from evaluation.reports.overall import overall_document
 from evaluation.reports.paper import PaperComparison
 from evaluation.reports.publish import write_task_report
 from evaluation.reports.reproduce import reproduce_document
@@ -75,6 +76,13 @@ def test_the_task_report_opens_with_the_recommended_pipeline(tmp_path: Path) -> 
     )
     assert lines[5].startswith("Against the best cheap baseline on the same test queries: all queries: ")
     assert " against bm25" in lines[5] and "needs_context: " in lines[5] and "p = " in lines[5]
+    # the overall report (the quickstart's data/reports/report.md) names it first too
+    overall = _first_lines(render_markdown(overall_document([evaluation], {})), 3)
+    assert overall[1:] == [
+        "## Recommended pipeline",
+        f"- toy: {lines[2].removeprefix('Recommended: ').removesuffix('.')} (contains the model trained here): test "
+        f"nDCG@10 {all_q.value:.3f} on all queries, {needs.value:.3f} on needs_context (chosen on validation)",
+    ]
 
 
 def test_a_chosen_cheap_baseline_and_the_reproduce_report(tmp_path: Path) -> None:
