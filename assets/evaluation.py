@@ -57,10 +57,11 @@ def _upstream(config: ProjectConfig, target: EvalTarget) -> list[dg.AssetKey]:
 
 def run_metadata(evaluation: TaskEvaluation) -> dict[str, object]:
     """Numeric nDCG@10 per system (Dagster plots it across materializations), counts, reasons, each model's
-    provenance (``provenance/<system>``: ``provenance unknown: ...`` for a model without training_data.json) and the
-    p-value of every comparison: ``p_value/<a>_vs_<b>`` for a configured pair, ``p_value/<tested>_vs_best_baseline``
-    (with ``difference/...`` and the baseline's name under ``best_baseline``) against the best cheap baseline; the
-    ``needs_context`` subset's with ``/needs_context`` appended."""
+    provenance (``provenance/<system>``: ``provenance unknown: ...`` for a model without training_data.json), the
+    pipeline recommended on validation (``recommended``) and the p-value of every comparison: ``p_value/<a>_vs_<b>``
+    for a configured pair, ``p_value/<tested>_vs_best_baseline`` (with ``difference/...`` and the baseline's name
+    under ``best_baseline``) against the best cheap baseline; the ``needs_context`` subset's with ``/needs_context``
+    appended."""
     metadata: dict[str, object] = {
         "documents": evaluation.n_documents,
         "chunks": evaluation.n_chunks,
@@ -68,6 +69,8 @@ def run_metadata(evaluation: TaskEvaluation) -> dict[str, object]:
     }
     if evaluation.n_needs_context is not None:
         metadata[f"count/{NEEDS_CONTEXT}"] = evaluation.n_needs_context
+    if evaluation.selection is not None:  # the pipeline chosen on validation (evaluation/select.py)
+        metadata["recommended"] = dg.MetadataValue.text(evaluation.selection.chosen or "none")
     for run in evaluation.runs:
         if run.status == "ok":
             metadata[f"{HEADLINE}/{run.system}"] = dg.MetadataValue.float(round(run.metrics[HEADLINE].value, 6))

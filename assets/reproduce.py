@@ -186,6 +186,7 @@ def _evaluation_asset(
             data_dir=data,
             split_by_document=True,
             chunk_contexts=task.chunk_contexts,
+            validation_split=task.validation_split,
         )
         systems = experiment_systems(
             experiment_models_dir(data),

@@ -379,6 +379,11 @@ class TaskConfig(StrictModel):
         return "train" if self.splits is not None and "train" in self.splits.fractions else None
 
     @property
+    def validation_split(self) -> str | None:
+        """``"validation"`` when ``splits`` declares it (the split the evaluation chooses and fits on), else None."""
+        return "validation" if self.splits is not None and "validation" in self.splits.fractions else None
+
+    @property
     def evaluation_split(self) -> str:
         """The split evaluated by default: ``test`` when declared, else the last declared split, else ``split``."""
         if self.splits is None:

@@ -85,6 +85,12 @@ class SystemName(StrEnum):
     HYBRID_TITLE = "hybrid-title"  # reciprocal rank fusion of bm25-title and title-prefix
     LATE_CHUNKING_TITLE = "late-chunking-title"  # late chunking whose chunks carry the title header
     LATE_CHUNKING_ANCHORED_TITLE = "late-chunking-anchored-title"  # the same with anchored windows
+    FUSED_INSENT = "fused-insent"  # fusion of bm25-title and insent, weights fitted on validation
+
+    @staticmethod
+    def fused(system: str) -> str:
+        """The name of the fitted fusion of ``bm25-title`` with ``system`` (a trained model): ``fused-<system>``."""
+        return f"fused-{system}"
 
 
 class TrainedModel(StrEnum):

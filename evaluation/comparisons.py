@@ -5,9 +5,9 @@ A contextual method is better only if it beats the cheapest thing a user would t
 
 * **baseline**: needs no training, no LLM and no model reading the document beyond a title header: every ``bm25``
   (words, subwords, with or without the title), dense ``context: independent`` and ``context: title`` (title-prefix)
-  and ``late_interaction`` ``context: independent`` on an untrained model, and a ``hybrid`` whose components are all
-  baselines. Independent chunks count as a baseline: a user tries them first too, and one more candidate can only
-  make the comparison harder for the tested systems.
+  and ``late_interaction`` ``context: independent`` on an untrained model, and a ``hybrid`` or ``fusion`` whose
+  components are all baselines. Independent chunks count as a baseline: a user tries them first too, and one more
+  candidate can only make the comparison harder for the tested systems.
 * **tested**: everything else: late chunking (plain, anchored, with a header), any trained model (InSeNT, the
   fine-tuned control), ``contextual`` (LLM contexts), late interaction over late chunking, a hybrid with a tested
   component.
@@ -34,6 +34,7 @@ from evaluation.config import (
     ContextualSystem,
     DenseSystem,
     EvaluationConfig,
+    FusionSystem,
     HybridSystem,
     LateInteractionSystem,
     Role,
@@ -60,7 +61,7 @@ def system_role(system: SystemConfig, config: EvaluationConfig) -> Role:
     match system:
         case BM25System():
             return BASELINE
-        case HybridSystem():
+        case HybridSystem() | FusionSystem():
             parts = config.components(system)
             return BASELINE if all(system_role(part, config) == BASELINE for part in parts) else TESTED
         case ContextualSystem():

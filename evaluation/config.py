@@ -19,6 +19,9 @@ Systems (``kind``):
 * ``contextual``: Anthropic's contextual retrieval: the LLM-written context of each chunk (the task's
   ``chunk_contexts`` stage) prepended to the chunk, embedded independently.
 * ``late_interaction``: MaxSim over per-token vectors of each chunk (``context: late`` or ``independent``).
+* ``fusion``: weighted fusion of declared systems, by normalised scores (``method: score``, ``normalise: minmax`` or
+  ``zscore``) or weighted reciprocal ranks (``method: rrf``), with given convex ``weights`` or weights fitted on the
+  task's validation split (``fit: validation``, the default without weights); see :mod:`evaluation.systems.fusion`.
 * ``hybrid``: reciprocal rank fusion of declared systems (``systems``, by name; Cormack, Clarke and Büttcher, SIGIR
   2009): ``score(c) = sum_s 1 / (k + rank_s(c))``, ``rank_s`` 1-based over the whole corpus in trec order,
   ``k`` default 60 (the paper's); see :mod:`evaluation.systems.hybrid`.
@@ -161,6 +164,14 @@ class LateInteractionSystem(ModelOptions):
     context: Literal["independent", "late"] = "late"
 
 
+def distinct_systems(systems: tuple[str, ...]) -> tuple[str, ...]:
+    """``systems`` when no name repeats; else ValueError naming the repeated ones (a fusion's components)."""
+    repeated = sorted({name for name in systems if systems.count(name) > 1})
+    if repeated:
+        raise ValueError(f"systems: {repeated} named more than once")
+    return systems
+
+
 class HybridSystem(StrictModel):
     """Reciprocal rank fusion of the declared systems ``systems`` (their names; none a hybrid): see
     :mod:`evaluation.systems.hybrid`. ``k`` >= 0 (Cormack, Clarke and Büttcher, SIGIR 2009, use 60)."""
@@ -174,14 +185,69 @@ class HybridSystem(StrictModel):
     @field_validator("systems")
     @classmethod
     def _distinct(cls, systems: tuple[str, ...]) -> tuple[str, ...]:
-        repeated = sorted({name for name in systems if systems.count(name) > 1})
-        if repeated:
-            raise ValueError(f"systems: {repeated} named more than once")
-        return systems
+        return distinct_systems(systems)
 
+
+FIT_VALIDATION = "validation"
+"""``fit: validation``: a fusion's weights fitted on the task's validation split (:mod:`evaluation.select`)."""
+WEIGHT_SUM_TOLERANCE = 1e-6
+
+
+class FusionSystem(StrictModel):
+    """Weighted fusion of the declared systems ``systems`` (none a fusion or a hybrid): see
+    :mod:`evaluation.systems.fusion`. ``method: score`` sums each system's per-query normalised scores
+    (``normalise: minmax`` or ``zscore`` over its retrieved list, the first ``depth`` chunks; default the evaluation's
+    ``top_k``); ``method: rrf`` sums ``w_s / (k + rank_s)``. ``weights``: convex (each >= 0, summing to 1), one per
+    system, in ``systems`` order; without them (or with ``fit: validation``) they are fitted on the task's validation
+    split by a small grid (:mod:`evaluation.select`)."""
+
+    kind: Literal["fusion"]
+    name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    systems: tuple[str, ...] = Field(min_length=2, max_length=4)
+    method: Literal["score", "rrf"] = "score"
+    normalise: Literal["minmax", "zscore"] = "minmax"
+    k: float = Field(60.0, ge=0.0)
+    depth: int | None = Field(None, ge=1)
+    weights: tuple[float, ...] | None = None
+    fit: Literal["validation"] | None = None
+    role: Role | None = None  # null: a baseline when every component is one (evaluation/comparisons.py)
+
+    @field_validator("systems")
+    @classmethod
+    def _distinct(cls, systems: tuple[str, ...]) -> tuple[str, ...]:
+        return distinct_systems(systems)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fit_by_default(cls, data):
+        if isinstance(data, dict) and data.get("weights") is None and data.get("fit") is None:
+            data = {**data, "fit": FIT_VALIDATION}
+        return data
+
+    @model_validator(mode="after")
+    def _weights_or_fit(self):
+        if self.weights is not None and self.fit is not None:
+            raise ValueError("set either weights (fixed) or fit: validation (fitted), not both")
+        if self.weights is None:
+            return self
+        if len(self.weights) != len(self.systems):
+            raise ValueError(f"weights: {len(self.weights)} given for {len(self.systems)} systems")
+        if any(w < 0 for w in self.weights) or abs(sum(self.weights) - 1.0) > WEIGHT_SUM_TOLERANCE:
+            raise ValueError(f"weights {list(self.weights)} must be >= 0 and sum to 1")
+        return self
+
+    @property
+    def fitted(self) -> bool:
+        """The weights are fitted on validation (none given; the runner fills the fitted ones in a copy)."""
+        return self.fit is not None
+
+
+FUSING = (HybridSystem, FusionSystem)
+"""The system kinds that fuse other declared systems (their encodings are reused)."""
 
 SystemConfig = Annotated[
-    BM25System | DenseSystem | ContextualSystem | LateInteractionSystem | HybridSystem, Field(discriminator="kind")
+    BM25System | DenseSystem | ContextualSystem | LateInteractionSystem | HybridSystem | FusionSystem,
+    Field(discriminator="kind"),
 ]
 
 
@@ -311,6 +377,9 @@ class EvaluationConfig(StrictModel):
     # refuse (not run, with the reason) every model whose training_data.json does not record content fingerprints:
     # hub and packaged models (offline-minilm too), folders copied without it, older ids-only files
     require_provenance: bool = False
+    # the candidates the product chooses from on the validation split (evaluation/select.py): declared systems,
+    # single or fused; the choice is reported on test only. Empty: no choice made
+    select: tuple[str, ...] = ()
 
     @model_validator(mode="before")
     @classmethod
@@ -339,16 +408,22 @@ class EvaluationConfig(StrictModel):
         for a, b in self.significance.comparisons:
             if a == b:
                 raise ValueError(f"significance.comparisons: {a} compared with itself")
-        hybrids = {s.name for s in self.systems if isinstance(s, HybridSystem)}
+        hybrids = {s.name for s in self.systems if isinstance(s, FUSING)}
         for system in self.systems:
-            if not isinstance(system, HybridSystem):
+            if not isinstance(system, FUSING):
                 continue
             undeclared = [n for n in system.systems if n not in names]
             if undeclared:
-                raise ValueError(f"systems: hybrid {system.name} fuses undeclared system(s) {undeclared}")
+                raise ValueError(f"systems: {system.kind} {system.name} fuses undeclared system(s) {undeclared}")
             nested = [n for n in system.systems if n in hybrids]
             if nested:
-                raise ValueError(f"systems: hybrid {system.name} fuses hybrid(s) {nested}; fuse their systems instead")
+                raise ValueError(
+                    f"systems: {system.kind} {system.name} fuses hybrid(s) or fusion(s) {nested}; fuse their systems "
+                    "instead"
+                )
+        unselectable = [n for n in self.select if n not in names]
+        if unselectable:
+            raise ValueError(f"select: undeclared system(s) {unselectable}; declared: {names}")
         unknown = [n for n in self.chunk_sizes.systems if n not in names]
         if unknown:
             raise ValueError(f"chunk_sizes.systems: unknown system(s) {unknown}; declared: {names}")
@@ -364,8 +439,8 @@ class EvaluationConfig(StrictModel):
         raise KeyError(f"no evaluation system named {name!r}; declared: {[s.name for s in self.systems]}")
 
     def components(self, system: SystemConfig) -> tuple[SystemConfig, ...]:
-        """The systems a hybrid fuses (in its order); ``()`` for any other system."""
-        if not isinstance(system, HybridSystem):
+        """The systems a hybrid or a fusion fuses (in its order); ``()`` for any other system."""
+        if not isinstance(system, FUSING):
             return ()
         return tuple(self.system(name) for name in system.systems)
 

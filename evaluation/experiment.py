@@ -7,8 +7,9 @@ with the experiment's base model and prefixes — the cheap baselines a user tri
 windows (``late-chunking-title``, ``late-chunking-anchored-title``), and the four trained models: ``insent`` (late
 chunking, plain windows), ``insent-anchored`` (anchored windows, trained that way), ``insent-anchored-title``
 (anchored windows, each chunk under its title header, trained and evaluated that way), ``finetune-control`` (each
-chunk alone), read from their model folders; ``contextual`` joins when the task has LLM chunk contexts. Every tested
-system is also compared with the best cheap baseline (:mod:`evaluation.comparisons`), beside the paper's pairs.
+chunk alone), read from their model folders; the fusions of ``bm25-title`` with each InSeNT model (``fused-<model>``,
+weights fitted on validation); ``contextual`` joins when the task has LLM chunk contexts. Every tested system is also
+compared with the best cheap baseline (:mod:`evaluation.comparisons`), beside the paper's pairs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from conteb.names import SystemName
-from evaluation.config import ChunkSizeConfig, EvaluationConfig, SignificanceConfig, SystemConfig, default_systems
+from evaluation.config import (
+    ChunkSizeConfig,
+    EvaluationConfig,
+    FusionSystem,
+    SignificanceConfig,
+    SystemConfig,
+    default_systems,
+)
 
 UNTRAINED = (
     SystemName.BM25,
@@ -95,7 +103,7 @@ def experiment_systems(
     model_fields = {"query_prefix": query_prefix, "document_prefix": document_prefix, "device": device}
 
     def with_model(system: SystemConfig, model: str) -> SystemConfig:
-        if system.kind in ("bm25", "hybrid"):  # no model (a hybrid fuses the experiment's own systems by name)
+        if system.kind in ("bm25", "hybrid", "fusion"):  # no model (a fusion fuses the experiment's own systems)
             return system
         update: dict[str, object] = {"model": model, **model_fields}
         if getattr(system, "window_policy", "plain") == "anchored":
@@ -109,15 +117,29 @@ def experiment_systems(
         trained = with_model(defaults[template], str(model_folder(models_root, name)))
         # model_copy does not validate: a plain str; a model folder reads as untrained to the comparison rule: tested
         systems.append(trained.model_copy(update={"name": str(name), "role": "tested"}))
+    systems += fused_systems(list(TRAINED_MODELS))
     if contextual:
         systems.append(with_model(defaults[SystemName.CONTEXTUAL], base_model))
     return tuple(systems)
 
 
+def fused_systems(trained: Sequence[str]) -> list[SystemConfig]:
+    """For each InSeNT model of ``trained`` (every one but the control), the fusion of ``bm25-title`` with it, weights
+    fitted on the task's validation split (``fused-<model>``): the title's words and the trained model's context."""
+    return [
+        FusionSystem(
+            kind="fusion", name=SystemName.fused(name), systems=(str(SystemName.BM25_TITLE), name), fit="validation"
+        )
+        for name in trained
+        if name != SystemName.FINETUNE_CONTROL
+    ]
+
+
 def experiment_evaluation(
     base: EvaluationConfig, systems: Sequence[SystemConfig], chunk_sizes: Sequence[int]
 ) -> EvaluationConfig:
-    """``base`` (bootstrap, cutoffs, scaling) with the experiment's systems, comparisons and chunk-size study."""
+    """``base`` (bootstrap, cutoffs, scaling) with the experiment's systems, comparisons and chunk-size study; every
+    system but the fine-tuned control is a candidate of the choice on validation (``select``)."""
     names = {s.name for s in systems}
     study = tuple(n for n in CHUNK_SIZE_SYSTEMS if n in names)
     return base.model_copy(
@@ -130,6 +152,7 @@ def experiment_evaluation(
                 comparisons=tuple((a, b) for a, b in COMPARISONS if a in names and b in names),
             ),
             "chunk_sizes": ChunkSizeConfig(enabled=bool(chunk_sizes), sizes=tuple(chunk_sizes), systems=study),
+            "select": tuple(s.name for s in systems if s.name != SystemName.FINETUNE_CONTROL),
         }
     )
 

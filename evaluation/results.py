@@ -181,6 +181,30 @@ class ChunkSizePoint:
     n_chunks: int
 
 
+SELECTION_RULE = (
+    "the highest nDCG@10 on its needs_context queries, then on all its queries (ties: the first candidate); fusion "
+    "weights fitted there; no test label read"
+)
+"""How :mod:`evaluation.select` chooses, in words (after "chosen on the validation split: ")."""
+
+
+@dataclass
+class Selection:
+    """The pipeline the product chose on the validation split (:mod:`evaluation.select`), and why. Test numbers of
+    the chosen system are its :class:`SystemRun`'s."""
+
+    split: str  # the split chosen on ("validation")
+    candidates: list[str] = field(default_factory=list)  # evaluation.select, in declared order
+    chosen: str | None = None  # None: no candidate ran on validation
+    validation: dict[str, dict[str, float]] = field(default_factory=dict)  # candidate -> {subset: mean nDCG@10}
+    fitted_weights: dict[str, dict[str, float]] = field(default_factory=dict)  # fusion -> {component: weight}
+    n_documents: int = 0
+    n_queries: int = 0
+    n_needs_context: int | None = None
+    notes: list[str] = field(default_factory=list)  # candidates that did not run on validation, and why
+    rule: str = SELECTION_RULE
+
+
 @dataclass
 class TaskEvaluation:
     """Every system on one task, the key comparisons and the chunk-size study."""
@@ -202,6 +226,7 @@ class TaskEvaluation:
     created_at: str = ""  # ISO timestamp
     corpus_fingerprint: str = ""  # EvalCorpus.fingerprint(): earlier results are merged only on the same corpus
     n_needs_context: int | None = None  # queries labelled needs_context; None: the queries are unlabelled
+    selection: Selection | None = None  # the pipeline chosen on validation (evaluation.select); None: no choice made
 
     def run(self, system: str) -> SystemRun | None:
         return next((r for r in self.runs if r.system == system), None)
@@ -247,8 +272,19 @@ def from_json(text: str) -> TaskEvaluation:
     comparisons = [comparison(c) for c in raw.pop("comparisons")]
     subset_comparisons = [comparison(c) for c in raw.pop("subset_comparisons", [])]
     chunk_sizes = [ChunkSizePoint(**{k: _nan(v) for k, v in c.items()}) for c in raw.pop("chunk_sizes")]
+    selected = raw.pop("selection", None)
+    if selected is not None:
+        selected["validation"] = {
+            name: {k: _nan(v) for k, v in means.items()} for name, means in selected["validation"].items()
+        }
+        selected = Selection(**selected)
     return TaskEvaluation(
-        **raw, runs=runs, comparisons=comparisons, subset_comparisons=subset_comparisons, chunk_sizes=chunk_sizes
+        **raw,
+        runs=runs,
+        comparisons=comparisons,
+        subset_comparisons=subset_comparisons,
+        chunk_sizes=chunk_sizes,
+        selection=selected,
     )
 
 

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from conteb.schemas import per_query_metrics_schema
 from conteb.storage import write_parquet_atomic, write_text_atomic
 from evaluation.comparisons import comparison_plan
-from evaluation.config import EvaluationConfig, HybridSystem, SystemConfig
+from evaluation.config import FUSING, EvaluationConfig, FusionSystem, SystemConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.encoded import EncodingKey, EncodingOutcome
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
@@ -62,6 +62,7 @@ from evaluation.results import (
     from_json,
     to_json,
 )
+from evaluation.select import fit_and_select, with_weights
 from evaluation.systems.dispatch import prepare_system, requirement_problem, system_provenance
 from evaluation.systems.ranking import rank_corpus
 from evaluation.tally import summarized_warnings
@@ -157,7 +158,7 @@ class _Evaluator:
         """``system`` prepared on ``corpus`` (the task's, or its re-chunking at ``size``) with its encoding from
         ``encodings``; a hybrid over its components (kept prepared, module docstring). Raises :class:`NotRunnable`
         (a component's as ``component <name> not run: ...``) and :class:`ComponentFailed`."""
-        if isinstance(system, HybridSystem):
+        if isinstance(system, FUSING):
             parts = []
             for component in self.config.components(system):
                 reused = (component.name, size) in self.prepared
@@ -357,6 +358,37 @@ class _Evaluator:
         return points
 
 
+def _validate(
+    validation: EvalCorpus | None,
+    config: EvaluationConfig,
+    selected: Sequence[SystemConfig],
+    models_dir: Path,
+    reports_dir: Path,
+    log: Log,
+    show_progress: bool,
+):
+    """Fitted fusion weights and the choice of :func:`evaluation.select.fit_and_select` on ``validation`` (({}, None)
+    without it): the fusions fitted are those selected or candidates; systems are prepared once on ``validation``."""
+    names = {s.name for s in selected} | set(config.select)
+    fusions = [s for s in config.systems if isinstance(s, FusionSystem) and s.fitted and s.name in names]
+    if validation is None or not (fusions or config.select):
+        return {}, None
+    needed = {c.name for s in config.systems for c in config.components(s)}
+    evaluator = _Evaluator(validation, config, models_dir, reports_dir, log, show_progress, needed)
+
+    def prepare(system: SystemConfig) -> IndexedSystem:
+        try:
+            return evaluator.prepare(system, validation, {}, log=None)
+        except (NotRunnable, ComponentFailed) as reason:
+            raise NotRunnable(str(reason)) from reason
+
+    log(f"{validation.name}: validation split, {validation.n_documents} documents, {validation.n_queries} queries")
+    try:
+        return fit_and_select(config, validation, prepare, fusions, log=log)
+    finally:
+        evaluator.release(None)
+
+
 def compare_systems(
     evaluation: TaskEvaluation,
     config: EvaluationConfig,
@@ -411,8 +443,9 @@ def compare_systems(
             means[name] = float(np.mean(on_queries))
     best = plan.best_baseline(means)
     comparisons: list[Comparison] = []
-    if best is not None:
-        for name in plan.tested:
+    if best is not None:  # a chosen pipeline (evaluation.select) that is a cheap baseline: tested against the best
+        chosen = [evaluation.selection.chosen] if evaluation.selection and evaluation.selection.chosen else []
+        for name in [*plan.tested, *(n for n in chosen if n in plan.baselines and n != best)]:
             if name in ok and (comparison := test(name, best, BEST_BASELINE, means)) is not None:
                 comparisons.append(comparison)
     done = {(c.system_a, c.system_b) for c in comparisons}
@@ -436,8 +469,13 @@ def evaluate_task(
     encodings: Mapping[EncodingKey, EncodingOutcome] | None = None,
     log: Log = logger.info,
     show_progress: bool = False,
+    validation: EvalCorpus | None = None,
 ) -> TaskEvaluation:
     """Evaluate ``systems`` (default: every configured one) on ``corpus`` and write the task's files.
+
+    ``validation``: the task's validation split (documents disjoint from train and test): the weights of fusions with
+    ``fit: validation`` are fitted on it and the pipeline of ``evaluation.select`` chosen on it
+    (:mod:`evaluation.select`) before ``corpus`` is evaluated; nothing of ``corpus`` is read for either.
 
     Systems with a missing requirement are recorded as ``not_run`` with the reason; a system that
     raises is recorded as ``failed`` with the error and the others still run (callers decide whether
@@ -449,7 +487,7 @@ def evaluate_task(
     with summarized_warnings(log):
         return _evaluate_task(
             corpus, config, models_dir, reports_dir, systems, sources, no_sources_reason, llm_usage, chunk_sizes,
-            encodings or {}, log, show_progress,
+            encodings or {}, log, show_progress, validation,
         )  # fmt: skip
 
 
@@ -466,9 +504,11 @@ def _evaluate_task(
     encodings: Mapping[EncodingKey, EncodingOutcome],
     log: Log,
     show_progress: bool,
+    validation: EvalCorpus | None = None,
 ) -> TaskEvaluation:
     """:func:`evaluate_task` without the warning summary."""
     selected = [config.system(name) for name in systems] if systems else list(config.systems)
+    fitted, selection = _validate(validation, config, selected, models_dir, reports_dir, log, show_progress)
     study = config.chunk_sizes
     study_systems = [config.system(name) for name in study.systems if not systems or name in systems]
     needed = {c.name for s in [*selected, *study_systems] for c in config.components(s)}
@@ -502,7 +542,7 @@ def _evaluate_task(
     )
     for system in selected:
         try:
-            run = evaluator.run_system(system, llm_usage, encodings)
+            run = evaluator.run_system(with_weights(system, config, fitted), llm_usage, encodings)
         except Exception as error:  # one broken system must not hide the others' results
             logger.exception("system %s failed on %s", system.name, corpus.name)
             log(f"{system.name}: FAILED: {type(error).__name__}: {error}")
@@ -530,7 +570,10 @@ def _evaluate_task(
         corpus_fingerprint=fingerprint,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         n_needs_context=corpus.n_needs_context,
+        selection=selection,
     )
+    if config.select and validation is None:
+        evaluation.notes.append(f"no pipeline chosen: {corpus.name} has no validation split (evaluation.select)")
     evaluation.comparisons = compare_systems(evaluation, config, reports_dir, corpus.query_ids)
     if subset_ids is not None:
         evaluation.subset_comparisons = compare_systems(evaluation, config, reports_dir, subset_ids, NEEDS_CONTEXT)
@@ -542,7 +585,9 @@ def _evaluate_task(
     elif sources is None:
         evaluation.chunk_size_note = no_sources_reason or "no span-annotated source documents: chunk-size study not run"
     else:
-        evaluation.chunk_sizes = evaluator.chunk_size_points(sources, study_systems, encodings)
+        evaluation.chunk_sizes = evaluator.chunk_size_points(
+            sources, [with_weights(s, config, fitted) for s in study_systems], encodings
+        )
         evaluation.notes += evaluator.skipped
         if systems and previous is not None:
             kept = [p for p in previous.chunk_sizes if p.system not in {s.name for s in study_systems}]

@@ -12,6 +12,7 @@ the source documents of that split.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ class EvalTarget:
     span_annotated: bool = True
     split_by_document: bool = False  # the folder has several document-level splits: sources filtered to this one
     chunk_contexts: bool | None = None  # the registry task sets chunk_contexts: true (None: not a registry task)
+    validation_split: str | None = None  # the split fusion weights are fitted and the pipeline chosen on (select.py)
 
     def load(self) -> EvalCorpus:
         """The corpus, with the LLM chunk contexts when the task produced them, else why there are none."""
@@ -53,6 +55,12 @@ class EvalTarget:
         if contexts is None:
             corpus.contexts_missing = self.missing_contexts()
         return corpus
+
+    def load_validation(self) -> EvalCorpus | None:
+        """The validation split's corpus (with the chunk contexts), None when the task declares none."""
+        if self.validation_split is None:
+            return None
+        return dataclasses.replace(self, split=self.validation_split, validation_split=None).load()
 
     def missing_contexts(self) -> str:
         """Why this target has no LLM chunk contexts, and how to get them (the ``contextual`` system's not-run
@@ -133,6 +141,7 @@ def evaluation_targets(tasks: Sequence[TaskConfig], evaluation: EvaluationConfig
             span_annotated=task.uses_span_pairing,
             split_by_document=task.splits is not None,
             chunk_contexts=task.chunk_contexts,
+            validation_split=task.validation_split,
         )
         for task in tasks
         if names is None or task.name in names
@@ -158,6 +167,7 @@ def find_target(
                 task.uses_span_pairing,
                 task.splits is not None,
                 task.chunk_contexts,
+                task.validation_split,
             )
     name = Path(name_or_path.rstrip("/")).name.lower().replace("_", "-") or "task"
     return EvalTarget(name=name, path=name_or_path, split=split)
@@ -171,6 +181,7 @@ class LoadedTarget:
     corpus: EvalCorpus
     sources: SpanSources | None = None
     no_sources_reason: str | None = None
+    validation: EvalCorpus | None = None  # the validation split (fusion weights, the chosen pipeline)
 
 
 def load_target(target: EvalTarget, evaluation: EvaluationConfig, *, chunk_sizes: bool = True) -> LoadedTarget:
@@ -180,7 +191,7 @@ def load_target(target: EvalTarget, evaluation: EvaluationConfig, *, chunk_sizes
     """
     corpus = target.load()
     sources, why_not = target.sources() if chunk_sizes and evaluation.chunk_sizes.enabled else (None, None)
-    return LoadedTarget(target, corpus, sources, why_not)
+    return LoadedTarget(target, corpus, sources, why_not, target.load_validation())
 
 
 @dataclass(frozen=True)
@@ -232,6 +243,7 @@ def evaluate_and_report(
             encodings=encodings,
             log=log,
             show_progress=show_progress,
+            validation=loaded.validation,
         )
         written = write_task_report(result, staged.stage)
     return ReportedEvaluation(result, {relative: staged.final(path) for relative, path in written.items()})

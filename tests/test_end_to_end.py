@@ -62,15 +62,17 @@ def test_build_conteb_on_the_sample(built_sample: BuiltSample) -> None:
     assert all(ev.passed for ev in evaluations), [ev.check_name for ev in evaluations if not ev.passed]
 
     folder = built_sample.dataset
-    # conteb.yaml splits the sample by document: train (make train) and test (make evaluate), together all of it
+    # conteb.yaml splits the sample by document: train (make train), validation (the pipeline chosen) and test (make
+    # evaluate), together all of it
     splits = {
         split: (load_conteb(folder, "documents", split), load_conteb(folder, "queries", split))
-        for split in ("train", "test")
+        for split in ("train", "validation", "test")
     }
     assert sum(d.num_rows for d, _ in splits.values()) == sample_counts().chunks  # every chunk at 1000 characters
     assert sum(q.num_rows for _, q in splits.values()) == sample_counts().queries  # every question of the sample
     doc_ids = {split: {split_chunk_id(cid)[0] for cid in d["chunk_id"]} for split, (d, _) in splits.items()}
-    assert doc_ids["train"] and doc_ids["test"] and not doc_ids["train"] & doc_ids["test"]
+    assert doc_ids["train"] and doc_ids["validation"] and doc_ids["test"]
+    assert not (doc_ids["train"] & doc_ids["test"] or doc_ids["validation"] & (doc_ids["train"] | doc_ids["test"]))
     changed = set()
     for documents, queries in splits.values():
         chunk_ids = set(documents["chunk_id"])

@@ -286,3 +286,15 @@ def test_cli_validate_and_status_show_the_splits(tmp_path: Path, isolated_env: P
     status = CliRunner().invoke(main, ["--config", str(config_path), "status"]).output
     train, test = (published.split_counts[s]["chunks"] for s in ("train", "test"))
     assert f"(train: {train} chunks, test: {test} chunks)" in status
+
+
+def test_the_shipped_sample_has_a_validation_split_taken_from_train() -> None:
+    """conteb.yaml: the sample's 13 test documents are those of {train: 0.5, test: 0.5}; validation (5) comes out of
+    the former train documents (12 left), disjoint from both (issue 26: the pipeline is chosen on validation)."""
+    task = next(t for t in load_config(Path(__file__).parents[1] / "conteb.yaml").tasks if t.name == "sample")
+    assert task.splits is not None and (task.validation_split, task.evaluation_split) == ("validation", "test")
+    ids = [path.stem for path in sorted((SAMPLE_DIR / "documents").glob("*.txt"))]
+    assignment = assign_splits(ids, task.splits.fractions, task.splits.seed)
+    assert split_counts(assignment, task.split_names) == {"train": 12, "validation": 5, "test": 13}
+    before = assign_splits(ids, {"train": 0.5, "test": 0.5}, task.splits.seed)
+    assert {d for d, s in assignment.items() if s == "test"} == {d for d, s in before.items() if s == "test"}

@@ -12,6 +12,7 @@ the per-task plots, the tasks.
 from __future__ import annotations
 
 from evaluation.reports import subsets as report_subsets
+from evaluation.reports.answer import overall_answer_blocks
 from evaluation.reports.blocks import (
     COMPARISON_HEADER,
     baseline_blocks,
@@ -49,7 +50,7 @@ def overall_document(
 
     One section per step, in the report's order."""
     blocks: list[Block] = [
-        # the answer slot: the recommended pipelines' block goes here, first, before the reading
+        *overall_answer_blocks(evaluations),  # the recommended pipeline of each task, first
         *report_subsets.reading_blocks(overall_reading_parts(evaluations)),
         *results_blocks(evaluations),
         *not_run_blocks(evaluations),

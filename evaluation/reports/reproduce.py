@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from conteb.staging import staged_tree
 from conteb.storage import write_bytes_atomic, write_text_atomic
 from evaluation.reports import plots
+from evaluation.reports.answer import answer_blocks
 from evaluation.reports.blocks import baseline_blocks, provenance_blocks, provenance_cell
 from evaluation.reports.document import (
     Block,
@@ -284,6 +285,7 @@ def reproduce_document(
     against the best cheap baseline (all queries, needs_context), systems (with their models' provenance), the
     chunk-size effect, the setup."""
     blocks: list[Block] = [
+        *answer_blocks(evaluation),
         Heading("What reproduces here", 2),
         BulletList(tuple((Span(line),) for line in comparison.summary) or ((Span("nothing was measured"),),)),
     ]

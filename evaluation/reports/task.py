@@ -14,6 +14,7 @@ the chunk-size study, the notes. Best values are bold
 from __future__ import annotations
 
 from evaluation.reports import subsets as report_subsets
+from evaluation.reports.answer import answer_blocks
 from evaluation.reports.blocks import (
     COMPARISON_HEADER,
     baseline_blocks,
@@ -58,11 +59,12 @@ from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, SystemRun, TaskEval
 def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Document:
     """The report of one task; ``images`` maps ``positions`` / ``scaling`` / ``chunk_sizes`` to a src.
 
-    One section per step, in the report's order: the header (source, split, counts) first, right under the title."""
+    One section per step, in the report's order: the recommended pipeline first, then the header (source, split,
+    counts)."""
     e = evaluation
     blocks: list[Block] = [
+        *answer_blocks(e),  # the recommended pipeline: the report leads with the answer
         *header_blocks(e),
-        # the answer slot: the recommended pipeline's block goes here, before the reading
         *report_subsets.reading_blocks(task_reading_parts(e)),
         *systems_blocks(e),
         *not_run_blocks(e),

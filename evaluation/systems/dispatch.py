@@ -20,6 +20,7 @@ from evaluation.config import (
     BM25System,
     ContextualSystem,
     DenseSystem,
+    FusionSystem,
     HybridSystem,
     LateInteractionSystem,
     SystemConfig,
@@ -31,6 +32,7 @@ from evaluation.leakage import Provenance, leakage_problem, model_provenance, un
 from evaluation.systems.bm25 import bm25_problem, prepare_bm25
 from evaluation.systems.dense import contextual_problem, encode_single_vector, prepare_single_vector
 from evaluation.systems.embedders import as_trained, model_problem, setup_encoder, trained_folder
+from evaluation.systems.fusion import prepare_fusion
 from evaluation.systems.hybrid import prepare_hybrid
 from evaluation.systems.late_interaction import encode_late_interaction, prepare_late_interaction
 
@@ -52,7 +54,7 @@ def requirement_problem(
     they are prepared (a component that cannot run makes the hybrid not run, :mod:`evaluation.runner`).
     """
     match system:
-        case HybridSystem():
+        case HybridSystem() | FusionSystem():
             return None
         case BM25System():
             return bm25_problem(system)
@@ -84,7 +86,7 @@ def system_provenance(system: SystemConfig, models_dir: Path) -> Provenance | No
     """What is known of the training documents of ``system``'s model (:func:`evaluation.leakage.model_provenance`);
     None for a system without a model (``bm25``, ``hybrid``), a model that is not there (:func:`model_problem`) or a
     model folder whose ``training_data.json`` cannot be read (:func:`requirement_problem` refuses it)."""
-    if isinstance(system, BM25System | HybridSystem) or model_problem(system, Path(models_dir)):
+    if isinstance(system, BM25System | HybridSystem | FusionSystem) or model_problem(system, Path(models_dir)):
         return None
     try:
         return model_provenance(*_model_location(system, Path(models_dir)))
@@ -145,8 +147,8 @@ def prepare_system(
 ) -> IndexedSystem:
     """Index ``corpus`` and encode its queries for ``system``.
 
-    ``components``: for a ``hybrid``, its systems prepared on ``corpus`` (``(name, indexed)`` in its order; ValueError
-    without them): the hybrid fuses their scores (:func:`evaluation.systems.hybrid.prepare_hybrid`).
+    ``components``: for a ``hybrid`` or a ``fusion``, its systems prepared on ``corpus`` (``(name, indexed)`` in its
+    order; ValueError without them): it fuses their scores (:mod:`evaluation.systems.hybrid`, ``...fusion``).
 
     ``encoded``: the system's chunk side computed elsewhere (the evaluation's encode shards), used instead of
     encoding the chunks here; an :class:`~evaluation.encoded.EncodingProblem` raises :class:`NotRunnable`
@@ -170,6 +172,10 @@ def prepare_system(
             if components is None:
                 raise ValueError(f"hybrid {system.name}: its components' prepared systems are needed (components=...)")
             return prepare_hybrid(system, components, corpus.chunk_ids)
+        case FusionSystem():
+            if components is None:
+                raise ValueError(f"fusion {system.name}: its components' prepared systems are needed (components=...)")
+            return prepare_fusion(system, components, corpus.chunk_ids)
         case BM25System():
             return prepare_bm25(system, corpus, show_progress=show_progress, log=log)
         case DenseSystem() | ContextualSystem():

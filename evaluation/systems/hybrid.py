@@ -82,16 +82,24 @@ class FusedScorer:
         out = np.empty((len(rows), len(self.key)), dtype=np.float32)
         for start in range(0, len(rows), _ROWS):
             part = rows[start : start + _ROWS]
-            blocks = []
-            for name, score_block in self.components:
-                block = np.asarray(score_block(part), dtype=np.float32)
-                if block.shape != (len(part), len(self.key)):
-                    raise ValueError(
-                        f"component {name}: scores of shape {block.shape}, expected {(len(part), len(self.key))}"
-                    )
-                blocks.append(block)
-            out[start : start + len(part)] = rrf_scores(blocks, self.key, self.k)
+            out[start : start + len(part)] = self.combine(component_blocks(self.components, part, len(self.key)))
         return out
+
+    def combine(self, blocks: list[np.ndarray]) -> np.ndarray:
+        """The fused ``[rows, C]`` scores of the components' blocks (here RRF; a weighted fusion overrides it)."""
+        return rrf_scores(blocks, self.key, self.k)
+
+
+def component_blocks(components: Sequence[tuple[str, ScoreBlock]], rows: np.ndarray, n_chunks: int) -> list[np.ndarray]:
+    """Each component's float32 ``[len(rows), n_chunks]`` score block for ``rows``; ValueError naming a component whose
+    block has another shape."""
+    blocks = []
+    for name, score_block in components:
+        block = np.asarray(score_block(rows), dtype=np.float32)
+        if block.shape != (len(rows), n_chunks):
+            raise ValueError(f"component {name}: scores of shape {block.shape}, expected {(len(rows), n_chunks)}")
+        blocks.append(block)
+    return blocks
 
 
 def prepare_hybrid(
@@ -103,15 +111,23 @@ def prepare_hybrid(
     if names != list(system.systems):
         raise ValueError(f"hybrid {system.name}: components {names}, expected {list(system.systems)}")
     scorer = FusedScorer([(name, part.score_block) for name, part in components], chunk_ids, system.k)
-    details = {
-        "components": names,
-        "k": system.k,
-        "component_descriptions": {name: part.description for name, part in components},
-    }
+    description = f"hybrid · reciprocal rank fusion (k={system.k:g}) of " + " + ".join(names)
+    return fused_system(scorer, components, description, {"k": system.k})
+
+
+def fused_system(
+    scorer: ScoreBlock, components: Sequence[tuple[str, IndexedSystem]], description: str, details: dict
+) -> IndexedSystem:
+    """The prepared fusion of ``components`` scored by ``scorer``: costs are the components' sums; ``details`` gain
+    the components' names and descriptions."""
     return IndexedSystem(
         scorer,
         sum(part.index_seconds for _, part in components),
         sum(part.query_seconds for _, part in components),
-        f"hybrid · reciprocal rank fusion (k={system.k:g}) of " + " + ".join(names),
-        details,
+        description,
+        {
+            "components": [name for name, _ in components],
+            **details,
+            "component_descriptions": {name: part.description for name, part in components},
+        },
     )

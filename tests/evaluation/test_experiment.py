@@ -20,8 +20,11 @@ def test_systems_untrained_baselines_and_trained_folders(tmp_path: Path) -> None
     assert list(systems) == [
         "bm25", "bm25-title", "independent", "title-prefix", "late-chunking", "late-chunking-anchored",
         "late-chunking-title", "late-chunking-anchored-title", "hybrid", "hybrid-title",
-        "insent", "insent-anchored", "insent-anchored-title", "finetune-control",
+        "insent", "insent-anchored", "insent-anchored-title", "finetune-control", "fused-insent",
+        "fused-insent-anchored", "fused-insent-anchored-title",
     ]  # fmt: skip
+    fused = systems["fused-insent-anchored"]
+    assert fused.kind == "fusion" and fused.systems == ("bm25-title", "insent-anchored") and fused.fitted
     assert systems["hybrid"].systems == ("bm25", "independent") and systems["bm25-title"].context == "title"
     assert systems["hybrid-title"].systems == ("bm25-title", "title-prefix")
     header = systems["late-chunking-anchored-title"]
@@ -44,6 +47,10 @@ def test_systems_untrained_baselines_and_trained_folders(tmp_path: Path) -> None
     assert {type(s.name) for s in with_contexts} == {str}  # plain strings, not SystemName members
     config = experiment_evaluation(EvaluationConfig(), with_contexts, (1000, 300))
     names = [n for pair in config.significance.comparisons for n in pair] + list(config.chunk_sizes.systems)
+    # every system is a candidate of the choice on validation, but the fine-tuned control
+    assert "finetune-control" not in config.select
+    assert {"fused-insent", "contextual", "bm25-title"} <= set(config.select)
+    names += [*config.select, *(n for s in config.systems if s.kind == "fusion" for n in s.systems)]
     assert {type(n) for n in names} == {str}
     # The trained models are read from folders (model:), which the comparison rule cannot tell from an untrained
     # model: they are declared tested, so the control never counts as a cheap baseline.

@@ -1,0 +1,138 @@
+"""The first lines of a task's report: the answer (the pipeline the product recommends) before any detail.
+
+From :attr:`~evaluation.results.TaskEvaluation.selection` (chosen on the validation split, :mod:`evaluation.select`)
+and the test runs: the recommended pipeline (a fusion with its weights), whether it contains a model trained here, its
+test nDCG@10 on all queries and on the needs_context ones with 95% bootstrap intervals, and its margin against the
+best cheap baseline on the same test queries with the paired test (the runner's ``best_baseline`` comparisons,
+:mod:`evaluation.comparisons`), then the candidates' validation numbers it was chosen by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evaluation.reports.document import Block, BulletList, Heading, Paragraph, Span, Table, number, text
+from evaluation.reports.formatting import format_metric, format_p, format_signed, format_summary
+from evaluation.results import (
+    ALL,
+    BEST_BASELINE,
+    HEADLINE,
+    NEEDS_CONTEXT,
+    PROVENANCE_RECORDED,
+    SIGNIFICANCE_LEVEL,
+    Comparison,
+    SystemRun,
+    TaskEvaluation,
+)
+
+HEADING = "Recommended pipeline"
+
+
+def trained_parts(evaluation: TaskEvaluation, run: SystemRun) -> list[str]:
+    """The systems of ``run`` (itself, or the components of a fusion or hybrid) whose model was trained here: a
+    training asset (``details["trained"]``) or a model whose training documents are recorded."""
+    names = run.details.get("components") or [run.system]
+    found = []
+    for name in names:
+        part = evaluation.run(name) if name != run.system else run
+        if part is not None and (part.details.get("trained") or part.provenance == PROVENANCE_RECORDED):
+            found.append(name)
+    return found
+
+
+def _pipeline(run: SystemRun) -> str:
+    """``name`` with its fused systems and weights, when it fuses."""
+    weights = run.details.get("weights")
+    if weights:
+        parts = " + ".join(f"{w:.2g} × {name}" for name, w in weights.items())
+        how = "fitted on validation" if run.details.get("fitted") else "given"
+        return f"{run.system} ({parts}; weights {how})"
+    components = run.details.get("components")
+    return f"{run.system} ({' + '.join(components)})" if components else run.system
+
+
+def _margin(evaluation: TaskEvaluation, chosen: str, subset: str) -> str:
+    """The margin line of ``subset`` against the best cheap baseline (or why there is none)."""
+    comparisons = evaluation.comparisons if subset == ALL else evaluation.subset_comparisons
+    tests = [c for c in comparisons if c.plan == BEST_BASELINE]
+    found: Comparison | None = next((c for c in tests if c.system_a == chosen), None)
+    label = "all queries" if subset == ALL else "needs_context"
+    if found is None:
+        if any(c.system_b == chosen for c in tests):
+            return f"{label}: it is the best cheap baseline on these test queries"
+        return f"{label}: no cheap baseline ran"
+    verdict = "significant" if found.p_value < SIGNIFICANCE_LEVEL else "not significant"
+    return (
+        f"{label}: {format_signed(found.difference)} against {found.system_b} ({format_metric(found.mean_b)}), "
+        f"p = {format_p(found.p_value)} ({verdict}, {found.method}, {found.n_queries:,} queries)"
+    )
+
+
+def answer_blocks(evaluation: TaskEvaluation) -> list[Block]:
+    """The report's first blocks (module docstring); ``[]`` when no choice was made (no ``evaluation.select``)."""
+    selection = evaluation.selection
+    if selection is None:
+        return []
+    run = evaluation.run(selection.chosen) if selection.chosen else None
+    if run is None or run.status != "ok":
+        chosen = selection.chosen
+        why = "no candidate ran on validation" if chosen is None else f"{chosen} did not run on test"
+        return [Heading(HEADING, 2), Paragraph((Span(f"No pipeline recommended: {why}."),))]
+    trained = trained_parts(evaluation, run)
+    lines = [
+        f"Recommended: {_pipeline(run)}.",
+        "Contains the model trained here: " + (f"yes ({', '.join(trained)})." if trained else "no."),
+        f"Test nDCG@10 (95% CI): all queries {format_summary(run.summary(HEADLINE))} ({evaluation.n_queries:,})"
+        + (
+            f"; needs_context {format_summary(run.summary(HEADLINE, NEEDS_CONTEXT))} ({evaluation.n_needs_context:,})."
+            if run.summary(HEADLINE, NEEDS_CONTEXT) is not None and evaluation.n_needs_context
+            else "; no needs_context label."
+        ),
+        "Against the best cheap baseline on the same test queries: "
+        + "; ".join(_margin(evaluation, run.system, subset) for subset in (ALL, NEEDS_CONTEXT))
+        + ".",
+        f"Chosen on the {selection.split} split ({selection.n_documents:,} documents, {selection.n_queries:,} queries, "
+        f"disjoint from train and test): {selection.rule}.",
+    ]
+    blocks: list[Block] = [Heading(HEADING, 2), *(Paragraph((Span(line),)) for line in lines)]
+    rows = tuple(
+        (
+            text(name + (" (chosen)" if name == selection.chosen else "")),
+            number(format_metric(means.get(NEEDS_CONTEXT))),
+            number(format_metric(means.get(ALL))),
+        )
+        for name, means in selection.validation.items()
+    )
+    if rows:
+        header = ("Candidate", "Validation needs_context", "Validation all")
+        blocks.append(Table("recommended-validation", header, rows))
+    if selection.notes:
+        blocks.append(Paragraph((Span("Left out: " + "; ".join(selection.notes) + "."),)))
+    return blocks
+
+
+def overall_answer_blocks(evaluations: Sequence[TaskEvaluation]) -> list[Block]:
+    """The overall report's first lines: per task that made a choice, the recommended pipeline and its test nDCG@10
+    (all queries, needs_context); ``[]`` when no task did. Each task's report gives the intervals and the margin."""
+    items = []
+    for evaluation in evaluations:
+        selection = evaluation.selection
+        run = evaluation.run(selection.chosen) if selection and selection.chosen else None
+        if selection is None:
+            continue
+        if run is None or run.status != "ok":
+            items.append((Span(f"{evaluation.task}: no pipeline recommended"),))
+            continue
+        overall, needs = run.summary(HEADLINE), run.summary(HEADLINE, NEEDS_CONTEXT)
+        trained = " (contains the model trained here)" if trained_parts(evaluation, run) else ""
+        items.append(
+            (
+                Span(
+                    f"{evaluation.task}: {_pipeline(run)}{trained}: test nDCG@10 "
+                    f"{format_metric(overall.value if overall is not None else None)} on all queries"
+                    + (f", {format_metric(needs.value)} on needs_context" if needs is not None else "")
+                    + f" (chosen on {selection.split})"
+                ),
+            )
+        )
+    return [Heading(HEADING, 2), BulletList(tuple(items))] if items else []
