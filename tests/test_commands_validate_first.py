@@ -36,7 +36,7 @@ BROKEN = {
     "system kind": (
         GOOD + "evaluation:\n  systems: [{name: x, kind: dens}]\n",
         "evaluation.systems[0]: Input tag 'dens' found using 'kind' does not match any of the expected tags: "
-        "'bm25', 'dense', 'contextual', 'late_interaction', 'hybrid' (did you mean 'dense'?)",
+        "'bm25', 'dense', 'contextual', 'late_interaction', 'hybrid', 'fusion' (did you mean 'dense'?)",
     ),
     "system context": (
         GOOD + "evaluation:\n  systems: [{name: x, kind: dense, context: lat}]\n",
