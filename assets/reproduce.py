@@ -236,8 +236,10 @@ def _comparison_asset(
     def paper_comparison(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
         from conteb.published import config_shards
         from evaluation.reports.markdown import render_markdown
+        from evaluation.reports.pipeline_target import pipeline_target_sentences, verdict_words
         from evaluation.reports.reproduce import (
             build_comparison,
+            build_pipeline_targets,
             build_targets,
             reproduce_document,
             write_reproduce_report,
@@ -258,18 +260,27 @@ def _comparison_asset(
         evaluations = [
             e for about, task in tasks if about.evaluates and (e := load_evaluation(reports_dir(data), task.name))
         ]
+        pipeline_targets = build_pipeline_targets(
+            reports_dir(data), [(task.name, queries_of(task)) for about, task in tasks if about.evaluates]
+        )
         setup = setup_lines(block, tasks, trained_models(experiment_models_dir(data)), evaluations)
-        paths = write_reproduce_report(comparison, evaluation, reports_dir(data), setup, targets)
+        paths = write_reproduce_report(comparison, evaluation, reports_dir(data), setup, targets, pipeline_targets)
         for line in comparison.summary:
             context.log.info(line)
         for target in targets:
             for line in target_sentences(target):
                 context.log.info(line)
-        document = reproduce_document(comparison, evaluation, setup, {}, targets)
+        for pipeline in pipeline_targets:
+            for line in pipeline_target_sentences(pipeline):
+                context.log.info(line)
+        document = reproduce_document(comparison, evaluation, setup, {}, targets, pipeline_targets)
         metadata: dict[str, object] = {
             "report": dg.MetadataValue.md(render_markdown(document)),
             **{f"path/{name}": dg.MetadataValue.path(str(path)) for name, path in paths.items()},
         }
+        for pipeline in pipeline_targets:
+            metadata[f"pipeline_target/{pipeline.task}"] = verdict_words(pipeline)
+            metadata[f"recommended/{pipeline.task}"] = pipeline.pipeline or "none"
         for target in targets:
             metadata[f"target/{target.task}"] = {True: "met", False: "missed", None: "not measured"}[target.met]
         for result in comparison.effects:

@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from conteb.staging import staged_tree
 from conteb.storage import write_bytes_atomic, write_text_atomic
 from evaluation.reports import plots
-from evaluation.reports.answer import answer_blocks
+from evaluation.reports.answer import answer_blocks, trained_parts
 from evaluation.reports.blocks import baseline_blocks, provenance_blocks, provenance_cell
 from evaluation.reports.document import (
     Block,
@@ -50,6 +50,9 @@ from evaluation.reports.paper import (
     authors_figure,
     compare_with_paper,
 )
+from evaluation.reports.pipeline_target import TARGET_HEADER as PIPELINE_HEADER
+from evaluation.reports.pipeline_target import TARGET_RULE as PIPELINE_RULE
+from evaluation.reports.pipeline_target import PipelineTarget, pipeline_target, pipeline_target_sentences, target_row
 from evaluation.reports.target import REFERENCE, TARGET_SYSTEM, TOLERANCE, TaskTarget, target_sentences, task_target
 from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, TaskEvaluation
 from evaluation.runner import load_evaluation, read_per_query
@@ -261,6 +264,36 @@ def target_blocks(targets: Sequence[TaskTarget]) -> list[Block]:
     return blocks
 
 
+def pipeline_target_blocks(targets: Sequence[PipelineTarget]) -> list[Block]:
+    """The chosen pipeline's target (:mod:`evaluation.reports.pipeline_target`): the rule, one row per task, then
+    each verdict in words with its figures."""
+    if not targets:
+        return []
+    return [
+        Heading("The recommended pipeline's target, task by task", 2),
+        Paragraph((Span(PIPELINE_RULE),)),
+        Table("pipeline-target", PIPELINE_HEADER, tuple(tuple(text(c) for c in target_row(t)) for t in targets)),
+        BulletList(tuple((Span(line),) for t in targets for line in pipeline_target_sentences(t))),
+    ]
+
+
+def build_pipeline_targets(reports_dir: Path, tasks: Sequence[tuple[str, Path | None]]) -> list[PipelineTarget]:
+    """The recommended pipeline's target on each evaluated task, given as (task, its evaluated queries file); a task
+    that was not evaluated raises FileNotFoundError."""
+    targets = []
+    for task, queries_file in tasks:
+        evaluation = load_evaluation(reports_dir, task)
+        if evaluation is None:
+            raise FileNotFoundError(f"no evaluation of task {task!r} under {reports_dir}: evaluate it first")
+        chosen = evaluation.selection.chosen if evaluation.selection else None
+        run = evaluation.run(chosen) if chosen else None
+        baselines = [r.system for r in evaluation.runs if r.role == "baseline" and r.status == "ok"]
+        trained = bool(run is not None and trained_parts(evaluation, run))
+        per_query = per_query_of_runs(reports_dir, evaluation)
+        targets.append(pipeline_target(task, chosen, trained, baselines, per_query, read_needs_context(queries_file)))
+    return targets
+
+
 def build_targets(reports_dir: Path, tasks: Sequence[tuple[str, str, Path | None]]) -> list[TaskTarget]:
     """The target on each evaluated task, given as (task, what it is, its evaluated queries file); a task that was
     not evaluated raises FileNotFoundError."""
@@ -280,12 +313,14 @@ def reproduce_document(
     setup: Sequence[str],
     images: dict[str, str],
     targets: Sequence[TaskTarget] = (),
+    pipeline_targets: Sequence[PipelineTarget] = (),
 ) -> Document:
     """The report: the reading first, the target on every evaluated task, then the effects table, each tested system
     against the best cheap baseline (all queries, needs_context), systems (with their models' provenance), the
     chunk-size effect, the setup."""
     blocks: list[Block] = [
         *answer_blocks(evaluation),
+        *pipeline_target_blocks(pipeline_targets),
         Heading("What reproduces here", 2),
         BulletList(tuple((Span(line),) for line in comparison.summary) or ((Span("nothing was measured"),),)),
     ]
@@ -381,6 +416,7 @@ def write_reproduce_report(
     reports_dir: Path,
     setup: Sequence[str],
     targets: Sequence[TaskTarget] = (),
+    pipeline_targets: Sequence[PipelineTarget] = (),
 ) -> dict[str, Path]:
     """Write ``comparison.json``, ``effects.png``, ``chunk_sizes.png`` (when studied), ``report.md`` and ``.html``,
     all together or none (:func:`conteb.staging.staged_tree`)."""
@@ -394,13 +430,16 @@ def write_reproduce_report(
         if chunk_sizes is not None:
             paths["chunk_sizes.png"] = write_bytes_atomic(chunk_sizes, folder / "chunk_sizes.png")
             images["chunk_sizes"] = "chunk_sizes.png"
-        document = reproduce_document(comparison, evaluation, setup, images, targets)
+        document = reproduce_document(comparison, evaluation, setup, images, targets, pipeline_targets)
         record = {
             "sources": SOURCES,
             "paper_effects": [dataclasses.asdict(e) for e in PAPER_EFFECTS],
             **dataclasses.asdict(comparison),
         }
         record["targets"] = [{**dataclasses.asdict(t), "met": t.met, "verdict": target_sentences(t)} for t in targets]
+        record["pipeline_targets"] = [
+            {**dataclasses.asdict(t), "met": t.met, "verdict": pipeline_target_sentences(t)} for t in pipeline_targets
+        ]
         record["setup"] = list(setup)
         paths["comparison.json"] = write_text_atomic(json.dumps(record, indent=2), folder / "comparison.json")
         paths["report.md"] = write_text_atomic(render_markdown(document), folder / "report.md")

@@ -110,9 +110,11 @@ class TaskTarget:
         )
 
 
-def _margin(
+def paired_margin(
     per_query: Mapping[str, Mapping[str, float]], system: str, rival: str, subset: str, ids: Sequence[str]
 ) -> Margin:
+    """``system`` − ``rival`` over the queries ``ids`` of ``subset``: the bootstrap 95% CI of the mean difference (2,000
+    resamples) and the paired randomization test (10,000), both seeded."""
     a = np.array([per_query[system][q] for q in ids], dtype=np.float64)
     b = np.array([per_query[rival][q] for q in ids], dtype=np.float64)
     difference = summarize(a - b, resamples=2000, confidence=0.95, seed=0)
@@ -145,7 +147,7 @@ def task_target(
         if qs
     }
     margins = [
-        _margin(per_query, system, rival, subset, qs)
+        paired_margin(per_query, system, rival, subset, qs)
         for system in TRAINED
         if system in per_query
         for subset, qs in subsets.items()
@@ -181,11 +183,11 @@ def window_handicap(
     untrained = SystemName.LATE_CHUNKING_ANCHORED
     if target.met_all is not False or untrained not in per_query or REFERENCE not in per_query:
         return None
-    handicap = _margin(per_query, untrained, REFERENCE, ALL, subsets[ALL])
+    handicap = paired_margin(per_query, untrained, REFERENCE, ALL, subsets[ALL])
     if not (handicap.significant and handicap.difference < 0):
         return None
     sentence = f"the untrained model reads windows worse than single chunks: {handicap.words()}"
-    trained = _margin(per_query, TARGET_SYSTEM, untrained, ALL, subsets[ALL])
+    trained = paired_margin(per_query, TARGET_SYSTEM, untrained, ALL, subsets[ALL])
     if trained.significant and trained.difference > 0:
         share = trained.difference / -handicap.difference
         sentence += f"; training recovered {trained.difference:+.3f} of it ({share:.0%})"
