@@ -370,16 +370,16 @@ class _BlockRanker:
         self.space, self.subsets = space, subsets
         self.top = _TopK(space.col_key, k)
         self.count_dtype = np.float32 if n_chunks < 2**24 else np.float64
-        self.weights = None
+        self.weights: np.ndarray | None = None
         if subsets is not None:
             with_all = np.vstack([np.ones((1, subsets.shape[1]), dtype=bool), subsets])
             slot_or_col = space.documents.slot_doc if space.documents.widths is not None else space.col_doc
             self.weights = with_all[:, slot_or_col].T.astype(self.count_dtype)
         into = getattr(space.score_block, "into", None)
-        self.into = into if callable(into) else None
+        self.into: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = into if callable(into) else None
         self.score_buffer = None if self.into is None else np.empty((rows_per_block, n_chunks), dtype=np.float32)
         self.mask = np.empty((rows_per_block, n_chunks), dtype=bool)
-        self.beats = None
+        self.beats: np.ndarray | None = None
         if self.weights is not None and space.documents.widths is None:
             self.beats = np.empty((rows_per_block, n_chunks), dtype=self.count_dtype)
 
