@@ -52,6 +52,7 @@ import random
 import resource
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -146,7 +147,8 @@ def device_name(device: torch.device) -> str:
     return f"CPU: {platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads"
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", choices=MODELS, default=None, help="default: modernbert-base-random on CUDA")
     parser.add_argument("--device", default=None, help="default: CUDA when available, else CPU")
@@ -160,8 +162,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-bf16", action="store_true", help="no bf16 autocast on CUDA")
     parser.add_argument("--no-checkpointing", action="store_true", help="no gradient checkpointing on CUDA")
     parser.add_argument("--json", type=Path, default=None, help="write the results here")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+@dataclass
+class Setup:
+    """The device, the model under test and its training step's parts."""
+
+    device: torch.device
+    model_name: str
+    max_length: int
+    build_s: float
+    use_bf16: bool
+    checkpointing: bool
+    encoder: LateChunkingEncoder
+    loss_module: InsentLossModule
+    parameters: list[torch.nn.Parameter]
+    n_params: int
+    optimizer: torch.optim.Optimizer
+    autocast: torch.autocast  # bf16 on CUDA when enabled; one object reused by every step
+
+
+def set_up(args: argparse.Namespace) -> Setup:
+    """Detect the device, pick the defaults that depend on it, build the model (timed) and its optimiser."""
     device = pick_device(args.device)
     use_cuda = device.type == "cuda"
     model_name = args.model or ("modernbert-base-random" if use_cuda else "tiny")
@@ -174,97 +197,126 @@ def main(argv: list[str] | None = None) -> int:
     use_bf16 = use_cuda and not args.no_bf16 and torch.cuda.is_bf16_supported()
     checkpointing = use_cuda and not args.no_checkpointing and enable_checkpointing(model)
     encoder = LateChunkingEncoder(model, policy=PoolingPolicy(), max_length=max_length)
-    loss_module = InsentLossModule(LAMBDA_SEQ)
     parameters = [p for p in model.parameters() if p.requires_grad]
     n_params = sum(p.numel() for p in model.parameters())
     optimizer = torch.optim.AdamW(parameters, lr=args.lr, weight_decay=0.01)
     model.train()
+    return Setup(
+        device=device,
+        model_name=model_name,
+        max_length=max_length,
+        build_s=build_s,
+        use_bf16=use_bf16,
+        checkpointing=checkpointing,
+        encoder=encoder,
+        loss_module=InsentLossModule(LAMBDA_SEQ),
+        parameters=parameters,
+        n_params=n_params,
+        optimizer=optimizer,
+        autocast=torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_bf16),
+    )
 
+
+Batch = tuple[list[list[str]], list[str], list[int], list[int]]
+
+
+def make_batches(args: argparse.Namespace, setup: Setup) -> tuple[list[Batch], list[tuple[int, int, int]]]:
+    """The warm-up and timed batches (fixed seed) and their token counts (:func:`count_tokens`)."""
     rng = random.Random(SEED)
-    words = word_pool(encoder.tokenizer)
+    words = word_pool(setup.encoder.tokenizer)
     batches = [
         make_batch(rng, words, args.batch_docs, args.chunks, args.chunk_tokens) for _ in range(args.warmup + args.steps)
     ]
-    counts = [count_tokens(encoder, docs, queries) for docs, queries, _, _ in batches]
-    print(
-        f"device {device_name(device)} | model {model_name} ({n_params / 1e6:.1f}M params, built in {build_s:.1f}s) | "
-        f"bf16 {use_bf16} | checkpointing {checkpointing} | window {max_length} | "
-        f"{args.batch_docs} docs x {args.chunks} chunks x ~{args.chunk_tokens} tokens, "
-        f"{len(batches[0][1])} queries/step",
-        flush=True,
+    counts = [count_tokens(setup.encoder, docs, queries) for docs, queries, _, _ in batches]
+    return batches, counts
+
+
+def train_step(setup: Setup, batch: Batch) -> float:
+    """One training step on ``batch`` (forward under autocast, loss, backward, clipping, AdamW); its loss."""
+    documents, queries, query_doc, query_chunk = batch
+    encoder, device = setup.encoder, setup.device
+    setup.optimizer.zero_grad(set_to_none=True)
+    with setup.autocast:
+        chunk_repr, chunk_mask = pad_documents(encoder.forward_documents(documents, mode="late"))
+        query_repr = encoder.forward_queries(queries)
+    result = setup.loss_module(
+        query_repr.float(),
+        chunk_repr.float(),
+        chunk_mask,
+        torch.tensor(query_doc, dtype=torch.long, device=device),
+        torch.tensor(query_chunk, dtype=torch.long, device=device),
     )
+    result.total.backward()
+    torch.nn.utils.clip_grad_norm_(setup.parameters, 1.0)
+    setup.optimizer.step()
+    return float(result.total.item())  # synchronises too
+
+
+def run_steps(
+    args: argparse.Namespace, setup: Setup, batches: list[Batch], counts: list[tuple[int, int, int]]
+) -> tuple[list[float], list[float]] | None:
+    """(timed step seconds, losses of every step) over the warm-up then the timed batches; None (after a
+    FAIL line on stderr) at the first non-finite loss."""
+    use_cuda, device = setup.device.type == "cuda", setup.device
     if use_cuda:
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
-
-    def sync() -> None:
-        if use_cuda:
-            torch.cuda.synchronize(device)
-
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=use_bf16)
     times: list[float] = []
     losses: list[float] = []
-    for index, (documents, queries, query_doc, query_chunk) in enumerate(batches):
+    for index, batch in enumerate(batches):
         timed = index >= args.warmup
-        sync()
+        if use_cuda:
+            torch.cuda.synchronize(device)
         start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=True)
-        with autocast:
-            chunk_repr, chunk_mask = pad_documents(encoder.forward_documents(documents, mode="late"))
-            query_repr = encoder.forward_queries(queries)
-        result = loss_module(
-            query_repr.float(),
-            chunk_repr.float(),
-            chunk_mask,
-            torch.tensor(query_doc, dtype=torch.long, device=device),
-            torch.tensor(query_chunk, dtype=torch.long, device=device),
-        )
-        result.total.backward()
-        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
-        optimizer.step()
-        loss = result.total.item()  # synchronises too
-        sync()
+        loss = train_step(setup, batch)
+        if use_cuda:
+            torch.cuda.synchronize(device)
         elapsed = time.perf_counter() - start
         losses.append(loss)
         label = f"step {index - args.warmup + 1}/{args.steps}" if timed else f"warm-up {index + 1}/{args.warmup}"
         print(f"{label}: {elapsed:.3f}s loss {loss:.4f} tokens {counts[index][0] + counts[index][2]}", flush=True)
         if not math.isfinite(loss):
             print(f"FAIL: non-finite loss {loss} at {label}", file=sys.stderr)
-            return 1
+            return None
         if timed:
             times.append(elapsed)
+    return times, losses
 
+
+def build_report(
+    args: argparse.Namespace,
+    setup: Setup,
+    batches: list[Batch],
+    counts: list[tuple[int, int, int]],
+    times: list[float],
+    losses: list[float],
+) -> dict[str, Any]:
+    """The results (the keys of ``--json``): settings, medians over the timed steps, throughput and peak memory."""
     timed_counts = counts[args.warmup :]
-    doc_tokens = statistics.median(c[0] for c in timed_counts)
-    windows = statistics.median(c[1] for c in timed_counts)
-    query_tokens = statistics.median(c[2] for c in timed_counts)
-    step_tokens = statistics.median(c[0] + c[2] for c in timed_counts)
-    median_s = statistics.median(times)
     total_tokens = sum(c[0] + c[2] for c in timed_counts)
-    tokens_per_s = total_tokens / sum(times)  # over all timed steps
-    peak_mib, peak_kind = peak_memory_mib(device)
-    report: dict[str, Any] = {
-        "device": device_name(device),
-        "device_type": device.type,
-        "model": model_name,
-        "parameters": n_params,
-        "build_s": build_s,
-        "bf16": use_bf16,
-        "gradient_checkpointing": checkpointing,
-        "max_length": max_length,
+    peak_mib, peak_kind = peak_memory_mib(setup.device)
+    return {
+        "device": device_name(setup.device),
+        "device_type": setup.device.type,
+        "model": setup.model_name,
+        "parameters": setup.n_params,
+        "build_s": setup.build_s,
+        "bf16": setup.use_bf16,
+        "gradient_checkpointing": setup.checkpointing,
+        "max_length": setup.max_length,
         "batch_docs": args.batch_docs,
         "chunks": args.chunks,
         "chunk_tokens": args.chunk_tokens,
         "queries_per_step": len(batches[0][1]),
-        "windows_per_step": windows,
-        "document_tokens_per_step": doc_tokens,
-        "query_tokens_per_step": query_tokens,
-        "tokens_per_step": step_tokens,
+        "windows_per_step": statistics.median(c[1] for c in timed_counts),
+        "document_tokens_per_step": statistics.median(c[0] for c in timed_counts),
+        "query_tokens_per_step": statistics.median(c[2] for c in timed_counts),
+        "tokens_per_step": statistics.median(c[0] + c[2] for c in timed_counts),
         "warmup": args.warmup,
         "steps": args.steps,
         "step_s": times,
-        "median_step_s": median_s,
-        "tokens_per_s": tokens_per_s,
+        "median_step_s": statistics.median(times),
+        "tokens_per_s": total_tokens / sum(times),  # over all timed steps
         "ms_per_1k_tokens": 1000 * sum(times) / total_tokens * 1000,
         "peak_memory_mib": peak_mib,
         "peak_memory_kind": peak_kind,
@@ -272,16 +324,40 @@ def main(argv: list[str] | None = None) -> int:
         "torch": torch.__version__,
         "python": platform.python_version(),
     }
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
+
+
+def write_results(report: dict[str, Any], json_path: Path | None) -> None:
+    """Write ``report`` to ``json_path`` (when given) and print its SUMMARY line."""
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    r = report
     print(
-        f"SUMMARY {model_name} on {report['device']}: {n_params / 1e6:.1f}M params, {step_tokens:.0f} tokens/step "
-        f"({doc_tokens:.0f} doc in {windows:.0f} windows + {query_tokens:.0f} query), median step {median_s:.3f}s, "
-        f"{tokens_per_s:,.0f} tokens/s, {report['ms_per_1k_tokens']:.1f} ms/1k tokens, "
-        f"peak {peak_mib:,.0f} MiB ({peak_kind})",
+        f"SUMMARY {r['model']} on {r['device']}: {r['parameters'] / 1e6:.1f}M params, {r['tokens_per_step']:.0f} "
+        f"tokens/step ({r['document_tokens_per_step']:.0f} doc in {r['windows_per_step']:.0f} windows + "
+        f"{r['query_tokens_per_step']:.0f} query), median step {r['median_step_s']:.3f}s, "
+        f"{r['tokens_per_s']:,.0f} tokens/s, {r['ms_per_1k_tokens']:.1f} ms/1k tokens, "
+        f"peak {r['peak_memory_mib']:,.0f} MiB ({r['peak_memory_kind']})",
         flush=True,
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark: set up, make the batches, run the warm-up and timed steps, report; 1 on a non-finite loss."""
+    args = parse_args(argv)
+    setup = set_up(args)
+    batches, counts = make_batches(args, setup)
+    print(
+        f"device {device_name(setup.device)} | model {setup.model_name} ({setup.n_params / 1e6:.1f}M params, "
+        f"built in {setup.build_s:.1f}s) | bf16 {setup.use_bf16} | checkpointing {setup.checkpointing} | "
+        f"window {setup.max_length} | {args.batch_docs} docs x {args.chunks} chunks x ~{args.chunk_tokens} tokens, "
+        f"{len(batches[0][1])} queries/step",
+        flush=True,
+    )
+    measured = run_steps(args, setup, batches, counts)
+    if measured is None:
+        return 1
+    write_results(build_report(args, setup, batches, counts, *measured), args.json)
     return 0
 
 

@@ -272,7 +272,40 @@ def rank_corpus(
     chunk; ``doc_ids``: [D]. ``subsets``: bool [S, D] document masks. ``progress(n)``: called after each
     block with its number of queries. Memory ``O(block x C)``. Raises ValueError on a NaN score.
     """
-    n_chunks, n_docs = len(chunk_ids), len(doc_ids)
+    gold, chunk_doc, subsets = _checked_arguments(
+        n_queries, len(chunk_ids), gold, chunk_doc, len(doc_ids), top_k=top_k, block=block, subsets=subsets
+    )
+    space = _column_space(score_block, chunk_ids, chunk_doc, doc_ids, gold)
+    k = min(top_k, len(chunk_ids))
+    ranker = _BlockRanker(space, k, min(block, max(n_queries, 1)), subsets)
+    ranking = Ranking(
+        gold_rank=np.zeros(n_queries, dtype=np.int64),
+        top_index=np.zeros((n_queries, k), dtype=np.int64),
+        top_score=np.zeros((n_queries, k), dtype=np.float32),
+        doc_rank=np.zeros(n_queries, dtype=np.int64),
+        subset_rank=None if subsets is None else np.zeros((n_queries, len(subsets)), dtype=np.int64),
+    )
+    for start in range(0, n_queries, block):
+        rows = np.arange(start, min(start + block, n_queries), dtype=np.int64)
+        ranker.rank_block(rows, ranking)
+        if progress is not None:
+            progress(len(rows))
+    return ranking
+
+
+def _checked_arguments(
+    n_queries: int,
+    n_chunks: int,
+    gold: np.ndarray,
+    chunk_doc: np.ndarray,
+    n_docs: int,
+    *,
+    top_k: int,
+    block: int,
+    subsets: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(gold int64 [Q], chunk_doc int64 [C], subsets bool [S, D] or None) of :func:`rank_corpus`'s
+    arguments; ValueError naming the first one that is out of shape or range."""
     gold = np.asarray(gold, dtype=np.int64)
     chunk_doc = np.asarray(chunk_doc, dtype=np.int64)
     if n_chunks == 0:
@@ -287,104 +320,126 @@ def rank_corpus(
         subsets = np.asarray(subsets, dtype=bool)
         if subsets.ndim != 2 or subsets.shape[1] != n_docs:
             raise ValueError(f"subsets must be bool [S, {n_docs}], got shape {subsets.shape}")
+    return gold, chunk_doc, subsets
+
+
+@dataclass
+class _ColumnSpace:
+    """The columns of the score blocks: the scorer's own chunk order, or position-major when it can
+    permute its columns (``columns[j]`` = corpus row of column ``j``; None: column ``j`` is chunk ``j``)."""
+
+    score_block: ScoreBlock  # the scorer in column order
+    columns: np.ndarray | None
+    col_key: np.ndarray  # int64 [C]: tie key of each column's chunk
+    col_doc: np.ndarray  # int64 [C]: document index of each column's chunk
+    gold_col: np.ndarray  # int64 [Q]: column of each query's gold chunk
+    gold_doc: np.ndarray  # int64 [Q]: document index of each query's gold chunk
+    documents: _Documents
+
+
+def _column_space(
+    score_block: ScoreBlock, chunk_ids: Sequence[str], chunk_doc: np.ndarray, doc_ids: Sequence[str], gold: np.ndarray
+) -> _ColumnSpace:
+    """Work in "column" space: the scorer's own order, or position-major when it can permute its columns."""
     key = tie_order(chunk_ids)
     doc_key = tie_order(doc_ids)
-
-    # Work in "column" space: the scorer's own order, or position-major when it can permute its columns.
-    columns = None
-    permuted = getattr(score_block, "permuted", None)
-    if callable(permuted):
-        columns, widths = position_major(chunk_doc, n_docs)
-        score_block = permuted(columns)
-        col_key, col_doc = key[columns], chunk_doc[columns]
-        col_of_chunk = np.empty(n_chunks, dtype=np.int64)
-        col_of_chunk[columns] = np.arange(n_chunks)
-        gold_col = col_of_chunk[gold]
-        documents = _Documents(col_doc, doc_key, widths)
-    else:
-        col_key, col_doc, gold_col = key, chunk_doc, gold
-        documents = _Documents(col_doc, doc_key)
-    k = min(top_k, n_chunks)
-    top = _TopK(col_key, k)
     gold_doc = chunk_doc[gold]
+    permuted = getattr(score_block, "permuted", None)
+    if not callable(permuted):
+        return _ColumnSpace(score_block, None, key, chunk_doc, gold, gold_doc, _Documents(chunk_doc, doc_key))
+    columns, widths = position_major(chunk_doc, len(doc_ids))
+    col_doc = chunk_doc[columns]
+    col_of_chunk = np.empty(len(chunk_ids), dtype=np.int64)
+    col_of_chunk[columns] = np.arange(len(chunk_ids))
+    documents = _Documents(col_doc, doc_key, widths)
+    return _ColumnSpace(permuted(columns), columns, key[columns], col_doc, col_of_chunk[gold], gold_doc, documents)
 
-    # Subset counts: "beats the gold" per chunk summed with weights [.., 1 + S] (float32 sums of 0/1 are
-    # exact below 2**24): weight column 0 counts everything (the gold rank), column 1 + s subset s. In the
-    # position-major layout per document first (cheap slices), then [B, D] @ [D, 1 + S]; otherwise per
-    # chunk, [B, C] @ [C, 1 + S] from a float32 copy of the mask.
-    count_dtype = np.float32 if n_chunks < 2**24 else np.float64
-    weights = None
-    if subsets is not None:
-        with_all = np.vstack([np.ones((1, n_docs), dtype=bool), subsets])
-        if documents.widths is not None:
-            weights = with_all[:, documents.slot_doc].T.astype(count_dtype)
+
+class _BlockRanker:
+    """One block of queries at a time: scores into reused buffers, then the top k, the gold's rank
+    (overall and per subset) and the gold document's rank, written into a :class:`Ranking`.
+
+    Subset counts: "beats the gold" per chunk summed with weights [.., 1 + S] (float32 sums of 0/1 are
+    exact below 2**24): weight column 0 counts everything (the gold rank), column 1 + s subset s. In the
+    position-major layout per document first (cheap slices), then [B, D] @ [D, 1 + S]; otherwise per
+    chunk, [B, C] @ [C, 1 + S] from a float32 copy of the mask.
+    """
+
+    def __init__(self, space: _ColumnSpace, k: int, rows_per_block: int, subsets: np.ndarray | None):
+        n_chunks = len(space.col_key)
+        self.space, self.subsets = space, subsets
+        self.top = _TopK(space.col_key, k)
+        self.count_dtype = np.float32 if n_chunks < 2**24 else np.float64
+        self.weights: np.ndarray | None = None
+        if subsets is not None:
+            with_all = np.vstack([np.ones((1, subsets.shape[1]), dtype=bool), subsets])
+            slot_or_col = space.documents.slot_doc if space.documents.widths is not None else space.col_doc
+            self.weights = with_all[:, slot_or_col].T.astype(self.count_dtype)
+        into = getattr(space.score_block, "into", None)
+        self.into: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = into if callable(into) else None
+        self.score_buffer = None if self.into is None else np.empty((rows_per_block, n_chunks), dtype=np.float32)
+        self.mask = np.empty((rows_per_block, n_chunks), dtype=bool)
+        self.beats: np.ndarray | None = None
+        if self.weights is not None and space.documents.widths is None:
+            self.beats = np.empty((rows_per_block, n_chunks), dtype=self.count_dtype)
+
+    def rank_block(self, rows: np.ndarray, out: Ranking) -> None:
+        """Fill ``out``'s rows ``rows`` (ascending, contiguous)."""
+        space = self.space
+        scores = self._scores(rows)
+        block_mask = self.mask[: len(rows)]
+        best, out.top_score[rows] = self.top(scores, block_mask, int(rows[0]))
+        out.top_index[rows] = best if space.columns is None else space.columns[best]
+        counts = self._gold_counts(scores, space.gold_col[rows], block_mask)
+        out.gold_rank[rows] = 1 + counts[:, 0]
+        if out.subset_rank is not None and self.subsets is not None:
+            out.subset_rank[rows] = np.where(self.subsets[:, space.gold_doc[rows]].T, 1 + counts[:, 1:], 0)
+        out.doc_rank[rows] = self._doc_rank(scores, space.gold_doc[rows])
+
+    def _scores(self, rows: np.ndarray) -> np.ndarray:
+        """float32 [B, C] C-contiguous scores of ``rows`` in column order (the reused buffer when possible)."""
+        b, n_chunks = len(rows), len(self.space.col_key)
+        if self.score_buffer is not None and self.into is not None:
+            scores = self.into(rows, self.score_buffer[:b])
         else:
-            weights = with_all[:, col_doc].T.astype(count_dtype)
-
-    gold_rank = np.zeros(n_queries, dtype=np.int64)
-    top_index = np.zeros((n_queries, k), dtype=np.int64)
-    top_score = np.zeros((n_queries, k), dtype=np.float32)
-    doc_rank = np.zeros(n_queries, dtype=np.int64)
-    subset_rank = None if subsets is None else np.zeros((n_queries, len(subsets)), dtype=np.int64)
-
-    rows_per_block = min(block, max(n_queries, 1))
-    into = getattr(score_block, "into", None)
-    score_buffer = np.empty((rows_per_block, n_chunks), dtype=np.float32) if callable(into) else None
-    mask = np.empty((rows_per_block, n_chunks), dtype=bool)
-    beats = None
-    if weights is not None and documents.widths is None:
-        beats = np.empty((rows_per_block, n_chunks), dtype=count_dtype)
-
-    def count_beats(beat_mask: np.ndarray) -> np.ndarray:
-        """[n, 1 + S] (or [n, 1] without subsets) counts of the true values of ``beat_mask`` [n, C]."""
-        if weights is None:
-            return _count_rows(beat_mask)[:, None].astype(count_dtype)
-        if beats is None:  # with weights, no float copy means the position-major layout (``documents.widths``)
-            return documents.count(beat_mask) @ weights
-        as_float = beats[: len(beat_mask)]
-        np.copyto(as_float, beat_mask)
-        return as_float @ weights
-
-    for start in range(0, n_queries, block):
-        rows = np.arange(start, min(start + block, n_queries), dtype=np.int64)
-        b = len(rows)
-        if score_buffer is not None and callable(into):
-            scores = into(rows, score_buffer[:b])
-        else:
-            scores = np.ascontiguousarray(score_block(rows), dtype=np.float32)
+            scores = np.ascontiguousarray(self.space.score_block(rows), dtype=np.float32)
         if scores.shape != (b, n_chunks):
             raise ValueError(f"score_block returned shape {scores.shape}, expected {(b, n_chunks)}")
-        block_mask = mask[:b]
+        return scores
 
-        best, top_score[rows] = top(scores, block_mask, start)
-        top_index[rows] = best if columns is None else columns[best]
-
-        # Gold rank: chunks strictly above the gold score, plus ties at it with a larger key.
-        g = gold_col[rows]
-        gold_score = scores[np.arange(b), g][:, None]
+    def _gold_counts(self, scores: np.ndarray, g: np.ndarray, block_mask: np.ndarray) -> np.ndarray:
+        """int64 [B, 1 + S]: chunks strictly above the gold score, plus ties at it with a larger key
+        (column 0 over all chunks, column 1 + s within subset s)."""
+        col_key = self.space.col_key
+        gold_score = scores[np.arange(len(g)), g][:, None]
         np.greater(scores, gold_score, out=block_mask)
-        counts = count_beats(block_mask)
+        counts = self._count_beats(block_mask)
         np.equal(scores, gold_score, out=block_mask)
         tied = np.flatnonzero(_count_rows(block_mask) > 1)
         if len(tied):
-            counts[tied] += count_beats(block_mask[tied] & (col_key[None, :] > col_key[g[tied], None]))
-        counts = np.rint(counts).astype(np.int64)
-        gold_rank[rows] = 1 + counts[:, 0]
-        if subset_rank is not None and subsets is not None:
-            subset_rank[rows] = np.where(subsets[:, gold_doc[rows]].T, 1 + counts[:, 1:], 0)
+            counts[tied] += self._count_beats(block_mask[tied] & (col_key[None, :] > col_key[g[tied], None]))
+        return np.rint(counts).astype(np.int64)
 
-        # Document rank: documents scored by their best chunk, ties by document id.
+    def _count_beats(self, beat_mask: np.ndarray) -> np.ndarray:
+        """[n, 1 + S] (or [n, 1] without subsets) counts of the true values of ``beat_mask`` [n, C]."""
+        if self.weights is None:
+            return _count_rows(beat_mask)[:, None].astype(self.count_dtype)
+        if self.beats is None:  # with weights, no float copy means the position-major layout (``documents.widths``)
+            return self.space.documents.count(beat_mask) @ self.weights
+        as_float = self.beats[: len(beat_mask)]
+        np.copyto(as_float, beat_mask)
+        return as_float @ self.weights
+
+    def _doc_rank(self, scores: np.ndarray, gold_doc: np.ndarray) -> np.ndarray:
+        """int64 [B]: documents scored by their best chunk, ties by document id; rank of the gold's document."""
+        documents = self.space.documents
         doc_scores = documents.max_scores(scores)
-        gold_slot = documents.slot_of_doc[gold_doc[rows]]
-        gold_doc_score = doc_scores[np.arange(b), gold_slot][:, None]
+        gold_slot = documents.slot_of_doc[gold_doc]
+        gold_doc_score = doc_scores[np.arange(len(gold_doc)), gold_slot][:, None]
         doc_beats = (doc_scores > gold_doc_score) | (
             (doc_scores == gold_doc_score) & (documents.slot_key[None, :] > documents.slot_key[gold_slot, None])
         )
-        doc_rank[rows] = 1 + _count_rows(doc_beats)
-
-        if progress is not None:
-            progress(b)
-    return Ranking(gold_rank, top_index, top_score, doc_rank, subset_rank)
+        return 1 + _count_rows(doc_beats)
 
 
 def _count_rows(mask: np.ndarray) -> np.ndarray:
