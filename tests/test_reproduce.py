@@ -229,3 +229,27 @@ def test_the_setup_reads_each_models_training_yaml_or_names_the_file(tmp_path: P
     (tmp_path / "insent-anchored.train.yaml").write_text("data: [d]\noutput: x\nbatch_docs: zero\n")
     with pytest.raises(dg.Failure, match=r"insent-anchored\.train\.yaml: .*batch_docs"):
         trained_models(tmp_path)
+
+
+def test_train_only_tasks_split_train_and_test_with_the_evaluated_tasks_train_share(shared_data: Path) -> None:
+    """COVID-QA and the addresses are trained on, never evaluated: they keep the experiment's train share (the same
+    documents) and hold the rest out as one split. Split three ways like the evaluated task, the shipped profile's 6
+    COVID-QA articles left ``test`` empty and the whole experiment failed at publishing (SplitError)."""
+    from conteb.reproduce import experiment_tasks
+    from curation.sources import load_source
+    from curation.splits import assign_task_splits
+    from tests.conftest import ROOT
+
+    config = load_config(ROOT / "conteb.yaml")
+    tasks = {task.name: task for task in experiment_tasks(config.reproduce, ROOT, llm_available=False)}
+    covidqa, main = tasks["reproduce-covidqa"], tasks["reproduce"]
+    assert set(main.fields["splits"]) == {"train", "validation", "test", "seed"} and main.evaluates
+    assert not covidqa.evaluates and covidqa.fields["splits"] == {"train": 0.5, "test": 0.5, "seed": 0}
+    assert tasks["reproduce-sotu"].fields["splits"] == covidqa.fields["splits"]
+    source = config.reproduce_task(llm_available=False).source
+    assert covidqa.fields["source"]["path"].startswith(str(shared_data))
+    covidqa_source = type(source).model_validate(covidqa.fields["source"])  # both squad_json
+    documents = load_source(covidqa_source).documents
+    first = [document.doc_id for document in documents][: covidqa.fields["max_documents"]]
+    fractions = {k: v for k, v in covidqa.fields["splits"].items() if k != "seed"}
+    assert sorted(assign_task_splits(covidqa.name, first, fractions, 0).values()).count("train") == 4
