@@ -21,7 +21,7 @@ from assets.evaluation import run_metadata
 from assets.keys import key
 from assets.models import pipes_training_asset
 from assets.resources import ConTEBSettings
-from conteb.config import TaskConfig
+from conteb.config import ControlledSource, TaskConfig
 from conteb.names import ReproduceModel, StageTable, SystemName
 from conteb.reproduce import REPRODUCE_TASK, ExperimentTask, ReproduceConfig
 from conteb.storage import dataset_dir, models_dir, reports_dir
@@ -219,6 +219,13 @@ def _evaluation_asset(
     return experiment_evaluation
 
 
+def titles_declared(task: TaskConfig) -> bool | None:
+    """Whether ``task``'s source declares that its titles name its subject: a controlled source says so
+    (``titles``); every other source says nothing (None: the report measures it)."""
+    source = task.source
+    return source.titles == "informative" if isinstance(source, ControlledSource) else None
+
+
 def _comparison_asset(
     block: ReproduceConfig, tasks: Sequence[tuple[ExperimentTask, TaskConfig]]
 ) -> dg.AssetsDefinition:
@@ -261,7 +268,8 @@ def _comparison_asset(
             e for about, task in tasks if about.evaluates and (e := load_evaluation(reports_dir(data), task.name))
         ]
         pipeline_targets = build_pipeline_targets(
-            reports_dir(data), [(task.name, queries_of(task)) for about, task in tasks if about.evaluates]
+            reports_dir(data),
+            [(task.name, queries_of(task), titles_declared(task)) for about, task in tasks if about.evaluates],
         )
         setup = setup_lines(block, tasks, trained_models(experiment_models_dir(data)), evaluations)
         paths = write_reproduce_report(comparison, evaluation, reports_dir(data), setup, targets, pipeline_targets)

@@ -277,11 +277,14 @@ def pipeline_target_blocks(targets: Sequence[PipelineTarget]) -> list[Block]:
     ]
 
 
-def build_pipeline_targets(reports_dir: Path, tasks: Sequence[tuple[str, Path | None]]) -> list[PipelineTarget]:
-    """The recommended pipeline's target on each evaluated task, given as (task, its evaluated queries file); a task
-    that was not evaluated raises FileNotFoundError."""
+def build_pipeline_targets(
+    reports_dir: Path, tasks: Sequence[tuple[str, Path | None, bool | None]]
+) -> list[PipelineTarget]:
+    """The recommended pipeline's target on each evaluated task, given as (task, its evaluated queries file, whether
+    its source declares that its titles name its subject: None when it says nothing); a task that was not evaluated
+    raises FileNotFoundError."""
     targets = []
-    for task, queries_file in tasks:
+    for task, queries_file, titles_declared in tasks:
         evaluation = load_evaluation(reports_dir, task)
         if evaluation is None:
             raise FileNotFoundError(f"no evaluation of task {task!r} under {reports_dir}: evaluate it first")
@@ -290,7 +293,8 @@ def build_pipeline_targets(reports_dir: Path, tasks: Sequence[tuple[str, Path | 
         baselines = [r.system for r in evaluation.runs if r.role == "baseline" and r.status == "ok"]
         trained = bool(run is not None and trained_parts(evaluation, run))
         per_query = per_query_of_runs(reports_dir, evaluation)
-        targets.append(pipeline_target(task, chosen, trained, baselines, per_query, read_needs_context(queries_file)))
+        labels = read_needs_context(queries_file)
+        targets.append(pipeline_target(task, chosen, trained, baselines, per_query, labels, titles_declared))
     return targets
 
 

@@ -66,3 +66,19 @@ def test_no_pipeline_or_no_labels() -> None:
     unlabelled = pipeline_target("t", "bm25-title", False, BASELINES, per_query, None)
     assert set(unlabelled.against_best) == {ALL} and unlabelled.titles is not None  # titles judged on all queries
     assert unlabelled.met is True
+
+
+def test_a_declared_title_property_wins_over_a_tiny_significant_difference() -> None:
+    """The reproduce run's uninformative-title task: bm25-title beat bm25 by +0.003 (p = 0.03) with titles that name
+    nothing; its source declares them uninformative, so part 2 applies."""
+    means = {"bm25": 0.35, "bm25-title": 0.36, "independent": 0.25, "title-prefix": 0.24, "hybrid": 0.34,
+             "hybrid-title": 0.34, "insent": 0.75}  # fmt: skip
+    per_query = runs(means)
+    measured = pipeline_target("untitled", "insent", True, BASELINES, per_query, NEEDS)
+    assert measured.titles is not None and measured.titles.significant and measured.titles_carry_context is True
+    declared = pipeline_target("untitled", "insent", True, BASELINES, per_query, NEEDS, titles_declared=False)
+    assert declared.titles_carry_context is False and declared.met is True
+    assert "do not carry the context (declared by the task's source; best title header" in " ".join(
+        pipeline_target_sentences(declared)
+    )
+    assert pipeline_target("untitled", "bm25-title", False, BASELINES, per_query, NEEDS, False).met is False
