@@ -17,7 +17,7 @@ import click
 from cli.registry import load_registry
 from cli.stores import StoreGroup, add_check_command
 from conteb.names import LLM_STAGES
-from conteb.sqlite_files import StoreFileError
+from conteb.sqlite_kinds import StoreFileError
 from conteb.storage import llm_cache_path, resolve_data_dir
 from llm.cache import ANSWER_STORE
 

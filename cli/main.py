@@ -25,7 +25,8 @@ from cli.registry import load_registry
 from conteb.config import HFDatasetSource, TaskConfig, display_path
 from conteb.names import Job
 from conteb.published import CardError, config_shards, unnamed_files
-from conteb.sqlite_files import StoreFileError, check_store_file
+from conteb.sqlite_files import check_store_file
+from conteb.sqlite_kinds import StoreFileError
 from conteb.storage import (
     PUBLISHED_CONFIGS,
     dataset_dir,

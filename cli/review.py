@@ -21,7 +21,7 @@ import click
 from cli.registry import load_registry
 from cli.stores import StoreGroup, add_check_command
 from conteb.config import closest_name
-from conteb.sqlite_files import StoreFileError
+from conteb.sqlite_kinds import StoreFileError
 from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
 from review.exchange import EXPORT_FORMATS, ExportRefused
 from review.model import STATUSES, InvalidDecisionError, UnknownItemError, clean_person_reviewer, reviewer_label

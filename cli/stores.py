@@ -1,6 +1,6 @@
 """What the ``conteb review`` and ``conteb llm`` command groups share about their store files.
 
-* :class:`StoreGroup`: a click group where a :class:`conteb.sqlite_files.StoreFileError` raised by any of its
+* :class:`StoreGroup`: a click group where a :class:`conteb.sqlite_kinds.StoreFileError` raised by any of its
   commands, on open or later (damage met in a statement), is one message and exit status 1, never a traceback.
 * :func:`add_check_command`: ``conteb review check`` and ``conteb llm check``: the full check of
   :func:`conteb.sqlite_files.check_store` (``--quick``: ``quick_check``) of the registry's store file, one
@@ -18,7 +18,8 @@ from typing import Any
 import click
 
 from cli.registry import load_registry
-from conteb.sqlite_files import StoreFileError, StoreKind, check_store, check_store_file
+from conteb.sqlite_files import check_store, check_store_file
+from conteb.sqlite_kinds import StoreFileError, StoreKind
 from conteb.storage import resolve_data_dir
 
 

@@ -83,35 +83,13 @@ from pathlib import Path
 from typing import Any
 
 from conteb.sqlite_kinds import (
-    APPLICATION_IDS,
-    SIDECAR_SUFFIXES,
     StoreFileError,
     StoreKind,
-    TableColumns,
     columns_of,
-    created_names,
     identity_problem,
     refusal,
-    sqlite_file,
-    table_columns,
     user_tables,
 )
-
-__all__ = [
-    "APPLICATION_IDS",
-    "BUSY_TIMEOUT_S",
-    "SIDECAR_SUFFIXES",
-    "CheckResult",
-    "SQLiteStore",
-    "StoreFileError",
-    "StoreKind",
-    "TableColumns",
-    "check_store",
-    "check_store_file",
-    "created_names",
-    "sqlite_file",
-    "table_columns",
-]
 
 BUSY_TIMEOUT_S = 30.0
 """How long a connection waits for another connection's lock before ``sqlite3.OperationalError``."""

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conteb.sqlite_files import SQLiteStore, StoreKind, created_names, table_columns
+from conteb.sqlite_files import SQLiteStore
+from conteb.sqlite_kinds import StoreKind, created_names, table_columns
 from llm.usage import TokenUsage, storable_usage
 
 _SCHEMA = (
@@ -132,7 +133,7 @@ class UsageSummary:
 class AnswerCache:
     """The SQLite file at ``path`` (created with its folder when missing). Thread-safe.
 
-    Raises :class:`conteb.sqlite_files.StoreFileError` when ``path`` exists but is not a usable store.
+    Raises :class:`conteb.sqlite_kinds.StoreFileError` when ``path`` exists but is not a usable store.
     """
 
     def __init__(self, path: Path) -> None:

@@ -6,7 +6,7 @@ Contracts:
   and used under the one connection policy of :mod:`conteb.sqlite_files` (WAL, ``synchronous=FULL``,
   a busy timeout, one connection per store object, safe across threads, reopened in a forked child).
   An existing file that is empty, not a SQLite database, damaged, another application's or the LLM
-  answer store is refused (:class:`conteb.sqlite_files.StoreFileError`), never started fresh; one
+  answer store is refused (:class:`conteb.sqlite_kinds.StoreFileError`), never started fresh; one
   written by a newer schema, or where WAL mode is refused, raises RuntimeError. The connection is
   closed on any refusal.
 * :meth:`StoreConnection._write` is one ``BEGIN IMMEDIATE`` transaction (committed on success,
@@ -30,7 +30,7 @@ from review.schema import REVIEW_STORE, is_current, migrate
 class StoreConnection:
     """The open review database at ``path``: its connection and transactions (no queue logic).
 
-    Raises :class:`conteb.sqlite_files.StoreFileError` (naming the file and what to do) when ``path``
+    Raises :class:`conteb.sqlite_kinds.StoreFileError` (naming the file and what to do) when ``path``
     exists but is not a usable review store.
     """
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from conteb.sqlite_files import SIDECAR_SUFFIXES, sqlite_file
+from conteb.sqlite_kinds import SIDECAR_SUFFIXES, sqlite_file
 from conteb.storage import atomic_path
 from review.model import InvalidDecisionError, ReviewItem, check_no_nul, clean_reviewer, has_text
 from review.schema import ITEM_COLUMNS
@@ -99,7 +99,7 @@ def check_export_target(target: Path, stores: Mapping[str, Path], replace: bool)
 
     Never onto a store: a path of ``stores`` (``what it is -> path``) or its ``-wal``/``-shm``/``-journal`` file,
     reached by the same path after symbolic links or as the same file (a hard link), nor onto any SQLite file
-    (:func:`conteb.sqlite_files.sqlite_file`, read by SQLite itself); never onto a folder; onto another existing
+    (:func:`conteb.sqlite_kinds.sqlite_file`, read by SQLite itself); never onto a folder; onto another existing
     file only with ``replace``.
     """
     resolved = os.path.realpath(target)

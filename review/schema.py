@@ -9,7 +9,7 @@ Contracts:
   :mod:`conteb.sqlite_files`). :func:`is_current` tells whether a file already has everything, so
   opening a current file writes nothing; :func:`migrate` (inside the caller's write transaction)
   creates what is missing and records :data:`SCHEMA_VERSION` in ``PRAGMA user_version``. Both refuse
-  (:class:`conteb.sqlite_files.StoreFileError`, a RuntimeError) a file written by a newer schema.
+  (:class:`conteb.sqlite_kinds.StoreFileError`, a RuntimeError) a file written by a newer schema.
 * A pushed ``REVIEW_ITEMS`` row is validated and normalised by :func:`pushed_row` (ValueError for
   a malformed one): ``context`` becomes a JSON object text (null -> ``{}``, keys sorted, UTF-8
   kept), ``flags`` a JSON list, ``flagged`` 0/1 (from ``flags`` when absent), and
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from conteb.sqlite_files import StoreFileError, StoreKind, created_names, table_columns
+from conteb.sqlite_kinds import StoreFileError, StoreKind, created_names, table_columns
 from review.model import AUDIT_ACTIONS, STATUSES, AuditEntry, ReviewItem, proposal_sha256
 
 SCHEMA_VERSION = 1

@@ -4,7 +4,7 @@ Contracts:
 
 * One database file (layout: :mod:`review.schema`), created with its folder when missing; an
   existing file that is empty or not a sound SQLite database is refused
-  (:class:`conteb.sqlite_files.StoreFileError`), never started fresh. Safe to open from several
+  (:class:`conteb.sqlite_kinds.StoreFileError`), never started fresh. Safe to open from several
   processes and threads: each :class:`ReviewStore` holds one connection guarded by a lock; every
   read-modify-write runs in its own ``BEGIN IMMEDIATE`` transaction, so every decision is
   committed on its own and a crash between two decisions loses neither.
@@ -63,7 +63,7 @@ class ReviewStore(QueueQueries):
     """The review database at ``path`` (see the module doc for the contracts): the queries of
     :class:`review.queries.QueueQueries`, and every change (push, decisions, undo, imports).
 
-    Raises :class:`conteb.sqlite_files.StoreFileError` (naming the file and what to do) when ``path``
+    Raises :class:`conteb.sqlite_kinds.StoreFileError` (naming the file and what to do) when ``path``
     exists but is empty, not a SQLite database or damaged.
     """
 

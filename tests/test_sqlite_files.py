@@ -11,13 +11,8 @@ from typing import Any
 
 import pytest
 
-from conteb.sqlite_files import (
-    APPLICATION_IDS,
-    SQLiteStore,
-    StoreFileError,
-    StoreKind,
-    check_store,
-)
+from conteb.sqlite_files import SQLiteStore, check_store
+from conteb.sqlite_kinds import APPLICATION_IDS, StoreFileError, StoreKind
 from llm.cache import ANSWER_STORE, AnswerCache
 from llm.usage import TokenUsage
 from review.schema import REVIEW_STORE

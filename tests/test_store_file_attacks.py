@@ -23,7 +23,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cli.main import main
-from conteb.sqlite_files import StoreFileError, StoreKind, check_store_file, sqlite_file
+from conteb.sqlite_files import check_store_file
+from conteb.sqlite_kinds import StoreFileError, StoreKind, sqlite_file
 from conteb.storage import llm_cache_path, review_store_path
 from llm.cache import ANSWER_STORE, AnswerCache
 from review.schema import REVIEW_STORE

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from conteb.sqlite_files import StoreFileError
+from conteb.sqlite_kinds import StoreFileError
 from llm.cache import AnswerCache
 from tests.llm.conftest import make_request
 

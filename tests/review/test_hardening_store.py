@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conteb.sqlite_files import StoreFileError
+from conteb.sqlite_kinds import StoreFileError
 from curation.review_items import review_item, review_items_table
 from review.model import InvalidDecisionError, auto_reviewer, reviewer_label
 from review.store import ReviewStore
