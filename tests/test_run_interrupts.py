@@ -24,7 +24,9 @@ from tests.support.signalled_run import SignalledRun, run_then_signal
 from tests.support.tiny_models import tiny_modernbert
 from tests.test_llm_stages_e2e import API_KEY, scripted_llm
 
-STOP_WITHIN_S = 20  # generous for a loaded 2-core machine; measured stops are printed by the tests
+STOP_WITHIN_S = 20  # the run is over: its steps stopped, its end recorded (generous for a loaded 2-core machine)
+EXIT_WITHIN_S = 60  # the process is gone, after the interpreter's teardown (tests/support/signalled_run.py)
+RUN_ENDED = "resulted in failure"  # ``dagster job execute``'s last line, printed once the run's end is recorded
 
 pytestmark = pytest.mark.slow
 
@@ -72,8 +74,13 @@ def signalled(
         ready=lambda: ready_line in log.read_text(errors="replace"),
         sig=sig,
         stop_within=STOP_WITHIN_S,
+        ended_line=RUN_ENDED,
+        exit_within=EXIT_WITHIN_S,
     )
-    print(f"{job}: {sig.name} -> exit {stopped.returncode} after {stopped.seconds_to_stop:.1f} s")
+    print(
+        f"{job}: {sig.name} -> run over after {stopped.seconds_to_end:.1f} s, "
+        f"exit {stopped.returncode} after {stopped.seconds_to_stop:.1f} s"
+    )
     return stopped
 
 
@@ -115,9 +122,14 @@ def test_build_stops_mid_llm_stage_without_retrying_it(
             ready=mid_stage,
             sig=sig,
             stop_within=STOP_WITHIN_S,
+            ended_line=RUN_ENDED,
+            exit_within=EXIT_WITHIN_S,
         )
         asked = len(server.chat_requests())
-    print(f"{executor}: {sig.name} -> exit {stopped.returncode} after {stopped.seconds_to_stop:.1f} s")
+    print(
+        f"{executor}: {sig.name} -> run over after {stopped.seconds_to_end:.1f} s, "
+        f"exit {stopped.returncode} after {stopped.seconds_to_stop:.1f} s"
+    )
     assert stopped.returncode != 0
     run = latest_run(isolated_env.parent / "dagster-home")
     assert run.status in (dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
