@@ -324,6 +324,8 @@ def test_a_signal_stops_the_run_and_its_step_on_the_worker(
             ready=lambda: 3 <= len(stored_contexts(cluster.data_dir)) < chunk_count(cluster.data_dir),
             sig=sig,
             stop_within=30,
+            ended_line="RUN_FAILURE",  # the run is over; the interpreter's teardown follows (signalled_run.py)
+            exit_within=60,
         )
         asked_at_exit = len(llm_server.chat_requests())
         time.sleep(3)

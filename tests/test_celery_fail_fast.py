@@ -136,6 +136,8 @@ def test_ctrl_c_while_waiting_for_a_worker_ends_the_run(tmp_path: Path, isolated
         ready=waiting_for_a_worker,
         sig=signal.SIGINT,
         stop_within=15,
+        ended_line="RUN_FAILURE",  # the run is over; the interpreter's teardown follows (signalled_run.py)
+        exit_within=60,
     )
     print(f"celery, no worker: SIGINT -> exit {stopped.returncode} after {stopped.seconds_to_stop:.1f} s")
     assert stopped.returncode != 0
