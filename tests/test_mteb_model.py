@@ -128,3 +128,15 @@ def test_a_task_without_document_ids_is_refused(built_sample: BuiltSample, tmp_p
     message = str(error.value)
     assert "\n" not in message
     assert message.startswith("task flat: corpus row 0: id 'c0' carries no document (no doc_id and chunk_index")
+
+
+def test_a_bad_model_or_setting_is_one_line(tmp_path: Path) -> None:
+    import conteb
+    from evaluation.mteb_model import MtebModelError
+
+    with pytest.raises(MtebModelError, match=r"^mteb_model: model folder .*nowhere does not exist$"):
+        conteb.mteb_model(tmp_path / "nowhere")
+    with pytest.raises(MtebModelError, match=r"^mteb_model: settings: .*header: title applies to context: late only"):
+        conteb.mteb_model("offline-minilm", context="independent", header="title")
+    with pytest.raises(MtebModelError, match=r"^mteb_model: window_policy: "):
+        conteb.mteb_model("offline-minilm", window_policy="sliding")
