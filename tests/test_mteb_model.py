@@ -3,9 +3,10 @@
 On the built sample (the session's :func:`tests.conftest.built_sample`), ``mteb.evaluate(conteb.mteb_model(...),
 conteb.mteb_task(folder))`` (MTEB's own retrieval evaluator and metric) gives the nDCG@10 that ``conteb evaluate``
 (:func:`evaluation.runner.evaluate_task` on :func:`evaluation.load.load_corpus`) reports for the same system, to
-MTEB's rounding (5 decimals): the offline MiniLM with late chunking, the same with anchored windows, and a model
-trained here (a tiny random ModernBERT, one InSeNT step, anchored windows under the title header), given to MTEB as
-its folder, whose training YAML sets the layout. A task whose chunk ids carry no document is refused in one line.
+MTEB's rounding (5 decimals): the offline MiniLM with late chunking, anchored windows asked for by name (over a tiny
+random ModernBERT: cheap), and a model trained here (that ModernBERT after one InSeNT step, anchored windows under the
+title header), given to MTEB as its folder, whose training YAML sets the layout. A task whose chunk ids carry no
+document is refused in one line.
 """
 
 from __future__ import annotations
@@ -21,15 +22,20 @@ import yaml
 from tests.conftest import BuiltSample, published_path
 
 LATE = {"name": "late-chunking", "kind": "dense", "model": "offline-minilm", "context": "late"}
-ANCHORED = {**LATE, "name": "late-chunking-anchored", "window_policy": "anchored"}
 INSENT = {"name": "insent", "kind": "dense", "trained": "insent_model", "context": "late"}
 MTEB_DECIMALS = 5  # MTEB rounds its scores (mteb/_evaluators/retrieval_metrics.py)
 
 
+def anchored(base: Path) -> dict:
+    """Anchored windows over the untrained tiny model ``base`` (MiniLM's late chunking runs once already)."""
+    return {**LATE, "name": "late-chunking-anchored", "model": str(base), "window_policy": "anchored"}
+
+
 @pytest.fixture(scope="module")
 def models_dir(built_sample: BuiltSample, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """``<models>/insent_model``: one InSeNT step of a tiny ModernBERT on the sample's train split (anchored windows,
-    title header), with ``insent_model.train.yaml`` beside it as the training asset writes it."""
+    """``<models>/insent_model``: one InSeNT step of a tiny ModernBERT (saved untrained in ``<models>/../tiny``) on the
+    sample's train split (anchored windows, title header), with ``insent_model.train.yaml`` beside it as the training
+    asset writes it."""
     from embedding.models import offline_minilm_path
     from tests.support.tiny_models import tiny_modernbert
     from training.config import make_config
@@ -63,7 +69,8 @@ def ours(folder: Path, models_dir: Path, tmp_path: Path) -> dict[str, float]:
     from evaluation.load import load_corpus
     from evaluation.runner import evaluate_task
 
-    config = EvaluationConfig.model_validate({"systems": [LATE, ANCHORED, INSENT], "bootstrap": {"resamples": 100}})
+    systems = [LATE, anchored(models_dir.parent / "tiny"), INSENT]
+    config = EvaluationConfig.model_validate({"systems": systems, "bootstrap": {"resamples": 100}})
     corpus = load_corpus(folder, name="sample")
     result = evaluate_task(
         corpus, config, models_dir=models_dir, reports_dir=tmp_path / "reports", chunk_sizes=False, log=lambda _: None
@@ -89,7 +96,9 @@ def test_contextual_systems_score_the_same_in_mteb(built_sample: BuiltSample, mo
     expected = ours(folder, models_dir, tmp_path)
     got = {
         "late-chunking": theirs(conteb.mteb_model("offline-minilm"), folder),
-        "late-chunking-anchored": theirs(conteb.mteb_model("offline-minilm", window_policy="anchored"), folder),
+        "late-chunking-anchored": theirs(
+            conteb.mteb_model(models_dir.parent / "tiny", window_policy="anchored"), folder
+        ),
         "insent": theirs(conteb.mteb_model(models_dir / "insent_model"), folder),
     }
     assert got == {name: round(value, MTEB_DECIMALS) for name, value in expected.items()}, expected
