@@ -5,7 +5,10 @@ What MTEB gets from the folder (the layout of :mod:`conteb.storage`, columns of 
 
 * **corpus**: one entry per row of the ``documents`` config: ``id`` = ``chunk_id``, ``text`` = ``chunk`` (the text to
   embed, reformulated where the task reformulates). No ``title`` column: MTEB would prepend it to the text
-  (``title + " " + text``), which is the title-prefix baseline, not the independent chunks this task is about.
+  (``title + " " + text``), which is the title-prefix baseline, not the independent chunks this task is about. Where
+  the folder has them, ``doc_id``, ``chunk_index`` and ``doc_title`` (the ``title`` column, ``""`` when null: MTEB's
+  data loaders refuse None) ride along: MTEB's own encoders ignore them; a contextual search model
+  (``conteb.mteb_model``) groups the chunks into documents with them.
 * **queries**: one per row of ``queries``: ``id`` = ``query_id`` (``"q{row}"`` without the column, as
   ``evaluation/load.py`` names them), ``text`` = ``query``.
 * **relevant_docs**: ``{query_id: {chunk_id: 1}}`` with the gold ``chunk_id`` (relevance 1), the qrels our own
@@ -97,9 +100,13 @@ def _ids(values: list[Any], where: Path, what: str) -> list[str]:
     return [str(value) for value in values]
 
 
-def read_corpus(folder: Path, split: str) -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]:
-    """``(corpus {chunk_id: chunk}, queries {query_id: query}, relevant_docs {query_id: {chunk_id: 1}})`` of
-    ``split`` of the task ``folder`` (module docstring), in file order."""
+DOCUMENT_COLUMNS = {"doc_id": "doc_id", "chunk_index": "chunk_index", "title": "doc_title"}
+"""Columns of ``documents`` passed on with the corpus (where present), by their name in the MTEB corpus."""
+
+
+def read_corpus(folder: Path, split: str) -> tuple[dict[str, list[Any]], dict[str, str], dict[str, dict[str, int]]]:
+    """``(corpus columns {"id": [chunk_id], "text": [chunk], ...}, queries {query_id: query}, relevant_docs
+    {query_id: {chunk_id: 1}})`` of ``split`` of the task ``folder`` (module docstring), in file order."""
     documents, doc_files = _table(folder, "documents", split)
     _require(documents, doc_files[0], ("chunk_id", "chunk"))
     chunk_ids = _ids(documents.column("chunk_id").to_pylist(), doc_files[0], "chunk_id")
@@ -107,7 +114,12 @@ def read_corpus(folder: Path, split: str) -> tuple[dict[str, str], dict[str, str
     for row, text in enumerate(texts):
         if text is None:
             raise MtebTaskError(f"{doc_files[0]}: row {row}: chunk {chunk_ids[row]!r} has no text (null)")
-    corpus = dict(zip(chunk_ids, texts, strict=True))
+    corpus: dict[str, list[Any]] = {"id": chunk_ids, "text": texts}
+    for column, name in DOCUMENT_COLUMNS.items():
+        if column in documents.column_names:
+            values = documents.column(column).to_pylist()
+            corpus[name] = ["" if value is None else value for value in values] if column == "title" else values
+    known = set(chunk_ids)
 
     queries, query_files = _table(folder, "queries", split)
     where = query_files[0]
@@ -136,7 +148,7 @@ def read_corpus(folder: Path, split: str) -> tuple[dict[str, str], dict[str, str
         if not gold_ids or any(cid is None for cid in gold_ids):
             raise MtebTaskError(f"{where}: row {row}: query {qid!r} has no gold chunk id")
         for cid in gold_ids:
-            if cid not in corpus:
+            if cid not in known:
                 raise MtebTaskError(f"{where}: row {row}: query {qid!r}: gold chunk_id {cid!r} is not in documents")
         relevant[qid] = {cid: 1 for cid in gold_ids}
     return corpus, dict(zip(qids, texts, strict=True)), relevant
@@ -191,7 +203,7 @@ def _task_class() -> type[AbsTaskRetrieval]:
             self.dataset = {
                 "default": {
                     split: {
-                        "corpus": Dataset.from_dict({"id": list(corpus), "text": list(corpus.values())}),
+                        "corpus": Dataset.from_dict(corpus),
                         "queries": Dataset.from_dict({"id": list(queries), "text": list(queries.values())}),
                         "relevant_docs": relevant,
                         "top_ranked": None,

@@ -1,7 +1,8 @@
 """``conteb.mteb_task``: a published task folder as an MTEB 2.x retrieval task, scored like our evaluation.
 
-On the sample and on an XQuAD build (10 articles of ../shared/data/xquad-en.json.gz), MTEB's nDCG@10 for the offline
-model (all-MiniLM-L6-v2, 512-token limit, no prompts) equals the nDCG@10 of our ``independent`` system, run through
+On the repository's sample (built once per session, :func:`tests.conftest.built_sample`) and on an XQuAD build (10
+articles of ../shared/data/xquad-en.json.gz), MTEB's nDCG@10 for the offline model (all-MiniLM-L6-v2, 512-token
+limit, no prompts) equals the nDCG@10 of our ``independent`` system, run through
 ``evaluation.targets.evaluate_target`` (what ``conteb evaluate`` calls), to 1e-4. MTEB rounds its scores to 5
 decimals (``mteb/_evaluators/retrieval_metrics.py``), so the measured difference is below 5e-6.
 """
@@ -11,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conteb.storage import dataset_dir
-from tests.conftest import SAMPLE_DIR, materialize_task
+from tests.conftest import ROOT, SAMPLE_DIR, BuiltSample, materialize_task
 
 SYSTEMS = (
     "evaluation:\n  systems:\n    - {name: independent, kind: dense, model: offline-minilm, context: independent}\n"
@@ -55,21 +57,19 @@ def theirs(folder: Path) -> float:
     return result.task_results[0].get_score()
 
 
-def test_sample_scores_the_same_in_mteb(tmp_path: Path, isolated_env: Path) -> None:
-    task = (
-        f"  - name: sample\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n"
-        "    splits: {train: 0.5, test: 0.5, seed: 0}\n    reformulation: true\n    license: cc0-1.0\n"
-        "    review: {auto_accept_methods: [mask]}\n"  # the four chunks the offline mask changes, accepted
-        "    description: The demo corpus.\n"
-    )
-    config = build(tmp_path, task)
-    folder = dataset_dir(isolated_env, "sample")
+def test_sample_scores_the_same_in_mteb(built_sample: BuiltSample, tmp_path: Path) -> None:
+    """The repository's sample (built once per session), its ``independent`` system."""
     from conteb import mteb_task
 
-    meta = mteb_task(folder).metadata
+    meta = mteb_task(built_sample.dataset).metadata
     assert (meta.name, meta.license, meta.main_score, meta.eval_splits) == ("sample", "cc0-1.0", "ndcg_at_10", ["test"])
-    assert meta.description.startswith("The demo corpus.")
-    assert ours(config, isolated_env, "sample") == pytest.approx(theirs(folder), abs=1e-4)
+    assert meta.description.startswith("Same-template demo corpus")
+    data_dir = built_sample.copy_data(tmp_path / "data")  # conteb evaluate writes its reports there
+    config = tmp_path / "conteb.yaml"  # the repository's task, our system alone (no selection on validation)
+    tasks = yaml.safe_load((ROOT / "conteb.yaml").read_text())["tasks"]
+    tasks[0]["source"]["path"] = str(SAMPLE_DIR)
+    config.write_text(yaml.safe_dump({"tasks": tasks}) + SYSTEMS)
+    assert ours(config, data_dir, "sample") == pytest.approx(theirs(built_sample.dataset), abs=1e-4)
 
 
 @pytest.mark.shared_data

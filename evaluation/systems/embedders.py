@@ -123,6 +123,15 @@ def _card_base_model(folder: Path) -> str | None:
     return base if isinstance(base, str) else None
 
 
+def folder_spec(folder: Path) -> ModelSpec:
+    """The :class:`ModelSpec` of the saved model ``folder`` (call :func:`model_location_problem` first), read as a
+    trained model is: label its name, base model from its card, its training YAML ``<folder>.train.yaml`` (where the
+    training assets write it) when there is one."""
+    folder = folder.expanduser().resolve()
+    config = folder.parent / f"{folder.name}.train.yaml"
+    return ModelSpec(folder.name, str(folder), folder, _card_base_model(folder), config if config.is_file() else None)
+
+
 def model_spec(options: ModelOptions, models_dir: Path) -> ModelSpec:
     """Resolve ``options.model`` / ``options.trained`` (call :func:`model_problem` first)."""
     if options.trained is not None:
@@ -197,7 +206,7 @@ class Prefixes:
         return f"prefixes: query {self.query!r}, document {self.document!r}"
 
 
-def _training_settings(path: Path | None) -> dict[str, Any]:
+def training_settings(path: Path | None) -> dict[str, Any]:
     """The training YAML of a trained model (``<models_dir>/<trained>.train.yaml``); {} when absent or unreadable."""
     if path is None or not path.is_file():
         return {}
@@ -209,7 +218,7 @@ def _training_settings(path: Path | None) -> dict[str, Any]:
 
 
 def _training_prefixes(path: Path | None) -> dict[str, str]:
-    data = _training_settings(path)
+    data = training_settings(path)
     return {k: v for k, v in data.items() if k in ("query_prefix", "document_prefix") and isinstance(v, str)}
 
 
@@ -226,7 +235,7 @@ def window_layout_note(
     or None: the same, or no training YAML. Late-trained models: the ``window_policy`` and ``window_overlap_chunks``
     of the windows; every trained model: the ``header`` its chunks were read under (``header``: the system's, title
     for ``context: title`` too). Evaluation keeps the system's own settings; the report says so."""
-    data = _training_settings(path)
+    data = training_settings(path)
     if not data:
         return None
     differences = []
@@ -254,7 +263,11 @@ def as_trained(options: M, models_dir: Path) -> M:
     YAML. A setting the system gives explicitly is kept (:func:`window_layout_note` says how it differs)."""
     if options.trained is None:
         return options
-    data = _training_settings(Path(models_dir) / f"{options.trained}.train.yaml")
+    return with_training_layout(options, training_settings(Path(models_dir) / f"{options.trained}.train.yaml"))
+
+
+def with_training_layout(options: M, data: dict[str, Any]) -> M:
+    """:func:`as_trained` given the training YAML's contents ``data`` ({}: ``options`` itself)."""
     given = options.model_fields_set
     update: dict[str, Any] = {}
     policy = data.get("window_policy")
@@ -352,15 +365,17 @@ def measured(encoder: LateChunkingEncoder, work: Callable[[], T]) -> tuple[T, fl
     return result, seconds, {name: value - before[name] for name, value in encoder_counts(encoder).items()}
 
 
-def setup_encoder(options: ModelOptions, models_dir: Path) -> EncoderSetup:
-    """Load (or reuse) the model of ``options`` and wrap it in a :class:`LateChunkingEncoder` with its prefixes.
+def setup_encoder(options: ModelOptions, models_dir: Path, spec: ModelSpec | None = None) -> EncoderSetup:
+    """Load (or reuse) the model of ``options`` (or of ``spec``, resolved by the caller) and wrap it in a
+    :class:`LateChunkingEncoder` with its prefixes.
 
     Raises :class:`NotRunnable` when :func:`model_problem` has a reason.
     """
-    problem = model_problem(options, models_dir)
-    if problem:
-        raise NotRunnable(problem)
-    spec = model_spec(options, models_dir)
+    if spec is None:
+        problem = model_problem(options, models_dir)
+        if problem:
+            raise NotRunnable(problem)
+        spec = model_spec(options, models_dir)
     device = pick_device(options.device)
     model, load_seconds = load_cached(spec, device)
     prefixes = resolve_prefixes(options, model, spec)
