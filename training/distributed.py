@@ -18,7 +18,8 @@ documents (:func:`training.data.shard_batches` deals them round robin), and its 
 losses' gradients. Each batch's InSeNT loss is computed on its own documents only: the in-batch negatives of a
 query are the chunks of the other documents of *its* batch, never those of another rank (as in the paper, negatives
 are per device). So ``world_size`` processes with ``grad_accumulation = g`` take the same steps as one process with
-``grad_accumulation = world_size × g`` over the same batches (tests/training/test_ddp.py checks the weights).
+``grad_accumulation = world_size × g`` over the same batches (tests/training/test_ddp.py checks the weights), for a
+model without dropout: each rank draws its own dropout masks (seed + rank).
 
 ``find_unused_parameters`` only when needed (:func:`unused_parameters`): DDP then walks the autograd graph after
 every forward, which costs time; it is needed when the model has trainable parameters that the backbone's token
