@@ -132,6 +132,7 @@ def runs(inputs: Path) -> dict[str, Any]:
 
 def test_sigterm_stops_both_processes_within_seconds(runs: dict[str, Any]) -> None:
     stopped: SignalledRun = runs["stopped"]
+    print(f"SIGTERM at step {runs['killed_at']}: stopped in {stopped.seconds_to_stop:.2f} s")
     assert len(stopped.descendants) >= 2  # the two workers torchrun started, each in a session of its own
     assert stopped.seconds_to_stop < 10  # and every descendant gone (run_then_signal checks)
     assert runs["killed_at"] < STEPS  # stopped before its end
