@@ -256,6 +256,8 @@ def _set_up(config: TrainingConfig, on_event: EventCallback | None, resume: bool
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=config.lr, weight_decay=config.weight_decay)
     scheduler = get_cosine_schedule_with_warmup(optimizer, plan.warmup_steps, plan.total_steps)
+    # before seeding: the probe's forward draws no random number the steps would miss
+    unused = unused_parameters(model, encoder.transformer, encoder.pad_id) if dist.world_size > 1 else []
     _seed_everything(config.seed + dist.rank)
     run = _Run(
         config, dist, device, emit, model, encoder, loss_module, samples, stats, train_samples, validation, plan,
@@ -266,7 +268,6 @@ def _set_up(config: TrainingConfig, on_event: EventCallback | None, resume: bool
         run.step, run.loss_history = resumed.step, resumed.loss_history
         run.evals, run.validation_before = resumed.evals, resumed.validation_before
     run.last = run.loss_history[-1]["loss"] if run.loss_history else None
-    unused = unused_parameters(model, encoder.transformer, encoder.pad_id) if dist.world_size > 1 else []
     run.forward = wrap(_BatchLoss(run), dist, device, find_unused=bool(unused))
     return run
 
