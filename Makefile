@@ -20,7 +20,7 @@ export NO_MKDOCS_2_WARNING := 1
 # ("use 'dg launch --job'"), raised through click.core: left out of the make targets' output, nothing else.
 JOB := PYTHONWARNINGS=ignore::Warning:click.core $(BIN)/dagster job execute
 
-.PHONY: run train evaluate reproduce test test-durations lint docs docs-serve dev bench clean venv workers workers-stop
+.PHONY: run train evaluate reproduce test test-durations lint docs docs-serve dev bench device-check clean venv workers workers-stop
 venv: $(STAMP)
 
 # torch==2.13.0 first: a CPU build on this machine's disk, so the resolver never pulls a
@@ -116,6 +116,13 @@ dev: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/curation_overhead.py
+
+# For a lent GPU machine (bench/BENCHMARKS.md, "Device check"): a few bf16 InSeNT steps on one GPU, then DDP on two
+# when present; timings and losses in device-check.json. Without CUDA it says so and runs nothing. Under 10 minutes.
+# DEVICE_CHECK_PYTHON: an interpreter with the project's dependencies where .venv is not built (the GPU image's).
+DEVICE_CHECK_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,python3)
+device-check:
+	$(DEVICE_CHECK_PYTHON) scripts/device_check.py --out device-check.json
 
 clean:
 	rm -rf data/conteb data/stages data/reports .cache

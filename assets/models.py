@@ -68,7 +68,18 @@ def _model_asset(config: ProjectConfig, name: str, deps: list[dg.AssetKey]) -> d
         deps=deps,
         description=VARIANTS[name]["description"],
         run_config=lambda data_path: training_config(config, data_path, name),
+        nproc_per_node=config.training.nproc_per_node,
     )
+
+
+def launch_command(config_file: Path, nproc_per_node: int) -> list[str]:
+    """The command Pipes runs: ``python -m pipelines.pipes_train``, under ``torchrun`` (``python -m
+    torch.distributed.run``, the same program, found without relying on PATH) for more than one process."""
+    train = ["-m", "pipelines.pipes_train", "--config", str(config_file)]
+    if nproc_per_node <= 1:
+        return [sys.executable, *train]
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc_per_node}"]
+    return [sys.executable, *launcher, *train]
 
 
 def pipes_training_asset(
@@ -77,8 +88,10 @@ def pipes_training_asset(
     deps: list[dg.AssetKey],
     description: str,
     run_config: Callable[[Path], dict],
+    nproc_per_node: int = 1,
 ) -> dg.AssetsDefinition:
-    """An asset that trains one model through Dagster Pipes (``python -m pipelines.pipes_train``).
+    """An asset that trains one model through Dagster Pipes (``python -m pipelines.pipes_train``; under ``torchrun``
+    with ``nproc_per_node`` processes above 1, :func:`launch_command`).
 
     ``run_config(data_path)`` gives the training YAML (``training/config.py`` fields); it is written beside the
     model folder as ``<output>.train.yaml`` (evaluation reads the prefixes from it).
@@ -97,7 +110,7 @@ def pipes_training_asset(
             tmp.write_text(yaml.safe_dump(values, sort_keys=False))
         context.log.info(f"{key.to_user_string()}: training on {values['data']} -> {output}")
         invocation = pipes_subprocess_client.run(
-            command=[sys.executable, "-m", "pipelines.pipes_train", "--config", str(config_file)],
+            command=launch_command(config_file, nproc_per_node),
             context=context,
             extras={"model": model_name},
         )

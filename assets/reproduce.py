@@ -128,14 +128,20 @@ def build_reproduce_assets(
     training = [task for about, task in tasks if about.trains]
     evaluated = [task for about, task in tasks if about.evaluates]
     datasets = [dg.AssetKey([task.name, StageTable.CONTEB_DATASET]) for task in training]
-    assets = [_model_asset(block, main, name, training, datasets) for name in MODELS]
+    nproc = config.training.nproc_per_node  # the training block's launch setting serves the experiment's models too
+    assets = [_model_asset(block, main, name, training, datasets, nproc) for name in MODELS]
     assets += [_evaluation_asset(config, main, task, chunk_sizes=task is main) for task in evaluated]
     assets.append(_comparison_asset(block, tasks))
     return assets
 
 
 def _model_asset(
-    block: ReproduceConfig, main: TaskConfig, name: str, training: Sequence[TaskConfig], datasets: list[dg.AssetKey]
+    block: ReproduceConfig,
+    main: TaskConfig,
+    name: str,
+    training: Sequence[TaskConfig],
+    datasets: list[dg.AssetKey],
+    nproc_per_node: int = 1,
 ) -> dg.AssetsDefinition:
     system, description = MODELS[name]
     profile = block.settings
@@ -151,7 +157,8 @@ def _model_asset(
             window_overlap_chunks=profile.window_overlap_chunks,
         )
 
-    return pipes_training_asset(dg.AssetKey([main.name, str(name)]), GROUP, datasets, description, run_config)
+    key = dg.AssetKey([main.name, str(name)])
+    return pipes_training_asset(key, GROUP, datasets, description, run_config, nproc_per_node)
 
 
 def _evaluation_asset(

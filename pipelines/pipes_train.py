@@ -5,6 +5,7 @@ and evaluations as logs, the result as materialization metadata (steps, final lo
 scores, wall time, device, model path, a loss-curve plot). Usage (by the asset)::
 
     python -m pipelines.pipes_train --config data/models/insent_model.train.yaml
+    python -m torch.distributed.run --standalone --nproc-per-node 2 -m pipelines.pipes_train --config ...
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import base64
 import io
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,12 +49,17 @@ def forward_event(pipes: PipesContext, kind: str, payload: dict[str, Any]) -> No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Train from ``--config``; under ``torchrun`` (``RANK`` set) rank 0 alone talks to Dagster, the other ranks
+    train silently (one Pipes session per asset: every rank opening one would close it several times)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", required=True)
     args = parser.parse_args(argv)
     from training.config import load_training_config
     from training.loop import train
 
+    if int(os.environ.get("RANK", "0")) != 0:
+        train(load_training_config(args.config))
+        return 0
     with open_dagster_pipes() as pipes:
         config = load_training_config(args.config)
         result = train(config, on_event=lambda kind, payload: forward_event(pipes, kind, payload))

@@ -138,11 +138,15 @@ class TrainingBlock(StrictModel):
     lambda_seq, lr, epochs, max_steps, batch_docs, ...); they are validated by the training
     package when the asset runs. ``launcher``: ``subprocess`` runs ``python -m
     pipelines.pipes_train`` locally through Dagster Pipes (the README shows the Kubernetes swap).
+    ``nproc_per_node``: processes on this machine; above 1 the Pipes subprocess is ``torchrun`` (``python -m
+    torch.distributed.run --standalone``) and training is data parallel (``training/distributed.py``: one GPU a
+    process, or CPU processes with Gloo).
     ``control``: also train the paper's "+Training" control (same data, no context).
     """
 
     tasks: tuple[str, ...] = ()
     launcher: Literal["subprocess"] = "subprocess"
+    nproc_per_node: int = Field(1, ge=1)
     control: bool = True
     settings: dict[str, Any] = Field(default_factory=dict)
 

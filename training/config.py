@@ -72,7 +72,8 @@ class TrainingConfig(StrictModel):
     checkpoint_every: int = Field(100, ge=0)  # 0: no intermediate checkpoints
     keep_checkpoints: int = Field(2, ge=1)
     seed: int = 0
-    bf16: bool | Literal["auto"] = "auto"  # auto: on CUDA only
+    # bf16 autocast of the encoder: auto on CUDA where supported; true on any device (CPU: torch.autocast("cpu"))
+    bf16: bool | Literal["auto"] = "auto"
     gradient_checkpointing: bool | Literal["auto"] = "auto"  # auto: on CUDA only
     # dropout on attention probabilities while training; None: the model's own (MiniLM 0.1, ModernBERT 0.0).
     # On CPU, PyTorch SDPA with dropout falls back to the unfused attention kernel (embedding.models)

@@ -1,17 +1,47 @@
 """Data-parallel training across processes launched by ``torchrun`` (``WORLD_SIZE > 1``), or a single process.
 
-Every rank takes its own batches (:func:`training.data.shard_batches`) and computes the InSeNT loss on
-its own documents (as in the paper: negatives are per device); :func:`all_reduce_gradients` averages
-the gradients before each optimizer step (what DDP does, without the bucketing overlap). Rank 0
-evaluates, checkpoints and saves; the others wait at :meth:`Distributed.barrier`.
+Gradients are averaged by PyTorch's :class:`torch.nn.parallel.DistributedDataParallel` (DDP), which overlaps the
+bucketed all-reduce with the backward pass. DDP rather than ``accelerate``: the loop already owns device placement,
+precision (``torch.autocast``), gradient accumulation and checkpoints, so all ``accelerate`` would add is this
+wrapper, at the cost of one more dependency (it is not installed here) and its own launcher and config; DDP is the
+part of PyTorch that ``accelerate`` itself wraps.
+
+What DDP wraps (:func:`wrap`): the module whose forward is one batch's InSeNT loss (``training.loop._BatchLoss``:
+the sentence-transformers model as its submodule, the late-chunking encoder and the loss), because the encoder
+forwards the Hugging Face backbone several times per batch (windows by token budget, then the queries through the
+sentence-transformers modules) and DDP must see every forward that precedes a backward. Gradients accumulate over
+the micro-batches of a step inside :meth:`torch.nn.parallel.DistributedDataParallel.no_sync`; the last micro-batch
+synchronises (:func:`sync_unless`).
+
+A global batch: one optimizer step reads ``world_size × grad_accumulation`` batches of ``batch_docs`` whole
+documents (:func:`training.data.shard_batches` deals them round robin), and its gradient is the mean of their
+losses' gradients. Each batch's InSeNT loss is computed on its own documents only: the in-batch negatives of a
+query are the chunks of the other documents of *its* batch, never those of another rank (as in the paper, negatives
+are per device). So ``world_size`` processes with ``grad_accumulation = g`` take the same steps as one process with
+``grad_accumulation = world_size × g`` over the same batches (tests/training/test_ddp.py checks the weights), for a
+model without dropout: each rank draws its own dropout masks (seed + rank).
+
+``find_unused_parameters`` only when needed (:func:`unused_parameters`): DDP then walks the autograd graph after
+every forward, which costs time; it is needed when the model has trainable parameters that the backbone's token
+states do not reach (BERT's pooler, a ``Dense`` module after pooling that only the queries pass through), because
+a parameter without a gradient would otherwise leave its bucket waiting for ever.
+No buffer sync at each forward (``forward_sync_buffers=False``, formerly ``broadcast_buffers=False``): the models
+trained here have no running statistics (no batch norm); their buffers (position ids, rotary frequencies) are
+constant, and DDP already copies rank 0's parameters and buffers to every rank when it wraps the module.
+
+Rank 0 evaluates, checkpoints and saves; the others wait at :meth:`Distributed.barrier`.
 """
 
 from __future__ import annotations
 
 import os
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from inspect import signature
+from typing import Any
 
 import torch
+from torch.nn.parallel import DistributedDataParallel
 
 from embedding.models import pick_device
 
@@ -56,15 +86,41 @@ def init_distributed(device: str | None) -> tuple[Distributed, torch.device]:
     return dist, chosen
 
 
-def all_reduce_gradients(parameters: list[torch.nn.Parameter], world_size: int) -> None:
-    """Average gradients over ranks (parameters unused on a rank count as zero gradient)."""
-    if world_size <= 1:
-        return
-    for parameter in parameters:
-        if parameter.grad is None:
-            parameter.grad = torch.zeros_like(parameter)
-        torch.distributed.all_reduce(parameter.grad)
-        parameter.grad.div_(world_size)
+def unused_parameters(model: torch.nn.Module, backbone: torch.nn.Module, pad_id: int) -> list[str]:
+    """Names of ``model``'s trainable parameters that ``backbone``'s last hidden states do not depend on.
+
+    One forward of a two-token input through ``backbone`` (``model``'s Hugging Face transformer) and
+    ``torch.autograd.grad`` with ``allow_unused``: what gets no gradient there may get none in a training batch.
+    """
+    named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+    device = named[0][1].device if named else torch.device("cpu")
+    ids = torch.full((1, 2), pad_id, dtype=torch.long, device=device)
+    out = backbone(input_ids=ids, attention_mask=torch.ones_like(ids))
+    hidden = out[0] if isinstance(out, tuple) else out.last_hidden_state
+    grads = torch.autograd.grad(hidden.float().sum(), [p for _, p in named], allow_unused=True)
+    return [name for (name, _), grad in zip(named, grads, strict=True) if grad is None]
+
+
+def wrap(module: torch.nn.Module, dist: Distributed, device: torch.device, find_unused: bool) -> torch.nn.Module:
+    """``module`` in :class:`~torch.nn.parallel.DistributedDataParallel` under ``torchrun``; itself in one process.
+
+    ``find_unused``: whether some trainable parameter may get no gradient in a batch (module docstring).
+    """
+    if dist.world_size <= 1:
+        return module
+    device_ids = [device.index if device.index is not None else dist.local_rank] if device.type == "cuda" else None
+    # no buffer sync at each forward (module docstring); PyTorch 2.13 renamed broadcast_buffers
+    renamed = "forward_sync_buffers" in signature(DistributedDataParallel).parameters
+    buffers: dict[str, Any] = {"forward_sync_buffers" if renamed else "broadcast_buffers": False}
+    return DistributedDataParallel(module, device_ids=device_ids, find_unused_parameters=find_unused, **buffers)
+
+
+def sync_unless(module: torch.nn.Module, accumulating: bool) -> AbstractContextManager[None]:
+    """The context of a micro-batch's forward and backward: ``no_sync`` while ``accumulating`` under DDP (the
+    gradients stay local until the step's last micro-batch, whose backward averages them over ranks)."""
+    if accumulating and isinstance(module, DistributedDataParallel):
+        return module.no_sync()
+    return nullcontext()
 
 
 def all_reduce_sum(values: list[float], device: torch.device) -> list[float]:

@@ -6,8 +6,8 @@ with kinds ``start``, ``step``, ``eval``, ``checkpoint`` and ``done`` (rank 0 on
 
 One optimizer step takes ``grad_accumulation`` batches of ``batch_docs`` documents each
 (:func:`training.data.make_batches`, sharded per rank), back-propagates each batch's InSeNT loss
-divided by ``grad_accumulation``, averages gradients over ranks, clips them to ``max_grad_norm`` and
-steps AdamW with a cosine schedule after ``warmup_ratio`` of the steps. Validation
+divided by ``grad_accumulation``, averages gradients over ranks (DDP, :mod:`training.distributed`), clips them to
+``max_grad_norm`` and steps AdamW with a cosine schedule after ``warmup_ratio`` of the steps. Validation
 (:mod:`training.validation`) runs before training, every ``eval_every`` steps and at the end;
 checkpoints and resuming are :mod:`training.checkpoints`. The saved model gets its card
 (:mod:`training.card`).
@@ -49,7 +49,7 @@ from training.data import (
     shard_batches,
     split_by_document,
 )
-from training.distributed import all_reduce_gradients, all_reduce_sum, init_distributed
+from training.distributed import all_reduce_sum, init_distributed, sync_unless, unused_parameters, wrap
 from training.losses import InsentLoss, InsentLossModule, pad_document_tokens, pad_documents
 from training.result import TrainResult
 from training.validation import evaluate
@@ -103,7 +103,7 @@ def _batch_loss(
     """The batch's InSeNT loss, or ``(None, zero)`` for a batch without queries (a zero-gradient stand-in).
 
     The chunks are read under ``header`` (:func:`training.data.encoder_inputs`) in ``context``. The encoder runs under
-    ``autocast`` (bf16 on CUDA); scores and loss are computed in float32.
+    ``autocast`` (bf16 when asked); scores and loss are computed in float32.
     """
     queries = [query for sample in docs for query in sample.queries]
     query_doc = torch.tensor([i for i, s in enumerate(docs) for _ in s.queries], dtype=torch.long, device=device)
@@ -127,6 +127,28 @@ def _batch_loss(
         query_tokens.float(), tokens.float(), chunk_mask, query_doc, query_chunk, query_mask, token_mask
     )
     return result, None
+
+
+class _BatchLoss(torch.nn.Module):
+    """One batch's loss as a module, the module :func:`training.distributed.wrap` hands to DDP: the
+    sentence-transformers model is its submodule (its parameters are DDP's), and its forward is every model forward
+    of the batch (:func:`_batch_loss`). ``forward(docs)`` gives ``(what to back-propagate, the loss or None)``: the
+    loss's total, or a zero that keeps a batch without queries in step with the other ranks."""
+
+    def __init__(self, run: _Run) -> None:
+        super().__init__()
+        self.model = run.model
+        self._run = run
+
+    def forward(self, docs: list[TrainingSample]) -> tuple[torch.Tensor, InsentLoss | None]:
+        run, config = self._run, self._run.config
+        header = (config.header, config.title_template)
+        loss, zero = _batch_loss(
+            run.encoder, run.loss_module, docs, run.device, config.mode, run.autocast, config.context, *header
+        )
+        backward = loss.total if loss is not None else zero
+        assert backward is not None
+        return backward, loss
 
 
 @dataclass
@@ -156,6 +178,14 @@ class _Run:
     evals: list[dict[str, float]] = field(default_factory=list)
     validation_before: dict[str, float] = field(default_factory=dict)
     last: float | None = None  # the last step's mean loss
+    forward: torch.nn.Module | None = None  # _BatchLoss, in DDP under torchrun (set up by _set_up)
+
+    @property
+    def autocast(self) -> Any:
+        """bf16 autocast on the run's device when ``use_bf16``, else a no-op context."""
+        if not self.use_bf16:
+            return nullcontext()
+        return torch.autocast(self.device.type, dtype=torch.bfloat16)
 
     @property
     def rank_world(self) -> tuple[int, int]:
@@ -172,7 +202,8 @@ def _load_encoder(config: TrainingConfig, device: torch.device, checkpoint: Path
     if config.attention_dropout is not None:
         set_attention_dropout(model, config.attention_dropout)
     use_cuda = device.type == "cuda"
-    use_bf16 = use_cuda and config.bf16 in ("auto", True) and torch.cuda.is_bf16_supported()
+    # auto: bf16 on CUDA where supported; True: bf16 autocast on any device (on CPU, torch.autocast("cpu"))
+    use_bf16 = config.bf16 is True or (config.bf16 == "auto" and use_cuda and torch.cuda.is_bf16_supported())
     checkpointing = use_cuda if config.gradient_checkpointing == "auto" else bool(config.gradient_checkpointing)
     checkpointing = checkpointing and _enable_gradient_checkpointing(model)
     encoder = LateChunkingEncoder(
@@ -225,6 +256,8 @@ def _set_up(config: TrainingConfig, on_event: EventCallback | None, resume: bool
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=config.lr, weight_decay=config.weight_decay)
     scheduler = get_cosine_schedule_with_warmup(optimizer, plan.warmup_steps, plan.total_steps)
+    # before seeding: the probe's forward draws no random number the steps would miss
+    unused = unused_parameters(model, encoder.transformer, encoder.pad_id) if dist.world_size > 1 else []
     _seed_everything(config.seed + dist.rank)
     run = _Run(
         config, dist, device, emit, model, encoder, loss_module, samples, stats, train_samples, validation, plan,
@@ -235,6 +268,7 @@ def _set_up(config: TrainingConfig, on_event: EventCallback | None, resume: bool
         run.step, run.loss_history = resumed.step, resumed.loss_history
         run.evals, run.validation_before = resumed.evals, resumed.validation_before
     run.last = run.loss_history[-1]["loss"] if run.loss_history else None
+    run.forward = wrap(_BatchLoss(run), dist, device, find_unused=bool(unused))
     return run
 
 
@@ -293,7 +327,7 @@ def _checkpoint(run: _Run, at_step: int) -> None:
     run.dist.barrier()
 
 
-def _step(run: _Run, autocast: Any) -> tuple[dict[str, float], int, int]:
+def _step(run: _Run) -> tuple[dict[str, float], int, int]:
     """One optimizer step (module docstring): ``(record, epoch, tokens forwarded on this rank)``; ``run.step``,
     ``run.last`` and ``run.loss_history`` move on."""
     config, plan = run.config, run.plan
@@ -303,20 +337,16 @@ def _step(run: _Run, autocast: Any) -> tuple[dict[str, float], int, int]:
     run.optimizer.zero_grad(set_to_none=True)
     totals = torch.zeros(3, dtype=torch.float64)  # loss, in_sequence, in_batch (summed over micro-batches)
     counted, tokens = 0, 0
-    header = (config.header, config.title_template)
-    for batch in micro:
+    assert run.forward is not None
+    for position, batch in enumerate(micro):
         docs = [run.train_samples[i] for i in batch]
         tokens += sum(s.n_tokens or 0 for s in docs) + _query_tokens(run.encoder, [q for s in docs for q in s.queries])
-        loss, zero = _batch_loss(
-            run.encoder, run.loss_module, docs, run.device, config.mode, autocast, config.context, *header
-        )
+        with sync_unless(run.forward, accumulating=position < len(micro) - 1):
+            backward, loss = run.forward(docs)
+            (backward / len(micro)).backward()  # a batch without queries: zero gradient, every rank's backward in step
         if loss is not None:
-            (loss.total / len(micro)).backward()
             totals += torch.tensor([loss.total.item(), loss.in_sequence.item(), loss.in_batch.item()])
             counted += 1
-        elif zero is not None:
-            zero.backward()  # keeps every rank's backward in step; zero gradient
-    all_reduce_gradients(run.parameters, run.dist.world_size)
     torch.nn.utils.clip_grad_norm_(run.parameters, config.max_grad_norm)
     lr = run.scheduler.get_last_lr()[0]  # the rate this step used
     run.optimizer.step()
@@ -337,10 +367,9 @@ def _steps(run: _Run) -> None:
     config, plan, dist = run.config, run.plan, run.dist
     start_step = run.step
     run.model.train()
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if run.use_bf16 else nullcontext()
     window_tokens, window_start = 0, time.perf_counter()
     while run.step < plan.total_steps:
-        record, epoch, tokens = _step(run, autocast)
+        record, epoch, tokens = _step(run)
         window_tokens += tokens
         step = run.step
         if step % config.log_every == 0 or step == plan.total_steps:

@@ -4,7 +4,9 @@ Test code. :func:`run_then_signal` starts a command in a new session (its own pr
 foreground job is), waits until ``ready()`` says the run is where the test wants it, sends ``sig`` to the group
 (Ctrl-C sends SIGINT to the foreground group; ``kill``, systemd and Kubernetes send SIGTERM), and measures how long
 the command takes to exit. It fails the test when the command is still running ``stop_within`` seconds later (and
-then kills the group), or when any process of the group is left once the command has exited.
+then kills the group), or when any process of the group is left once the command has exited. With
+``watch_descendants``, the same holds for every descendant alive at the signal, in whatever session it runs
+(``torchrun`` starts each worker in a session of its own and forwards the signal to them).
 
 With ``ended_line``, the limit is split in two. The run must be over -- the command has printed ``ended_line``, e.g.
 Dagster's "resulted in failure", after the run's steps stopped and its end was recorded -- within ``stop_within``
@@ -30,13 +32,41 @@ from tests.support.celery_cluster import _members_of_group
 
 @dataclass(frozen=True)
 class SignalledRun:
-    """How the signalled command ended: its exit status, seconds from the signal to its exit, its output, and seconds
-    from the signal to its ``ended_line`` (None when not asked for)."""
+    """How the signalled command ended: its exit status, seconds from the signal to its exit, its output, seconds
+    from the signal to its ``ended_line`` (None when not asked for), and (with ``watch_descendants``) the command's
+    descendants alive at the signal."""
 
     returncode: int
     seconds_to_stop: float
     output: str
     seconds_to_end: float | None = None
+    descendants: tuple[int, ...] = ()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z"
+
+
+def descendants(root: int) -> list[int]:
+    """Live pids below ``root`` in the process tree (Linux /proc parent ids)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 def run_then_signal(
@@ -51,6 +81,7 @@ def run_then_signal(
     stop_within: float = 30,
     ended_line: str | None = None,
     exit_within: float = 60,
+    watch_descendants: bool = False,
 ) -> SignalledRun:
     """Start ``command``, wait for ``ready()``, signal its process group, wait for its exit (module docstring)."""
     with log.open("wb") as out:
@@ -59,6 +90,7 @@ def run_then_signal(
             start_new_session=True,
         )  # fmt: skip
     group = child.pid
+    below: tuple[int, ...] = ()
     try:
         deadline = time.monotonic() + ready_timeout
         while not ready():
@@ -67,6 +99,7 @@ def run_then_signal(
             if time.monotonic() > deadline:
                 raise AssertionError(f"not ready after {ready_timeout} s:\n{log.read_text(errors='replace')[-5000:]}")
             time.sleep(0.1)
+        below = tuple(descendants(child.pid)) if watch_descendants else ()
         os.killpg(group, sig)
         signalled = time.monotonic()
         ended = None
@@ -84,14 +117,18 @@ def run_then_signal(
             ) from None
         seconds = time.monotonic() - signalled
         left_deadline = time.monotonic() + 5
-        while (left := _members_of_group(group)) and time.monotonic() < left_deadline:
+        while (left := _members_of_group(group) + [p for p in below if _alive(p)]) and time.monotonic() < left_deadline:
             time.sleep(0.1)
         assert not left, f"processes of the run left after it exited: {left}"
-        return SignalledRun(returncode, seconds, log.read_text(errors="replace"), ended)
+        return SignalledRun(returncode, seconds, log.read_text(errors="replace"), ended, below)
     finally:
         if child.poll() is None or _members_of_group(group):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
+        for pid in [p for p in below if _alive(p)]:  # workers in sessions of their own, left behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if child.poll() is None:
             child.wait(timeout=10)
 
 

@@ -1,0 +1,198 @@
+"""Two processes on PyTorch's DDP (Gloo on CPU), started by the real ``torchrun --nproc-per-node 2``.
+
+One two-process run is stopped by SIGTERM after its first checkpoint, then resumed in two processes to the end;
+one process trains in this test process over the same global batches (``grad_accumulation`` 2 where each rank has
+1: training/distributed.py). The tests read those three runs: both processes stop within seconds of the signal,
+the weights match the single process's at every checkpoint both kept, the resumed run continues from where the
+first stopped, and rank 0 alone writes (an audit hook in each worker, tests/support/audited_training.py).
+A tiny random ModernBERT (no dropout) on the sample's train split, 4 steps of 2-document batches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+import yaml
+from safetensors.torch import load_file
+
+from conteb.storage import dataset_dir
+from embedding.models import offline_minilm_path
+from pipelines.definitions import build_definitions
+from project.config import load_config
+from tests.conftest import ROOT, SAMPLE_DIR
+from tests.support.signalled_run import SignalledRun, run_then_signal
+from tests.support.tiny_models import tiny_modernbert
+from tests.training.test_data import build_sample_conteb
+from training.checkpoints import STATE_FILE, checkpoint_step, latest_checkpoint
+from training.config import make_config
+from training.loop import train
+
+STEPS = 4
+TOLERANCE = 1e-5
+"""Largest absolute difference allowed between a weight after two processes and after one. Each step moves weights
+by up to ~1e-3 (lr 1e-3); the runs differ only in the order of float32 sums (the all-reduce, thread counts):
+measured here 0.0 at step 1 and 5.8e-7 at step 4 (one thread a worker, this test process with its own threads)."""
+SPLITS = {"train": 0.5, "test": 0.5}
+TORCHRUN = Path(sys.executable).with_name("torchrun")
+
+
+def settings(root: Path, output: Path, **overrides: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "data": [str(root / "sample")],
+        "base_model": str(root / "tiny"),
+        "output": str(output),
+        "max_steps": STEPS,
+        "batch_docs": 2,
+        "grad_accumulation": 1,
+        "checkpoint_every": 1,
+        "keep_checkpoints": STEPS,
+        "eval_every": 0,
+        "validation_fraction": 0.0,
+        "lr": 1e-3,
+        "device": "cpu",
+        "seed": 0,
+    }
+    return {**values, **overrides}
+
+
+def torchrun(config: Path, audit: Path, output: Path, *extra: str) -> list[str]:
+    return [
+        str(TORCHRUN), "--standalone", "--nproc-per-node", "2",
+        "-m", "tests.support.audited_training", "--config", str(config), "--no-progress", *extra,
+    ]  # fmt: skip
+
+
+def worker_env(audit: Path, output: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": str(ROOT),
+        "WRITE_AUDIT_DIR": str(audit),
+        "WRITE_AUDIT_ROOT": str(output),
+    }
+
+
+def max_diff(a: Path, b: Path) -> float:
+    left, right = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
+    assert left.keys() == right.keys()
+    return max((left[name] - right[name]).abs().max().item() for name in left)
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with ``sample/`` (the sample's ConTEB folder, train and test splits) and ``tiny/`` (the base model)."""
+    root = tmp_path_factory.mktemp("ddp")
+    build_sample_conteb(root / "sample", splits=SPLITS)
+    tiny_modernbert(offline_minilm_path(), seed=0, device="cpu").save(str(root / "tiny"))
+    return root
+
+
+@pytest.fixture(scope="module")
+def runs(inputs: Path) -> dict[str, Any]:
+    """The interrupted two-process run, its two-process resume and the one-process reference (module docstring)."""
+    root = inputs
+    output, audit = root / "ddp", root / "audit"
+    audit.mkdir()
+    config = root / "ddp.yaml"
+    config.write_text(yaml.safe_dump(settings(root, output)))
+    env = worker_env(audit, output)
+
+    first_checkpoint = output / "checkpoints" / "step-1" / STATE_FILE
+    stopped: SignalledRun = run_then_signal(
+        torchrun(config, audit, output), env=env, cwd=ROOT, log=root / "first.log",
+        ready=first_checkpoint.is_file, sig=signal.SIGTERM, stop_within=15, watch_descendants=True,
+    )  # fmt: skip
+    latest = latest_checkpoint(output)
+    assert latest is not None
+    killed_at = checkpoint_step(latest)
+    started = time.monotonic()
+    resumed = subprocess.run(
+        torchrun(config, audit, output, "--resume"), env=env, cwd=ROOT, capture_output=True, text=True, timeout=180
+    )
+    assert resumed.returncode == 0, resumed.stderr[-5000:]
+    resume_s = time.monotonic() - started
+
+    single = root / "single"
+    train(make_config(settings(root, single, grad_accumulation=2)))
+    return {
+        "output": output, "audit": audit, "single": single, "stopped": stopped, "killed_at": killed_at,
+        "summary": json.loads(resumed.stdout[resumed.stdout.index("{"):]), "resume_s": resume_s,
+    }  # fmt: skip
+
+
+def test_sigterm_stops_both_processes_within_seconds(runs: dict[str, Any]) -> None:
+    stopped: SignalledRun = runs["stopped"]
+    print(f"SIGTERM at step {runs['killed_at']}: stopped in {stopped.seconds_to_stop:.2f} s")
+    assert len(stopped.descendants) >= 2  # the two workers torchrun started, each in a session of its own
+    assert stopped.seconds_to_stop < 10  # and every descendant gone (run_then_signal checks)
+    assert runs["killed_at"] < STEPS  # stopped before its end
+
+
+def test_two_processes_take_the_steps_of_one_over_the_same_global_batches(runs: dict[str, Any]) -> None:
+    output, single = runs["output"], runs["single"]
+    first = Path("checkpoints", "step-1", "model")
+    diffs = {1: max_diff(output / first, single / first), STEPS: max_diff(output, single)}  # interrupted, resumed
+    print(f"max abs diff of the weights, two processes vs one: {diffs}")
+    assert max(diffs.values()) <= TOLERANCE, diffs
+    moved = max_diff(output, output / first)
+    assert moved > 100 * TOLERANCE  # the steps after the first moved the weights: the equality is not vacuous
+
+
+def test_resume_in_two_processes_continues_where_it_stopped(runs: dict[str, Any]) -> None:
+    summary, killed_at = runs["summary"], runs["killed_at"]
+    assert (summary["resumed_from"], summary["steps"]) == (killed_at, STEPS)
+    state = json.loads((runs["output"] / "checkpoints" / f"step-{STEPS}" / STATE_FILE).read_text())
+    reference = json.loads((runs["single"] / "checkpoints" / f"step-{STEPS}" / STATE_FILE).read_text())
+    assert [r["step"] for r in state["loss_history"]] == list(range(1, STEPS + 1))
+    for ours, theirs in zip(state["loss_history"], reference["loss_history"], strict=True):
+        assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-5)  # mean over both ranks' batches
+        assert ours["lr"] == pytest.approx(theirs["lr"])
+
+
+def test_rank_zero_alone_writes(runs: dict[str, Any]) -> None:
+    output, audit = runs["output"], runs["audit"]
+    rank1 = audit / "rank-1.log"
+    assert rank1.is_file() and rank1.read_text() == ""  # the hook ran in rank 1 and saw no write
+    written = {line.split(" ", 1)[1] for line in (audit / "rank-0.log").read_text().splitlines()}
+    for name in ("README.md", "training_data.json", "config_sentence_transformers.json"):
+        assert str(output / name) in written
+    assert str(output / "checkpoints" / f"step-{STEPS}") in written  # renamed into place
+    assert (output / "model.safetensors").is_file()
+    assert "insent" in (output / "README.md").read_text()
+    assert not list((output / "checkpoints").glob(".tmp-*"))
+
+
+def test_the_training_asset_launches_torchrun_through_pipes(inputs: Path, isolated_env: Path, tmp_path: Path) -> None:
+    """``training.nproc_per_node: 2``: the Pipes subprocess is torchrun, rank 0 reports to Dagster."""
+    shutil.copytree(inputs / "sample", dataset_dir(isolated_env, "demo"))
+    config_path = tmp_path / "conteb.yaml"
+    config_path.write_text(
+        f"tasks:\n  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n    splits: {SPLITS}\n"
+        "training:\n  tasks: [demo]\n  control: false\n  nproc_per_node: 2\n"
+        f"  settings: {{base_model: {inputs / 'tiny'}, max_steps: 1, batch_docs: 2, eval_every: 0, checkpoint_every: 0,"
+        " validation_fraction: 0.0}\n"
+    )
+    instance = dg.DagsterInstance.ephemeral()
+    result = (
+        build_definitions(load_config(config_path))
+        .resolve_job_def("train_insent")
+        .execute_in_process(instance=instance)
+    )
+    assert result.success
+    event = instance.get_latest_materialization_event(dg.AssetKey(["insent_model"]))
+    assert event is not None and event.asset_materialization is not None
+    metadata = {k: v.value for k, v in event.asset_materialization.metadata.items()}
+    assert (metadata["steps"], metadata["device"]) == (1, "cpu")
+    logs = "\n".join(e.message for e in instance.all_logs(result.run_id) if e.message)
+    assert "'world_size': 2" in logs  # rank 0's start event: two processes
+    assert (isolated_env / "models" / "insent_model" / "model.safetensors").is_file()
