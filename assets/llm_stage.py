@@ -15,6 +15,7 @@ from assets.resources import LLMResource
 from conteb.config import TaskConfig
 from conteb.names import Stage
 from llm.client import LLMClient
+from llm.structured import StructuredOutputRefused
 from llm.types import LLMRequest, LLMResult
 
 NOT_CONFIGURED = (
@@ -53,7 +54,10 @@ def run_requests(
         if done == total or done % step == 0:
             context.log.info(f"{scope}: {done}/{total} answers")
 
-    results = client.run(requests, scope=scope, progress=progress)
+    try:
+        results = client.run(requests, scope=scope, progress=progress)
+    except StructuredOutputRefused as error:  # every request would fail alike: stop the stage, in one line
+        raise dg.Failure(description=f"{scope}: {error}") from None
     now = client.cache.usage(scope, since=started)
     total = client.cache.usage(f"{task.name}/")
     failed = [r for r in results if not r.ok]

@@ -42,7 +42,7 @@ class BatchClient(Protocol):
 
     def body(self, request: LLMRequest, extra_messages: Sequence[dict[str, str]] = ()) -> dict[str, Any]: ...
 
-    def parse_answer(self, request: LLMRequest, content: str | None) -> dict[str, Any]: ...
+    def read_answer(self, request: LLMRequest, content: str | None) -> dict[str, Any]: ...
 
     def sync_sdk(self, max_retries: int = 0) -> openai.OpenAI: ...
 
@@ -140,7 +140,7 @@ def _line_outcome(
     client.cache.record_usage(scope, request.custom_id, settings.model, tokens, cost, "batch")
     content = body["choices"][0].get("message", {}).get("content")
     try:
-        value = client.parse_answer(request, content)
+        value = client.read_answer(request, content)
     except ValueError:
         return None
     client.cache.put(key, request.custom_id, settings.model, request.prompt_tag, value, tokens)

@@ -13,6 +13,9 @@
   (``<task>/<stage>``) that asked. A rerun does not pay for the same refusal again: the key changes with
   the prompt, model or settings, and ``conteb llm retry-failed`` forgets a task's or stage's failures.
   A valid answer for the key replaces its failure.
+* ``structured_modes``: (endpoint URL, model) -> the structured-output mode ``llm.structured_output: auto`` found
+  the server to accept, and why (:mod:`llm.structured`), so that a rerun does not find it again. A file made before
+  the table existed gets it when opened (the migration below).
 
 The file is the project's LLM answer store (:data:`ANSWER_STORE`), opened and used under the one connection policy
 of :mod:`conteb.sqlite_files` (WAL, ``synchronous=FULL``, one connection per cache object, reopened in a forked
@@ -57,6 +60,9 @@ _SCHEMA = (
     key TEXT PRIMARY KEY, scope TEXT NOT NULL, custom_id TEXT, model TEXT, prompt_tag TEXT, error TEXT NOT NULL,
     answer TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS failures_scope ON failures(scope)",
+    """CREATE TABLE IF NOT EXISTS structured_modes (
+    base_url TEXT NOT NULL, model TEXT NOT NULL, mode TEXT NOT NULL, reason TEXT NOT NULL, created_at REAL NOT NULL,
+    PRIMARY KEY (base_url, model))""",
 )
 _SCHEMA_NAMES = created_names(_SCHEMA)
 ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -293,6 +299,25 @@ class AnswerCache:
             scope: UsageSummary(calls, prompt, completion, round(cost, 6), cached, implausible)
             for scope, calls, prompt, completion, cost, cached, implausible in rows
         }
+
+    # --- structured-output modes found by ``auto`` ----------------------------------------------
+
+    def structured_mode(self, base_url: str, model: str) -> tuple[str, str, float] | None:
+        """``(mode, reason, when)`` remembered for ``model`` at ``base_url``, or None."""
+        with self._store.read() as db:
+            row = db.execute(
+                "SELECT mode, reason, created_at FROM structured_modes WHERE base_url = ? AND model = ?",
+                (base_url, model),
+            ).fetchone()
+        return (row[0], row[1], row[2]) if row else None
+
+    def remember_structured_mode(self, base_url: str, model: str, mode: str, reason: str) -> None:
+        """Remember that ``model`` at ``base_url`` is asked in ``mode`` (replaces what was remembered)."""
+        with self._store.write() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO structured_modes VALUES (?, ?, ?, ?, ?)",
+                (base_url, model, mode, reason, time.time()),
+            )
 
     # --- Batch API bookkeeping -----------------------------------------------------------------
 

@@ -13,12 +13,17 @@
    bounds the wait between two bytes) and reads at most ``max_answer_bytes``.
 3. 429, 408, 409, 5xx, timeouts, connection errors and a 200 that is not a chat completion (an HTML
    page, JSON of another shape, too large: :class:`ServerFault`) are retried with exponential
-   backoff and jitter, up to ``max_attempts`` tries; any other 4xx is not retried. ``Retry-After``
+   backoff and jitter, up to ``max_attempts`` tries; any other 4xx, and a 5xx whose body is a request-validation
+   error, is not retried (:func:`llm.retries.request_rejected`). ``Retry-After``
    (seconds or an HTTP date) is honoured up to ``max_retry_after_s``; a value that is neither is
    ignored (normal backoff).
-4. The answer must be JSON whose every text (key or string) can be kept (no lone surrogate, no NUL:
-   :func:`conteb.text.text_problem`), that matches the request's schema and passes its validator; if not,
-   the model is re-asked once with the problem stated (the refused answer's lone surrogates as escapes).
+   The structure is asked for in ``llm.structured_output``'s mode (:mod:`llm.structured`); ``auto`` finds the
+   mode the server accepts (:mod:`llm.modes`), and a refused explicit mode stops the run
+   (:class:`llm.structured.StructuredOutputRefused`).
+4. The answer must be JSON (read leniently in the instruction modes) whose every text (key or string) can be
+   kept (no lone surrogate, no NUL: :func:`conteb.text.text_problem`), that matches the request's schema and
+   passes its validator; if not, the model is re-asked once with the problem stated (the refused answer's lone
+   surrogates as escapes).
    Valid answers are committed to the cache at once; every paid call goes to the cost ledger under ``scope``
    with its prompt, cached (``usage.prompt_tokens_details.cached_tokens``) and completion tokens; an answer
    still refused after the re-ask is remembered as a failure with its text, lone surrogates as their JSON
@@ -37,7 +42,6 @@ import dataclasses
 import json
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, cast
@@ -51,13 +55,14 @@ from openai.types.chat import ChatCompletion
 from conteb.text import escape_surrogates, text_problem
 from llm.batch import run_batch
 from llm.cache import AnswerCache, RememberedFailure, cache_key
-from llm.retries import parse_retry_after, retry_after_header, transient_status
+from llm.modes import ModeFinder
+from llm.retries import parse_retry_after, request_rejected, retry_after_header
 from llm.scheduling import OrderedSlots, PrefixGate, group_order, groups_of
 from llm.settings import LLMSettings
+from llm.structured import Mode, ModeRefused, error_summary, mode_refusal, parse_json_object, shape_body
 from llm.types import LLMRequest, LLMResult, Progress
 from llm.usage import TokenUsage, checked_usage, read_usage
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 _PREVIEW_CHARS = 80
 
 
@@ -83,6 +88,7 @@ class LLMClient:
         self.cache = cache
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.log = log or (lambda message: None)
+        self.modes = ModeFinder(settings, cache, lambda message: self.log(message))
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.settings.model!r}, endpoint={self.settings.endpoint_family()!r})"
@@ -106,44 +112,42 @@ class LLMClient:
                 "schema": request.schema,
                 "temperature": s.temperature,
                 "max_tokens": s.max_tokens,
-                "structured_output": s.structured_output,
+                "structured_output": self.structured_mode,
                 "prompt": request.prompt_tag,
             }
         )
 
+    @property
+    def structured_mode(self) -> Mode:
+        """The structured-output mode requests are asked in: the setting, the one ``auto`` found (or recalled from
+        the answer store), else the mode ``auto`` is trying (:mod:`llm.structured`)."""
+        return self.modes.current
+
     def body(self, request: LLMRequest, extra_messages: Sequence[dict[str, str]] = ()) -> dict[str, Any]:
-        """The chat-completions request body (also the Batch API line body)."""
+        """The chat-completions request body (also the Batch API line body), in :attr:`structured_mode`."""
         s = self.settings
-        messages = [dict(message) for message in request.messages]
-        if s.structured_output == "json_instruction":
-            instruction = (
-                "\n\nReply with one JSON object, and nothing else, that matches this JSON schema:\n"
-                + json.dumps(request.schema, ensure_ascii=False)
-            )
-            messages[0] = {**messages[0], "content": messages[0]["content"] + instruction}
         body: dict[str, Any] = {
             "model": s.model,
-            "messages": messages + list(extra_messages),
+            "messages": list(request.messages) + list(extra_messages),
             "temperature": s.temperature,
             "max_tokens": s.max_tokens,
         }
-        if s.structured_output == "json_schema":
-            body["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": request.schema_name, "schema": request.schema, "strict": True},
-            }
-        return body
+        return shape_body(body, self.structured_mode, request.schema_name, request.schema)
+
+    def read_answer(self, request: LLMRequest, content: str | None) -> dict[str, Any]:
+        """:meth:`parse_answer` of ``content``, read leniently in the instruction modes (:attr:`structured_mode`)."""
+        return self.parse_answer(request, content, lenient=self.structured_mode != "json_schema")
 
     @staticmethod
-    def parse_answer(request: LLMRequest, content: str | None) -> dict[str, Any]:
-        """The validated answer object; raises :class:`AnswerError` saying what is wrong."""
+    def parse_answer(request: LLMRequest, content: str | None, lenient: bool = False) -> dict[str, Any]:
+        """The validated answer object; raises :class:`AnswerError` saying what is wrong. ``lenient``: read as
+        small models write (:func:`llm.structured.parse_json_object`); the schema check is strict either way."""
         if not content:
             raise AnswerError("the answer was empty")
-        fenced = _FENCE.match(content)
         try:
-            value = json.loads(fenced.group(1) if fenced else content)
-        except json.JSONDecodeError as error:
-            raise AnswerError(f"the answer is not valid JSON ({error.msg} at position {error.pos})") from None
+            value = parse_json_object(content, lenient)
+        except ValueError as error:
+            raise AnswerError(str(error)) from None
         except RecursionError:
             raise AnswerError("the answer is JSON nested too deeply to read") from None
         if not isinstance(value, dict):
@@ -184,7 +188,19 @@ class LLMClient:
     # --- running -------------------------------------------------------------------------------
 
     def run(self, requests: Sequence[LLMRequest], scope: str = "", progress: Progress | None = None) -> list[LLMResult]:
-        """Answer ``requests`` (see the module docstring); results are in request order."""
+        """Answer ``requests`` (see the module docstring); results are in request order.
+
+        With ``structured_output: auto`` the mode is recalled from the answer store, else found (:class:`ModeFinder`):
+        a mode the server refuses gives way to the next and the requests are asked again in it. A refused explicit
+        mode, or every mode refused, raises :class:`StructuredOutputRefused` (one line)."""
+        self.modes.recall()
+        while True:
+            try:
+                return self._run_in_mode(requests, scope, progress)
+            except ModeRefused as refusal:
+                self.modes.next_after(refusal)
+
+    def _run_in_mode(self, requests: Sequence[LLMRequest], scope: str, progress: Progress | None) -> list[LLMResult]:
         keys = [self.key(request) for request in requests]
         results: dict[str, LLMResult] = {}
         for key, cached in self.cache.get_many(keys).items():
@@ -203,9 +219,12 @@ class LLMClient:
                 f"failure{'s' * (skipped != 1)} not asked again; asking {self.settings.model} for {len(pending)} "
                 f"({self.settings.mode} mode)"
             )
-            if self.settings.mode == "batch":
+            if pending and not self.modes.confirmed and self.settings.mode == "online":  # the first request tries it
+                first = next(iter(pending))
+                results.update(self.run_online({first: pending.pop(first)}, scope))
+            if pending and self.settings.mode == "batch":
                 results.update(run_batch(self, pending, scope, progress))
-            else:
+            elif pending:
                 results.update(self.run_online(pending, scope, progress))
         return [
             dataclasses.replace(results[key], custom_id=request.custom_id)  # identical requests share an answer
@@ -220,7 +239,7 @@ class LLMClient:
             request = pending[key]
             tokens = TokenUsage(failure.prompt_tokens, failure.completion_tokens)
             try:
-                value = self.parse_answer(request, failure.answer)
+                value = self.read_answer(request, failure.answer)
             except AnswerError:
                 out[key] = LLMResult(request.custom_id, error=_remembered_error(failure), model=failure.model,
                                      remembered=True)  # fmt: skip
@@ -248,12 +267,21 @@ class LLMClient:
                 PrefixGate(groups_of(pending.values())),
                 scope,
             )
-            calls = [self._answer(flight, rank, key, request) for rank, (key, request) in enumerate(pending.items())]
-            for done, call in enumerate(asyncio.as_completed(calls), start=1):
-                key, result = await call
-                results[key] = result
-                if progress is not None:
-                    progress(done, len(calls))
+            calls = [
+                asyncio.ensure_future(self._answer(flight, rank, key, request))
+                for rank, (key, request) in enumerate(pending.items())
+            ]
+            try:
+                for done, call in enumerate(asyncio.as_completed(calls), start=1):
+                    key, result = await call
+                    results[key] = result
+                    if progress is not None:
+                        progress(done, len(calls))
+            except ModeRefused:  # the mode changes or the run stops: the calls still in flight are dropped
+                for call in calls:
+                    call.cancel()
+                await asyncio.gather(*calls, return_exceptions=True)
+                raise
         return results
 
     async def _answer(self, flight: _Flight, rank: int, key: str, request: LLMRequest) -> tuple[str, LLMResult]:
@@ -272,11 +300,13 @@ class LLMClient:
         for _ask in range(2):  # the first answer, then one re-ask when it is invalid
             try:
                 content = await self._complete(flight, rank, request, extra, result)
+            except ModeRefused:
+                raise  # every request would fail the same way: the run changes mode or stops
             except Exception as error:  # transport failure after retries, or a non-retryable status
                 result.error = self.scrub(f"{type(error).__name__}: {error}")
                 return key, result
             try:
-                result.value = self.parse_answer(request, content)
+                result.value = self.read_answer(request, content)
             except AnswerError as problem:
                 result.error = f"invalid answer: {problem}"
                 extra = [
@@ -314,7 +344,10 @@ class LLMClient:
                     content, reported = await self._post(flight.client, body)
             except (openai.APIConnectionError, openai.APIStatusError, ServerFault) as error:
                 status = getattr(error, "status_code", None)
-                retryable = status is None or transient_status(status)
+                text = _error_text(error)
+                retryable = status is None or not request_rejected(status, text)
+                if status is not None and not retryable and mode_refusal(status, text):
+                    raise ModeRefused(self.structured_mode, status, error_summary(text)) from None
                 if not retryable or attempt == self.settings.max_attempts:
                     raise
                 delay, why = self._delay(attempt, error)
@@ -326,6 +359,7 @@ class LLMClient:
                 await asyncio.sleep(delay)
                 continue
             flight.gate.release(request.prefix_group)
+            self.modes.settle()
             usage = checked_usage(reported, body, self.log, f"{scope or 'llm'}: {request.custom_id}")
             result.prompt_tokens += usage.prompt_tokens
             result.completion_tokens += usage.completion_tokens
@@ -485,6 +519,14 @@ def _unstorable_text(value: dict[str, Any]) -> str | None:
         children = item.items() if isinstance(item, dict) else enumerate(item) if isinstance(item, list) else ()
         stack += reversed([((*path, str(name)), inner) for name, inner in children])  # reading order
     return None
+
+
+def _error_text(error: Exception) -> str:
+    """The message of a failed call and, for a status error, the server's designated error message."""
+    body = getattr(error, "body", None)
+    inner = body.get("error", body) if isinstance(body, dict) else body
+    detail = inner.get("message") if isinstance(inner, dict) else inner
+    return f"{detail}\n{error}" if isinstance(detail, str) and detail not in str(error) else str(error)
 
 
 def _too_large(size: int, limit: int) -> str:

@@ -1,7 +1,8 @@
 """Which failed calls are tried again, and how long a server asks us to wait before the next try.
 
-Shared by the online path (``llm/client.py``: backoff between tries) and the Batch API mode
-(``llm/batch.py``: transiently failed lines go through the online path). No I/O.
+A call refused for the request itself (:func:`request_rejected`) is not tried again. Shared by the online path
+(``llm/client.py``: backoff between tries) and the Batch API mode (``llm/batch.py``: transiently failed lines go
+through the online path). No I/O.
 """
 
 from __future__ import annotations
@@ -13,12 +14,28 @@ import re
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses below 500 that are transient (timeout, conflict, rate limit)."""
 
+_VALIDATION = re.compile(
+    r"validation error|Input should be|literal_error|type must be one of|Field required|extra_forbidden|"
+    r"RequestValidationError|unprocessable",
+    re.IGNORECASE,
+)
+"""What a 5xx's message says when the server refused the request itself (a request-validation error)."""
 _DELAY_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # RFC 9110 delay-seconds is 1*DIGIT; decimals tolerated
 
 
 def transient_status(status: int) -> bool:
     """True when a call that failed with HTTP ``status`` may succeed if asked again (``RETRYABLE_STATUS``, 5xx)."""
     return status in RETRYABLE_STATUS or status >= 500
+
+
+def request_rejected(status: int, message: str) -> bool:
+    """True when an answer with HTTP ``status`` and error ``message`` refuses the request itself, so that asking
+    again cannot help: 400, 401, 403, 404, 422 (any 4xx but the ``RETRYABLE_STATUS``), and a 5xx whose message is a
+    request-validation error (llama-cpp-python answers a ``response_format`` it does not know with HTTP 500 and a
+    pydantic validation error; old llama-server builds with 500 "response_format type must be one of ...")."""
+    if status in RETRYABLE_STATUS:
+        return False
+    return 400 <= status < 500 or (status >= 500 and bool(_VALIDATION.search(message)))
 
 
 def parse_retry_after(value: str, now: float) -> float | None:

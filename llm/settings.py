@@ -60,7 +60,7 @@ class LLMSettings(StrictModel):
     backoff_max_s: float = Field(60.0, ge=0)
     max_retry_after_s: float = Field(60.0, ge=0)  # the longest wait a server's Retry-After header may impose
     max_answer_bytes: int = Field(1024 * 1024, ge=1024)  # a larger HTTP answer is refused as a server fault
-    structured_output: Literal["json_schema", "json_instruction"] = "json_schema"
+    structured_output: Literal["auto", "json_schema", "json_object", "json_instruction"] = "auto"  # llm/structured.py
     mode: Literal["online", "batch"] = "online"
     batch_poll_s: float = Field(30.0, gt=0)
     batch_timeout_s: float = Field(24 * 3600.0, gt=0)

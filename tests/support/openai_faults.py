@@ -21,8 +21,8 @@ Match = Callable[[dict[str, Any]], bool]
 class Fault:
     """One injected failure, consumed by one chat request (or one Batch API line).
 
-    - ``status``: HTTP ``status`` with an OpenAI-style error body (+ ``Retry-After: retry_after``, a number of
-      seconds or any text, sent verbatim);
+    - ``status``: HTTP ``status`` with an OpenAI-style error body whose message is ``content`` when given
+      (+ ``Retry-After: retry_after``, a number of seconds or any text, sent verbatim);
     - ``hang``: sleep ``seconds`` before answering normally (the client's timeout should fire first);
     - ``malformed_json``: a 200 whose assistant content is not JSON;
     - ``truncated``: a 200 announcing the full ``Content-Length`` but only half the body, then the

@@ -21,7 +21,10 @@ Endpoints:
   status; the batch completes on poll ``batch_polls_to_complete``, answering every line through the
   responder and the fault queue; as with OpenAI, ``output_file_id`` is ``None`` when no line
   succeeded and ``error_file_id`` is ``None`` when none failed), ``POST /v1/batches/{id}/cancel``;
-- ``GET /v1/models``; anything else is a 404 with an OpenAI-style error body.
+- ``GET /v1/models`` (as the chosen behaviour answers it); anything else is a 404 with an OpenAI-style error body.
+
+A ``behaviour`` (``tests/support/openai_behaviours.py``) makes the server refuse the ``response_format`` types and
+answer the ``usage`` fields and ``/v1/models`` as llama-cpp-python's, vLLM's or Ollama's servers do.
 
 Every answer's ``usage`` counts tokens and reports automatic prompt caching the way the OpenAI API does
 (``prompt_tokens_details.cached_tokens``: the longest already-answered prompt prefix, in 128-token steps from
@@ -44,7 +47,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.support import openai_behaviours as behaviours
 from tests.support.openai_batches import Batches
+from tests.support.openai_behaviours import Behaviour
 from tests.support.openai_faults import MALFORMED_CONTENT, Fault, FaultQueue
 from tests.support.openai_files import FileStore
 from tests.support.openai_http import Handler, HTTPError, RecordedRequest, Server, error_body, format_seconds
@@ -63,11 +68,21 @@ class OpenAICompatibleServer:
     ``responder`` answers chat requests (see ``Responder``); ``latency_s`` is slept in the handler
     thread before each chat answer; a batch completes on its ``batch_polls_to_complete``-th
     ``GET /v1/batches/{id}`` (0: already completed when created). Use as a context manager or call
-    ``start()``/``stop()``.
+    ``start()``/``stop()``. ``behaviour`` imitates a server users run (``tests/support/openai_behaviours.py``:
+    its ``response_format`` support, ``usage`` fields and ``/v1/models``); ``served_model`` is the model it lists.
     """
 
-    def __init__(self, responder: Responder, latency_s: float = 0.0, batch_polls_to_complete: int = 2) -> None:
+    def __init__(
+        self,
+        responder: Responder,
+        latency_s: float = 0.0,
+        batch_polls_to_complete: int = 2,
+        behaviour: Behaviour = "openai",
+        served_model: str = "test-model",
+    ) -> None:
         self._responder = responder
+        self.behaviour = behaviour
+        self.served_model = served_model
         self.latency_s = latency_s
         self.batch_polls_to_complete = batch_polls_to_complete
         self.requests: list[RecordedRequest] = []
@@ -190,6 +205,7 @@ class OpenAICompatibleServer:
         prompt_tokens, cached_tokens = usage if usage is not None else self.prompt_cache.lookup(model, text)
         self.prompt_cache.remember(model, text)
         completion_tokens = count_tokens(content)
+        counts = behaviours.usage(self.behaviour, prompt_tokens, completion_tokens, cached_tokens)
         return {
             "id": f"chatcmpl-{self._next_id()}",
             "object": "chat.completion",
@@ -203,13 +219,7 @@ class OpenAICompatibleServer:
                     "finish_reason": "stop",
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": cached_tokens, "audio_tokens": 0},
-            },
-        }
+        } | ({"usage": counts} if counts is not None else {})
 
     def _route(self, handler: Handler, method: str, path: str, body: bytes) -> None:
         parts = path.split("/")[1:]  # "/v1/files/x/content" -> ["v1", "files", "x", "content"]
@@ -223,7 +233,7 @@ class OpenAICompatibleServer:
         elif resource == "batches":
             self._batches.route(handler, method, rest, body)
         elif resource == "models" and not rest and method == "GET":
-            handler.send_json(200, {"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+            handler.send_json(200, behaviours.models(self.behaviour, self.served_model))
         else:
             raise HTTPError(404, f"Invalid URL ({method} {path})", "unknown_url")
 
@@ -239,12 +249,17 @@ class OpenAICompatibleServer:
         arrived = self.prompt_cache.lookup(self._model(body), prompt_text(body))  # cache hits are decided on arrival
         if self.latency_s > 0:
             time.sleep(self.latency_s)
+        refused = behaviours.refusal(self.behaviour, body)
+        if refused is not None:
+            handler.send_json(refused.status, refused.body)
+            return
         fault = self._take_fault(body)
         if fault is None:
             handler.send_json(200, self._answer(body, usage=arrived))
         elif fault.kind == "status":
             extra = {"Retry-After": format_seconds(fault.retry_after)} if fault.retry_after is not None else None
             message = "Rate limit reached (injected)" if fault.status == 429 else f"Injected error {fault.status}"
+            message = fault.content or message
             handler.send_json(fault.status, error_body(fault.status, message), extra=extra)
         elif fault.kind == "hang":
             self._stopping.wait(fault.seconds)
