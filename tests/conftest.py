@@ -237,6 +237,18 @@ def _build_the_sample(folder: Path) -> None:
 
 
 @pytest.fixture(scope="session")
+def tiny_model_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random ModernBERT saved as a sentence-transformers folder (``model: <folder>`` in a registry), once per
+    test session: end-to-end tests of the mechanics of model-based systems use it at a fraction of MiniLM's cost
+    (MiniLM itself: tests/test_mteb_task.py, tests/test_mteb_model.py, tests/training/test_learns.py)."""
+    from tests.support.tiny_models import tiny_modernbert
+
+    folder = tmp_path_factory.mktemp("tiny-model") / "tiny-modernbert"
+    tiny_modernbert().save(str(folder))
+    return folder
+
+
+@pytest.fixture(scope="session")
 def built_sample(tmp_path_factory: pytest.TempPathFactory) -> BuiltSample:
     """The sample, built and reviewed once per test session (:class:`BuiltSample`; read-only)."""
     folder = build_once(tmp_path_factory, "built-sample", _build_the_sample)

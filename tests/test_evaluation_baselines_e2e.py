@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from cli.main import main as conteb_cli
 from tests.conftest import SAMPLE_DIR
-from tests.test_evaluation_e2e import markdown_ndcg, materialize
+from tests.test_evaluation_e2e import markdown_ndcg, materialize, with_model
 
 BASELINES = """\
 evaluation:
@@ -36,10 +36,12 @@ evaluation:
 
 
 def test_conteb_evaluate_tests_every_contextual_system_against_the_best_cheap_baseline(
-    tmp_path: Path, isolated_env: Path
+    tmp_path: Path, isolated_env: Path, tiny_model_folder: Path
 ) -> None:
+    """The plan, the roles and the reports' comparisons (mechanics: the dense systems run on a tiny random model)."""
     config = tmp_path / "conteb.yaml"
-    config.write_text(f"tasks:\n  - name: sample\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n{BASELINES}")
+    systems = with_model(BASELINES, tiny_model_folder)
+    config.write_text(f"tasks:\n  - name: sample\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n{systems}")
     assert materialize(config, "build_conteb", dg.DagsterInstance.ephemeral()).success
     result = CliRunner().invoke(conteb_cli, ["--config", str(config), "evaluate", "--task", "sample"])
     assert result.exit_code == 0, result.output

@@ -40,14 +40,21 @@ evaluation:
 """
 
 
-def registry(tmp_path: Path, llm_url: str | None = None) -> Path:
+def registry(tmp_path: Path, model: Path | str = "offline-minilm", llm_url: str | None = None) -> Path:
+    """The sample with chunk contexts and :data:`SYSTEMS`, each model-based system on ``model`` (the end-to-end test
+    gives a tiny random model: it checks mechanics, not MiniLM's scores)."""
     llm = f"llm:\n  base_url: {llm_url}\n  backoff_initial_s: 0.01\n" if llm_url else ""
     path = tmp_path / "conteb.yaml"
     path.write_text(
         f"{llm}tasks:\n  - name: sample\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n"
-        f"    chunk_contexts: true\n{SYSTEMS}"
+        f"    chunk_contexts: true\n{with_model(SYSTEMS, model)}"
     )
     return path
+
+
+def with_model(systems: str, model: Path | str) -> str:
+    """``systems`` (registry text) with every ``model: offline-minilm`` replaced by the folder ``model``."""
+    return systems.replace("model: offline-minilm", f"model: {model}")
 
 
 def materialize(
@@ -78,9 +85,11 @@ def server():
         yield running
 
 
-def test_evaluate_conteb_on_the_sample(tmp_path: Path, isolated_env: Path, server, monkeypatch) -> None:
+def test_evaluate_conteb_on_the_sample(
+    tmp_path: Path, isolated_env: Path, server, monkeypatch, tiny_model_folder: Path
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-eval")
-    config = registry(tmp_path, server.url)
+    config = registry(tmp_path, tiny_model_folder, server.url)
     instance = dg.DagsterInstance.ephemeral()
     assert materialize(config, "build_conteb", instance).success
     result = materialize(config, "evaluate_conteb", instance)
@@ -144,7 +153,7 @@ def test_evaluate_conteb_on_the_sample(tmp_path: Path, isolated_env: Path, serve
         config.read_text().split("evaluation:")[0]
         + f"execution:\n  encode_shard_documents: {size}\n"
         + "evaluation:\n  systems:\n"
-        + "    - {name: independent, kind: dense, model: offline-minilm, context: independent}\n"
+        + f"    - {{name: independent, kind: dense, model: {tiny_model_folder}, context: independent}}\n"
         + "  chunk_sizes: {enabled: false, systems: []}\n  significance: {comparisons: []}\n"
     )
     result = materialize(sharded, "evaluate_conteb", instance, [dg.AssetKey(["sample", "evaluation"])])

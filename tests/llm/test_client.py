@@ -107,13 +107,12 @@ def test_tries_are_bounded(server, make_client) -> None:
 
 
 def test_concurrency_is_bounded(make_client, server) -> None:
-    server.latency_s = 0.2
-    start = time.monotonic()
+    """At most ``max_concurrency`` requests in flight, and more than one: counted by the server, not timed (a timed
+    bound failed on a loaded machine)."""
+    server.latency_s = 0.3
     results = make_client(max_concurrency=4).run([make_request(n) for n in range(12)])
-    elapsed = time.monotonic() - start
     assert all(r.ok for r in results)
-    assert elapsed >= 0.6  # 12 requests / 4 in flight x 0.2 s
-    assert elapsed < 2.0  # ...but really concurrent (sequential would be 2.4 s)
+    assert 2 <= server.most_in_flight <= 4, server.most_in_flight
 
 
 def test_rate_limiter_window() -> None:

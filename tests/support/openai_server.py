@@ -86,6 +86,8 @@ class OpenAICompatibleServer:
         self.latency_s = latency_s
         self.batch_polls_to_complete = batch_polls_to_complete
         self.requests: list[RecordedRequest] = []
+        self.in_flight = 0  # chat requests being answered now
+        self.most_in_flight = 0  # the most chat requests answered at once so far
         self.prompt_cache = PromptCache()
         self._lock = threading.RLock()  # re-entrant: a ``match`` may call back into the server
         self._ids = itertools.count(1)
@@ -247,6 +249,17 @@ class OpenAICompatibleServer:
         if not isinstance(body, dict):
             raise HTTPError(400, "The request body must be a JSON object.")
         arrived = self.prompt_cache.lookup(self._model(body), prompt_text(body))  # cache hits are decided on arrival
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            self._answer_chat(handler, body, arrived)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer_chat(self, handler: Handler, body: dict[str, Any], arrived: tuple[int, int] | None) -> None:
+        """Wait ``latency_s``, then answer as the behaviour, the next fault or the responder says."""
         if self.latency_s > 0:
             time.sleep(self.latency_s)
         refused = behaviours.refusal(self.behaviour, body)
