@@ -111,8 +111,9 @@ def llm_server():
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, llm_server: OpenAICompatibleServer):
-    """Redis on a free loopback port and two workers for a registry with one LLM stage (chunk contexts)."""
+def cluster(tmp_path_factory: pytest.TempPathFactory, llm_server: OpenAICompatibleServer, tiny_model_folder: Path):
+    """Redis on a free loopback port and two workers for a registry with one LLM stage (chunk contexts) and one dense
+    system (on a tiny random model: the test is where its shards run, not MiniLM's score)."""
     port = free_port()
     registry = (
         f"llm: {{base_url: '{llm_server.url}', max_concurrency: {MAX_CONCURRENCY}, backoff_initial_s: 0.01}}\n"
@@ -121,7 +122,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, llm_server: OpenAICompatib
         f"  celery: {{broker: 'redis://127.0.0.1:{port}/0', backend: 'redis://127.0.0.1:{port}/1'}}\n"
         f"tasks:\n  - name: demo\n    source: {{kind: sample, path: '{SAMPLE_DIR}'}}\n"
         "    chunk_contexts: true\n    answerability: false\n"
-        "evaluation:\n  systems:\n    - {name: independent, kind: dense, model: offline-minilm, context: independent}\n"
+        "evaluation:\n  systems:\n"
+        f"    - {{name: independent, kind: dense, model: '{tiny_model_folder}', context: independent}}\n"
         "  chunk_sizes: {enabled: false, systems: []}\n  significance: {comparisons: []}\n"
         "  bootstrap: {resamples: 100}\n  scaling: {points: 2, repeats: 1}\n"
     )
