@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import openai
 
 from llm.cache import AnswerCache
-from llm.retries import transient_status
+from llm.retries import request_rejected
 from llm.settings import LLMSettings
 from llm.types import LLMRequest, LLMResult, Progress
 from llm.usage import checked_usage, read_usage
@@ -109,10 +109,10 @@ def run_batch(
         custom_id = line.get("custom_id")
         if custom_id in pending and custom_id not in results:
             status = (line.get("response") or {}).get("status_code")
-            if status is not None and transient_status(status):
+            error = line.get("error") or (line.get("response") or {}).get("body", {}).get("error")
+            if status is not None and not request_rejected(status, str(error)):
                 retry_online[custom_id] = pending[custom_id]  # transient: the online path retries it with backoff
                 continue
-            error = line.get("error") or (line.get("response") or {}).get("body", {}).get("error")
             results[custom_id] = LLMResult(pending[custom_id].custom_id, error=client.scrub(f"batch error: {error}"))
     for key, request in pending.items():
         if key not in results and key not in retry_online:

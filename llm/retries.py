@@ -1,8 +1,8 @@
 """Which failed calls are tried again, and how long a server asks us to wait before the next try.
 
 A call refused for the request itself (:func:`request_rejected`) is not tried again. Shared by the online path
-(``llm/client.py``: backoff between tries) and the Batch API mode (``llm/batch.py``: transiently failed lines go
-through the online path). No I/O.
+(``llm/client.py``: backoff between tries) and the Batch API mode (``llm/batch.py``: failed lines the request
+itself did not cause go through the online path). No I/O.
 """
 
 from __future__ import annotations
@@ -21,11 +21,6 @@ _VALIDATION = re.compile(
 )
 """What a 5xx's message says when the server refused the request itself (a request-validation error)."""
 _DELAY_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # RFC 9110 delay-seconds is 1*DIGIT; decimals tolerated
-
-
-def transient_status(status: int) -> bool:
-    """True when a call that failed with HTTP ``status`` may succeed if asked again (``RETRYABLE_STATUS``, 5xx)."""
-    return status in RETRYABLE_STATUS or status >= 500
 
 
 def request_rejected(status: int, message: str) -> bool:

@@ -9,7 +9,7 @@ import email.utils
 import json
 import time
 
-from llm.retries import parse_retry_after, transient_status
+from llm.retries import parse_retry_after, request_rejected
 from llm.settings import LLMSettings
 from tests.llm.conftest import make_request
 from tests.support.openai_server import Fault
@@ -53,8 +53,9 @@ def test_retry_after_seconds_and_http_dates_are_parsed() -> None:
 
 def test_transient_statuses_are_timeouts_conflicts_rate_limits_and_server_errors() -> None:
     statuses = (400, 401, 403, 404, 408, 409, 422, 429)
-    assert [status for status in statuses if transient_status(status)] == [408, 409, 429]
-    assert all(transient_status(status) for status in (500, 502, 503, 504, 599))
+    assert [status for status in statuses if not request_rejected(status, "")] == [408, 409, 429]
+    assert not any(request_rejected(status, "Internal Server Error") for status in (500, 502, 503, 504, 599))
+    assert request_rejected(500, "1 validation error for CreateChatCompletionRequest: Input should be 'text'")
 
 
 def test_garbage_retry_after_is_ignored() -> None:
