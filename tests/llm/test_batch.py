@@ -36,6 +36,17 @@ def test_transient_batch_line_failures_are_retried_online(server, make_client, t
     assert len(server.chat_requests()) == 1  # the one line, asked again online
 
 
+def test_a_batch_line_refused_for_the_request_itself_is_not_asked_again_online(server, make_client) -> None:
+    """A 500 whose body is a request-validation error (llama-cpp-python's answer to a format it lacks) is the request's
+    fault, as online (llm.retries.request_rejected): a failed result, no online retry."""
+    refusal = "1 validation error for CreateChatCompletionRequest: Input should be 'text' or 'json_object'"
+    server.inject(Fault(kind="status", status=500, content=refusal), match=lambda body: "question 1" in str(body))
+    results = make_client(mode="batch", batch_poll_s=0.05).run([make_request(n) for n in range(3)])
+    assert [r.ok for r in results] == [True, False, True]
+    assert "Input should be" in results[1].error
+    assert server.chat_requests() == []  # nothing asked again online
+
+
 def test_an_unfinished_batch_is_resumed_not_paid_twice(server, make_client, tmp_path: Path) -> None:
     server.batch_polls_to_complete = 50
     cache = tmp_path / "b.sqlite"

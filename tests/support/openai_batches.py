@@ -176,7 +176,7 @@ class Batches:
         try:
             fault = self._server._take_fault(body)
             if fault is not None and fault.kind == "status":
-                failure = error_body(fault.status, f"Injected error {fault.status}")
+                failure = error_body(fault.status, fault.content or f"Injected error {fault.status}")
                 return _response_line(line_id, custom_id, fault.status, request_id, failure), False
             if fault is not None and fault.kind in ("truncated", "body"):
                 message = f"Injected {'truncated' if fault.kind == 'truncated' else 'non-completion'} answer"
