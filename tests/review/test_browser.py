@@ -14,7 +14,6 @@ Skipped (with the reason) when ``/usr/bin/chromium`` or the ``playwright`` packa
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import threading
@@ -28,21 +27,10 @@ import uvicorn
 from curation.review_items import review_item, review_items_table
 from review.store import ReviewStore
 from review.web import create_app
+from tests.support.browser import open_page, require_browser, screenshot
 
-CHROMIUM = Path("/usr/bin/chromium")
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is missing (run scripts/install-browser.sh)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is missing (the dev extra)")
+sync_api = require_browser()
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 TASK, KIND = "lyon", "reformulation"
 HOSTILE = '<script>window.__xss = 1</script><img src=x onerror="window.__xss = 2">'
 
@@ -100,27 +88,9 @@ def server(store_path: Path) -> Iterator[str]:
 @pytest.fixture
 def page(server: str) -> Iterator[sync_api.Page]:
     """A fresh page in Debian's headless Chromium; fails the test on page errors or dialogs."""
-    errors: list[str] = []
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        page = context.new_page()
-        page.set_default_timeout(15_000)
-        page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
-        page.on("console", lambda message: message.type == "error" and errors.append(f"console: {message.text}"))
-        page.on("dialog", lambda dialog: (errors.append(f"dialog: {dialog.message}"), dialog.dismiss()))
-        yield page
-        context.close()
-        browser.close()
-    # a broken image (src=x) would only log a 404 if the markup were live: any error here is a finding
-    assert not errors, errors
-
-
-def _screenshot(page: sync_api.Page, name: str) -> None:
-    folder = os.environ.get("CONTEB_SCREENSHOTS")
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(folder) / name), full_page=True)
+    # a broken image (src=x) would only log a 404 if the markup were live: any error is a finding
+    with open_page() as fresh:
+        yield fresh
 
 
 def _press(page: sync_api.Page, key: str) -> None:
@@ -154,7 +124,7 @@ def test_review_with_the_keyboard(page: sync_api.Page, server: str, store_path: 
     assert (accepted.status, accepted.reviewer) == ("accepted", "Browser Bea")
 
     assert page.locator(".flags").inner_text().count("leak:Lyon") == 1
-    _screenshot(page, "review-item.png")
+    screenshot(page, "review-item.png")
     page.keyboard.press("e")
     assert page.evaluate("document.activeElement.id") == "edit-text"
     assert page.locator("#edit-text").input_value().startswith("The city hosted")  # no stray "e" typed
@@ -187,7 +157,7 @@ def test_review_with_the_keyboard(page: sync_api.Page, server: str, store_path: 
 
     page.goto(server + "/")
     assert page.locator(".queue-row").count() == 1
-    _screenshot(page, "review-overview.png")
+    screenshot(page, "review-overview.png")
 
 
 def test_a_shortcut_before_naming_oneself_asks_for_the_name(page: sync_api.Page, server: str, store_path: Path) -> None:
@@ -217,7 +187,7 @@ def test_accept_all_unflagged_from_the_queue_page(page: sync_api.Page, server: s
         page.click("#reviewer-save")
     rows = page.locator("tr[data-item-id]")
     assert rows.first.get_attribute("data-item-id") == f"{TASK}:{KIND}:c1"  # the flagged item first
-    _screenshot(page, "review-queue.png")
+    screenshot(page, "review-queue.png")
     with page.expect_navigation():
         page.click("#accept-unflagged")
     assert "Accept 2 unflagged pending items" in page.locator("main").inner_text()
