@@ -122,7 +122,7 @@ def build_reformulation_asset(task: TaskConfig, shard_documents: int) -> dg.Asse
         else:
             themes, theme_failures = themes_table(chunked, None, None, first_chunks)
             output = apply_reformulations(chunks, themes, answers_by_chunk(queries), None, None, None)
-        items = review_items_from_reformulations(task.name, output.table, chunks, document_titles(documents))
+        items = review_items_from_reformulations(task.name, output.table, chunks, document_titles(documents), queries)
         return ReformulationShard(themes, output.table, items, theme_failures, output.failures, output.stats, llm)
 
     def merge(

@@ -27,6 +27,7 @@ from conteb.names import ReviewKind
 from conteb.schemas import REVIEW_ITEMS, table_from_rows
 from curation.lookups import chunk_texts
 from curation.quarantine import QuarantineReason
+from review.flags import LOST_ANSWERS, leak_flag, lost_answer_flag, lost_answer_queries
 from review.model import llm_failure_flag, proposal_sha256
 
 REWRITTEN_METHODS = ("llm", "mask")
@@ -74,8 +75,9 @@ def review_items_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
 
 
 def reformulation_flags(leaked_mentions: Sequence[str], lost_answers: Sequence[str]) -> list[str]:
-    """``leak:<mention>`` for each leaked mention, then ``lost_answer:<answer>`` for each lost answer."""
-    return [f"leak:{mention}" for mention in leaked_mentions] + [f"lost_answer:{answer}" for answer in lost_answers]
+    """``leak:<mention>`` for each leaked mention, then ``lost_answer:<answer>`` for each lost answer
+    (:mod:`review.flags`)."""
+    return [leak_flag(mention) for mention in leaked_mentions] + [lost_answer_flag(answer) for answer in lost_answers]
 
 
 def _neighbours(chunks: pa.Table) -> dict[str, tuple[str | None, str | None]]:
@@ -92,8 +94,17 @@ def _neighbours(chunks: pa.Table) -> dict[str, tuple[str | None, str | None]]:
     return neighbours
 
 
+def _queries_by_chunk(queries: pa.Table | None) -> dict[str, list[dict[str, Any]]]:
+    """``chunk_id -> rows`` (query_id, query, answer) of ``queries`` (``PAIRED_QUERIES``; none for None)."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    if queries is not None:
+        for row in queries.select(["chunk_id", "query_id", "query", "answer"]).to_pylist():
+            grouped.setdefault(row["chunk_id"], []).append(row)
+    return grouped
+
+
 def review_items_from_reformulations(
-    task: str, reformulated: pa.Table, chunks: pa.Table, titles: Mapping[str, str]
+    task: str, reformulated: pa.Table, chunks: pa.Table, titles: Mapping[str, str], queries: pa.Table | None = None
 ) -> pa.Table:
     """``REVIEW_ITEMS`` for the rewritten chunks of ``reformulated`` (``REFORMULATED_CHUNKS``).
 
@@ -103,9 +114,12 @@ def review_items_from_reformulations(
     reason leads the flags), ``flags`` from :func:`reformulation_flags`, ``title`` from
     ``titles`` (``doc_id -> title``, null when absent). ``context`` holds ``theme``,
     ``chunk_index`` and the original text of the previous and next chunks of the same document
-    (``previous_chunk``/``next_chunk``, taken from ``chunks``, ``CHUNKS``; null at the ends).
+    (``previous_chunk``/``next_chunk``, taken from ``chunks``, ``CHUNKS``; null at the ends); a chunk that lost
+    answers also has :data:`review.flags.LOST_ANSWERS`: the queries of ``queries`` (``PAIRED_QUERIES``, paired with
+    the chunk) whose answer it lost, so the flag reads "the mask removes the answer of <query_id>".
     """
     neighbours = _neighbours(chunks)
+    paired = _queries_by_chunk(queries)
     items = []
     for row in reformulated.to_pylist():
         if row["method"] not in REWRITTEN_METHODS:
@@ -117,6 +131,8 @@ def review_items_from_reformulations(
             "previous_chunk": previous,
             "next_chunk": following,
         }
+        if row["lost_answers"]:
+            context[LOST_ANSWERS] = lost_answer_queries(row["lost_answers"], paired.get(row["chunk_id"], []))
         flags = reformulation_flags(row["leaked_mentions"], row["lost_answers"])
         if row.get("llm_failure"):
             flags.insert(0, llm_failure_flag(row["llm_failure"]))

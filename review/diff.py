@@ -94,3 +94,55 @@ def inline_diff(original: str | None, proposed: str) -> Markup:
         if added:
             parts.append(f"<ins>{added}</ins>")
     return Markup("".join(parts))
+
+
+def _kept_words(pieces: list[str], words: int, head: bool) -> tuple[list[str], bool]:
+    """The first (``head``) or last ``words`` whitespace-separated words of ``pieces`` (tokens), whole; and whether
+    anything was left out."""
+    gaps = 0
+    order = range(len(pieces)) if head else range(len(pieces) - 1, -1, -1)
+    for position in order:
+        if pieces[position].isspace():
+            gaps += 1
+            if gaps > words:
+                return (pieces[:position], True) if head else (pieces[position + 1 :], True)
+    return pieces, False
+
+
+def _clipped(text: str, limit: int) -> str:
+    """``text`` escaped, cut to its first ``limit`` characters (then ``…``)."""
+    return _escape(text if len(text) <= limit else text[:limit].rstrip() + "…")
+
+
+def changed_words(original: str | None, proposed: str, words: int = 4, limit: int = 160) -> Markup:
+    """A compact one-column diff for a list: each change (``<del>`` then ``<ins>``, each piece cut to ``limit``
+    characters) with up to ``words`` words of unchanged text on either side, longer unchanged stretches elided as
+    ``…``. Empty when nothing changed; ``proposed`` (cut) in ``<ins>`` when there is no ``original``."""
+    if original is None:
+        return Markup(f"<ins>{_clipped(proposed, limit)}</ins>") if proposed else Markup("")
+    old, new = tokens(original), tokens(proposed)
+    opcodes = _opcodes(old, new)
+    if all(tag == "equal" for tag, *_ in opcodes):
+        return Markup("")
+    parts: list[str] = []
+    for position, (tag, i1, i2, j1, j2) in enumerate(opcodes):
+        if tag != "equal":
+            removed, added = _clipped("".join(old[i1:i2]), limit), _clipped("".join(new[j1:j2]), limit)
+            parts.extend(
+                piece for piece in (removed and f"<del>{removed}</del>", added and f"<ins>{added}</ins>") if piece
+            )
+            continue
+        same = new[j1:j2]
+        first, last = position == 0, position == len(opcodes) - 1
+        if first or last:
+            kept, cut = _kept_words(same, words, head=last)
+            text = _escape("".join(kept))
+            parts.append(f"…{text}" if first and cut else f"{text}…" if cut else text)
+            continue
+        head, cut = _kept_words(same, words, head=True)
+        if not cut or len(same) <= 4 * words:
+            parts.append(_escape("".join(same)))
+            continue
+        tail, _ = _kept_words(same, words, head=False)
+        parts.append(f"{_escape(''.join(head))} … {_escape(''.join(tail))}")
+    return Markup("".join(parts))

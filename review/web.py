@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 import jinja2
 import uvicorn
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -33,7 +34,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from review.diff import inline_diff, word_diff
+from review.diff import changed_words, inline_diff, word_diff
+from review.flags import LOST_ANSWERS, FlagNote, flag_notes
 from review.model import (
     ACTIONS,
     ConflictError,
@@ -71,7 +73,7 @@ from review.web_urls import (
 
 HERE = Path(__file__).resolve().parent
 BULK_NOTE = "accept all unflagged (web UI)"
-CONTEXT_KEYS = ("theme", "chunk_index", "previous_chunk", "next_chunk", "query", "answer")
+CONTEXT_KEYS = ("theme", "chunk_index", "previous_chunk", "next_chunk", "query", "answer", LOST_ANSWERS)
 NOTICES = {
     "undone": "Your last decision was undone; the item is back to what it was before it.",
     "finished": "No more items under this filter: this queue is done for now.",
@@ -85,6 +87,16 @@ def _when(timestamp: float | None) -> str:
     if timestamp is None:
         return ""
     return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _item_flag_notes(item: ReviewItem) -> list[FlagNote]:
+    """The item's flags in words (:func:`review.flags.flag_notes`)."""
+    return flag_notes(item.flags, item.context, item.method, item.original)
+
+
+def _item_changes(item: ReviewItem) -> Markup:
+    """The words the item's proposal (or its final text) changes, for the queue list."""
+    return changed_words(item.original, item.final_text or item.proposed)
 
 
 def _context_value(value: Any) -> str:
@@ -114,6 +126,8 @@ class _ReviewApp:
             accept_unflagged_url=accept_unflagged_url,
             status_filters=STATUS_FILTERS,
             page_sizes=PAGE_SIZES,
+            flag_notes=_item_flag_notes,
+            changes=_item_changes,
         )
         self.env.filters["when"] = _when
 

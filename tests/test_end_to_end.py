@@ -8,6 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from conteb.ids import split_chunk_id
+from conteb.names import StageTable
+from conteb.storage import stage_table_path
 from pipelines.definitions import build_definitions
 from pipelines.run_outcome import run_outcome
 from project.config import load_config
@@ -43,6 +45,11 @@ def test_build_conteb_on_the_sample(built_sample: BuiltSample) -> None:
     assert skipped == {"sample__answerability", "sample__conteb_dataset", "sample__dataset_checks"}
     assert sorted(built_sample.pending) == sorted(f"sample:reformulation:{cid}" for cid in MASKED_CHUNKS)
     assert built_sample.flagged == ("sample:reformulation:ostherm_2",)
+    items = pq.read_table(stage_table_path(built_sample.data_dir, "sample", StageTable.REFORMULATION_REVIEW_ITEMS))
+    [flagged] = [row for row in items.to_pylist() if row["flagged"]]  # says which question loses its answer
+    assert flagged["flags"] == ["lost_answer:Ostherm Glass Museum"]
+    museum = {"answer": "Ostherm Glass Museum", "query": "What is the best-known museum of Ostherm?"}
+    assert json.loads(flagged["context"])["lost_answers"] == [{**museum, "query_id": "ostherm-q5"}]
     assert not built_sample.published_at_gate  # nothing published before the review
 
     instance = built_sample.instance()

@@ -100,6 +100,40 @@ def test_items_from_masked_reformulations() -> None:
     assert second["flags"] == ["lost_answer:Lyon metro"] and second["flagged"] is True
 
 
+def _paired(rows: list[tuple[str, str, str, str]]) -> pa.Table:
+    """PAIRED_QUERIES of ``(query_id, query, chunk_id, answer)`` (span pairings of document ``lyon``)."""
+    return pa.Table.from_pylist(
+        [
+            {"query_id": qid, "query": query, "chunk_id": cid, "chunk_ids": [cid], "answer": answer,
+             "answer_start": 0, "answer_end": len(answer), "doc_id": "lyon", "pairing": "span", "source": "f"}
+            for qid, query, cid, answer in rows
+        ],
+        schema=PAIRED_QUERIES,
+    )  # fmt: skip
+
+
+def test_a_lost_answer_names_the_queries_that_lose_it() -> None:
+    """The item's context lists the paired queries whose answer the mask removed (id, question, answer), so the
+    page can say "the mask removes the answer of lyon-q2"; the flag keeps its form (stores already hold it)."""
+    queries = _paired(
+        [
+            ("lyon-q1", "When did the metro open?", "lyon_1", "1978"),
+            ("lyon-q2", "What is the network called?", "lyon_2", "Lyon metro"),
+            ("lyon-q3", "Which network runs in Lyon?", "lyon_2", "Lyon metro"),
+            ("lyon-q4", "Who runs it?", "lyon_2", "TCL"),
+        ]
+    )
+    answers = {"lyon_1": ["1978"], "lyon_2": ["Lyon metro", "TCL"]}
+    reformulated = apply_reformulations(_chunks(), _themes(), answers, None, None, None).table
+    first, second = review_items_from_reformulations("geo", reformulated, _chunks(), {}, queries).to_pylist()
+    assert "lost_answers" not in json.loads(first["context"])  # nothing lost: the context is as before
+    assert second["flags"] == ["lost_answer:Lyon metro"]
+    assert json.loads(second["context"])["lost_answers"] == [
+        {"query_id": "lyon-q2", "query": "What is the network called?", "answer": "Lyon metro"},
+        {"query_id": "lyon-q3", "query": "Which network runs in Lyon?", "answer": "Lyon metro"},
+    ]
+
+
 def test_items_from_llm_reformulations_carry_leak_flags() -> None:
     results = {
         "reformulate:lyon_1": LLMResult("reformulate:lyon_1", value={"rewritten": "Its metro opened in 1978, Lyon."}),

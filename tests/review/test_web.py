@@ -188,7 +188,8 @@ def test_item_page_shows_diff_context_and_flags(web: TestClient) -> None:
     page = web.get(f"/item/{TASK}:{KIND}:c1").text
     assert "<del>Lyon</del>" in page
     assert "<ins>The city</ins>" in page
-    assert 'class="flag big">leak:Lyon&lt;script&gt;' in page
+    assert "The rewrite still names the theme (\u2018Lyon &lt;script&gt;" in page  # in words, escaped
+    assert "\u2019): \u2018Lyon&lt;script&gt;" in page and "leak:" not in page
     assert "Before &lt;script&gt;" in page and "After &lt;script&gt;" in page
     assert 'id="accept" data-shortcut="a"' in page and 'id="reject" data-shortcut="r"' in page
     assert 'id="edit-text"' in page and 'id="save-edit"' in page
