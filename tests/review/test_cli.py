@@ -39,6 +39,7 @@ def test_list_show_and_bulk_accept_unflagged(registry: Path, isolated_env: Path)
     assert "demo/reformulation: 3 items, 3 pending (1 flagged)" in run(registry, "list")
     shown = run(registry, "show", "demo:reformulation:doc_0")
     assert "leak:Doc" in shown and "original 0" in shown and "rewrite 0" in shown
+    assert "still names the theme: ‘Doc’." in shown  # the flag in words, as on the page
     assert "accepted 2 pending items" in run(registry, "accept", "--task", "demo", "--unflagged", "--reviewer", "ana")
     store = ReviewStore(review_store_path(isolated_env))
     assert [i.status for i in store.items(task="demo")] == ["pending", "accepted", "accepted"]
