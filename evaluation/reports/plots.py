@@ -167,11 +167,13 @@ def overview_figure(evaluations: list[TaskEvaluation]) -> Figure:
                 f"best cheap baseline: {_plain(baseline)}",
                 (score, 1.0),
                 xycoords=("data", "axes fraction"),
-                xytext=(3, -2),
+                xytext=(-3 if score > sum(limits) / 2 else 3, -2),  # on the side with room
                 textcoords="offset points",
                 fontsize=8,
                 va="top",
+                ha="right" if score > sum(limits) / 2 else "left",
                 color="#222222",
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0, "alpha": 0.85},
             )
         axis.set_title(_plain(evaluation.task), fontsize=10)
         axis.set_xlim(*limits)

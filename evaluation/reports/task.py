@@ -106,19 +106,16 @@ SYSTEMS_HEADER = (
     "Status",
     "nDCG@10 [95% CI]",
     "Document nDCG@10 [95% CI]",
-    "Index (s)",
-    "Documents/s",
-    "Queries (s)",
-    "LLM tokens",
-    "LLM cost (USD)",
-    "Description",
+    "Description (or why it did not run)",
     "Provenance",
 )
+COSTS_HEADER = ("System", "Index (s)", "Documents/s", "Queries (s)", "LLM tokens", "LLM cost (USD)")
 
 
 def systems_blocks(evaluation: TaskEvaluation) -> list[Block]:
     """Every system, best nDCG@10 first and those that did not run last (their reason in the description cell):
-    nDCG@10 and document nDCG@10 with CIs (the best bold), costs, description, provenance."""
+    nDCG@10 and document nDCG@10 with CIs (the best bold), description, provenance; then, in their own table (so
+    neither scrolls sideways), what each system that ran cost."""
     ok = _ok(evaluation)
     best = best_formatted(r.metrics[HEADLINE].value for r in ok if HEADLINE in r.metrics)
     best_doc = best_formatted(r.document_ndcg10.value for r in ok if r.document_ndcg10 is not None)
@@ -133,15 +130,22 @@ def systems_blocks(evaluation: TaskEvaluation) -> list[Block]:
                 text(status_text(r.status)),
                 number(format_summary(headline), bold=headline is not None and format_metric(headline.value) == best),
                 number(format_summary(doc), bold=doc is not None and format_metric(doc.value) == best_doc),
-                number(format_seconds(r.index_seconds)),
-                number(format_rate(r.documents_per_second)),
-                number(format_seconds(r.query_seconds)),
-                number(format_tokens(r.llm_tokens)),
-                number(format_usd(r.llm_usd)),
                 text(r.description if r.status == "ok" else f"{status_text(r.status)}: {reason_text(r)}"),
                 text(provenance_cell(r)),
             )
         )
+    costs = tuple(
+        (
+            text(r.system),
+            number(format_seconds(r.index_seconds)),
+            number(format_rate(r.documents_per_second)),
+            number(format_seconds(r.query_seconds)),
+            number(format_tokens(r.llm_tokens)),
+            number(format_usd(r.llm_usd)),
+        )
+        for r in ok
+    )
+    cost_blocks: list[Block] = [Heading("Costs", 3), Table("costs", COSTS_HEADER, costs)] if costs else []
     return [
         Heading("Systems"),
         Paragraph(
@@ -153,6 +157,7 @@ def systems_blocks(evaluation: TaskEvaluation) -> list[Block]:
             )
         ),
         Table("systems", SYSTEMS_HEADER, tuple(rows)),
+        *cost_blocks,
     ]
 
 
