@@ -72,3 +72,19 @@ def test_the_best_cheap_baseline_is_the_runners_on_all_queries() -> None:
         Comparison("t", "late", "bm25-title", *test, plan=BEST_BASELINE),
     ]
     assert best_cheap_baseline(evaluation) == "bm25-title"
+
+
+def test_the_needs_context_tables_list_the_best_on_the_subset_first() -> None:
+    from evaluation.reports.document import Table
+    from evaluation.reports.subsets import overall_subset_blocks, task_subset_blocks
+
+    evaluation = TaskEvaluation("t", "s", "test", 1, 1, 10, n_needs_context=4)
+    for system, overall, subset in (("bm25", 0.9, 0.3), ("late", 0.5, 0.7), ("title", 0.7, 0.5)):
+        run = _run("t", system, overall)
+        run.subset_metrics = {"needs_context": {"ndcg@10": Summary(subset, subset, subset, 4)}}
+        evaluation.runs.append(run)
+    evaluation.runs.append(_run("t", "insent", None, "not_run"))
+    for blocks in (task_subset_blocks(evaluation), overall_subset_blocks([evaluation])):
+        [table] = [b for b in blocks if isinstance(b, Table) and b.name == "needs-context"]
+        names = [row[0].spans[0].text for row in table.rows]
+        assert names[:3] == ["late", "title", "bm25"]  # by nDCG@10 on the subset, not on all queries
