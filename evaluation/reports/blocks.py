@@ -18,6 +18,7 @@ from conteb.names import SystemName
 from evaluation.comparisons import BASELINE, BEST_BASELINE_RULE, TESTED
 from evaluation.reports.document import Block, BulletList, Cell, Heading, Paragraph, Span, Table, number, text
 from evaluation.reports.formatting import format_metric, format_p, format_signed
+from evaluation.reports.ranking import by_score
 from evaluation.results import (
     ALL,
     BEST_BASELINE,
@@ -162,8 +163,13 @@ def baseline_blocks(
     (:data:`evaluation.comparisons.BEST_BASELINE_RULE`; :data:`SUBSET_RULE` on a subset), the table
     (:func:`baseline_rows`) and, on all queries, the tested systems that were not compared, with why
     (:func:`untested_baseline_comparisons`)."""
-    comparisons = [
-        c for e in evaluations for c in (e.comparisons if subset == ALL else e.subset_comparisons) if c.subset == subset
+    comparisons = [  # per task, the best tested system first (the table's own score column)
+        c
+        for e in evaluations
+        for c in by_score(
+            (c for c in (e.comparisons if subset == ALL else e.subset_comparisons) if c.subset == subset),
+            lambda c: c.mean_a if c.plan == BEST_BASELINE else None,
+        )
     ]
     metric = next((c.metric for c in comparisons), HEADLINE)
     rule = BEST_BASELINE_RULE.format(metric=metric) if subset == ALL else SUBSET_RULE.format(metric=metric)

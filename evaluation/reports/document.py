@@ -76,9 +76,14 @@ class Table:
 
 @dataclass(frozen=True)
 class Image:
+    """A figure: ``src`` (a path or ``data:`` URI, what Markdown shows); ``name`` becomes the HTML figure's id;
+    ``svg`` (our own inline ``<svg>``, its labels real text) replaces the ``<img>`` in HTML when given."""
+
     kind: ClassVar[str] = "image"
     alt: str
     src: str
+    name: str = ""
+    svg: str = ""
 
 
 Block = Heading | Paragraph | BulletList | Table | Image

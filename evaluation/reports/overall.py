@@ -38,15 +38,20 @@ from evaluation.reports.document import (
     text,
 )
 from evaluation.reports.formatting import DASH, format_metric, format_summary
+from evaluation.reports.ranking import by_score, headline, overall_scores, ranked_systems, task_scores
 from evaluation.reports.reading import overall_reading_parts
-from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, TaskEvaluation, is_missing
+from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, TaskEvaluation
 
 
 def overall_document(
-    evaluations: list[TaskEvaluation], images: dict[str, str], task_links: dict[str, str] | None = None
+    evaluations: list[TaskEvaluation],
+    images: dict[str, str],
+    task_links: dict[str, str] | None = None,
+    figures: dict[str, str] | None = None,
 ) -> Document:
-    """The report over every task; ``images`` maps ``overview`` / ``chunk_sizes`` to a src and
-    ``task_links`` (optional) each task to its own report.
+    """The report over every task; ``images`` maps ``overview`` / ``chunk_sizes`` to a src,
+    ``task_links`` (optional) each task to its own report and ``figures`` (optional, the HTML page) the same keys
+    to inline SVG shown instead of the image.
 
     One section per step, in the report's order."""
     blocks: list[Block] = [
@@ -57,16 +62,17 @@ def overall_document(
         *provenance_blocks((e.task, r) for e in evaluations for r in e.runs),
         *comparison_blocks(evaluations),
         *report_subsets.overall_subset_blocks(evaluations),
-        *overview_blocks(images),
-        *chunk_size_blocks(evaluations, images),
-        *per_task_plot_blocks(evaluations, images),
+        *overview_blocks(images, figures or {}),
+        *chunk_size_blocks(evaluations, images, figures or {}),
+        *per_task_plot_blocks(evaluations, images, figures or {}),
         *task_list_blocks(evaluations, task_links or {}),
     ]
     return Document("ConTEB evaluation", tuple(blocks))
 
 
 def _systems(evaluations: list[TaskEvaluation]) -> list[str]:
-    return ordered(r.system for e in evaluations for r in e.runs)
+    """Every system, best mean nDCG@10 first, those that ran nowhere last (:mod:`evaluation.reports.ranking`)."""
+    return ranked_systems(overall_scores(evaluations))
 
 
 def _about_results(evaluations: list[TaskEvaluation]) -> Paragraph:
@@ -74,33 +80,38 @@ def _about_results(evaluations: list[TaskEvaluation]) -> Paragraph:
     return Paragraph(
         (
             Span(
-                f"{len(evaluations)} task(s), {len(_systems(evaluations))} system(s). nDCG@10 with its 95% "
-                "bootstrap confidence interval; the best system of each task in bold. The mean is over the tasks "
-                "a system ran on (compare systems that ran on every task)."
+                f"{len(evaluations)} task(s), {len(_systems(evaluations))} system(s), best mean first (systems that "
+                "did not run last, with why). nDCG@10 with its 95% bootstrap confidence interval; the best system of "
+                "each task in bold. The mean is over the tasks a system ran on (compare systems that ran on every "
+                "task)."
             ),
         )
     )
 
 
-def _headline(evaluation: TaskEvaluation, system: str) -> float | None:
-    """nDCG@10 of ``system``'s ok run on ``evaluation``; ``None`` when it did not run or has none."""
-    run = evaluation.run(system)
-    return run.metrics[HEADLINE].value if run is not None and run.status == "ok" and HEADLINE in run.metrics else None
+def _why_not_run(evaluations: list[TaskEvaluation], system: str) -> str:
+    """Why ``system`` did not run, per task where it did not (``task: reason``), or a dash."""
+    reasons = [
+        (e.task, f"{status_text(r.status)}: {reason_text(r)}")
+        for e in evaluations
+        if (r := e.run(system)) is not None and r.status != "ok"
+    ]
+    if not reasons:
+        return DASH
+    if len(evaluations) == 1 or len({why for _, why in reasons}) == 1:
+        return reasons[0][1] + ("" if len(evaluations) == 1 else f" (on {', '.join(t for t, _ in reasons)})")
+    return "; ".join(f"{task}: {why}" for task, why in reasons)
 
 
 def results_blocks(evaluations: list[TaskEvaluation]) -> list[Block]:
-    """nDCG@10 per task and system (the best of each task bold) and the mean over the tasks each system ran on."""
+    """nDCG@10 per task and system (the best of each task bold), the mean over the tasks each system ran on, and
+    why a system did not run; rows best mean first, systems that ran nowhere last."""
     systems = _systems(evaluations)
-    best = {
-        e.task: best_formatted(r.metrics[HEADLINE].value for r in e.runs if r.status == "ok" and HEADLINE in r.metrics)
-        for e in evaluations
-    }
-    means: dict[str, tuple[float | None, int]] = {}
-    for system in systems:
-        values = [v for e in evaluations if (v := _headline(e, system)) is not None]
-        finite = [v for v in values if not is_missing(v)]
-        means[system] = (sum(finite) / len(finite) if finite else None, len(values))
-    best_mean = best_formatted(m for m, n in means.values() if n == len(evaluations))
+    scores = overall_scores(evaluations)
+    best = {e.task: best_formatted(v for v in task_scores(e).values()) for e in evaluations}
+    counts = {s: sum(1 for e in evaluations if headline(e.run(s)) is not None) for s in systems}
+    best_mean = best_formatted(scores[s] for s in systems if counts[s] == len(evaluations))
+    any_not_run = any(r.status != "ok" for e in evaluations for r in e.runs)
     rows = []
     for system in systems:
         cells = [text(system)]
@@ -113,12 +124,14 @@ def results_blocks(evaluations: list[TaskEvaluation]) -> list[Block]:
             else:
                 s = run.metrics.get(HEADLINE)
                 cells.append(number(format_summary(s), bold=s is not None and format_metric(s.value) == best[e.task]))
-        mean, count = means[system]
-        complete = count == len(evaluations)
+        mean, complete = scores[system], counts[system] == len(evaluations)
         cells.append(number(format_metric(mean), bold=complete and format_metric(mean) == best_mean))
-        cells.append(number(f"{count}/{len(evaluations)}"))
+        cells.append(number(f"{counts[system]}/{len(evaluations)}"))
+        if any_not_run:
+            cells.append(text(_why_not_run(evaluations, system)))
         rows.append(tuple(cells))
     header = ("System", *(e.task for e in evaluations), "Mean over tasks", "Tasks")
+    header += ("Not run: why",) if any_not_run else ()
     return [Heading("nDCG@10"), _about_results(evaluations), Table("results", header, tuple(rows))]
 
 
@@ -160,14 +173,32 @@ def comparison_blocks(evaluations: list[TaskEvaluation]) -> list[Block]:
     return blocks
 
 
-def overview_blocks(images: dict[str, str]) -> list[Block]:
+OVERVIEW_CAPTION = (
+    "nDCG@10 [95% CI] per task (columns) and system (rows, best mean first), coloured by family; the dashed line is "
+    "each task's best cheap baseline (its name in bold)."
+)
+
+
+def overview_blocks(images: dict[str, str], figures: dict[str, str]) -> list[Block]:
     """The overview plot, when the caller drew it."""
     if "overview" not in images:
         return []
-    return [Heading("Overview"), Image("nDCG@10 per task and system", images["overview"])]
+    return [
+        Heading("Overview"),
+        Paragraph((Span(OVERVIEW_CAPTION),)),
+        Image("nDCG@10 per task and system", images["overview"], "overview", figures.get("overview", "")),
+    ]
 
 
-def chunk_size_blocks(evaluations: list[TaskEvaluation], images: dict[str, str]) -> list[Block]:
+CHUNK_SIZE_CAPTION = (
+    "The figure: one panel per system family (shared axes), each line named at its end; the best cheap baseline "
+    "dashed in every panel. The table above holds every number."
+)
+
+
+def chunk_size_blocks(
+    evaluations: list[TaskEvaluation], images: dict[str, str], figures: dict[str, str]
+) -> list[Block]:
     """nDCG@10 per task and system with the task re-chunked at each size, the plot, and the studies' notes."""
     studied = [e for e in evaluations if e.chunk_sizes]
     blocks: list[Block] = [Heading("Chunk-size robustness")]
@@ -175,7 +206,7 @@ def chunk_size_blocks(evaluations: list[TaskEvaluation], images: dict[str, str])
         sizes = sorted({c.chunk_size for e in studied for c in e.chunk_sizes}, reverse=True)
         rows = []
         for e in studied:
-            for system in ordered(c.system for c in e.chunk_sizes):
+            for system in by_score(ordered(c.system for c in e.chunk_sizes), task_scores(e).get):
                 cells = [text(e.task), text(system)]
                 for size in sizes:
                     p = next((c for c in e.chunk_sizes if c.system == system and c.chunk_size == size), None)
@@ -184,7 +215,9 @@ def chunk_size_blocks(evaluations: list[TaskEvaluation], images: dict[str, str])
         blocks.append(Paragraph((Span("nDCG@10 with the task re-chunked at each size (characters)."),)))
         blocks.append(Table("chunk-sizes", ("Task", "System", *(f"{s:,}" for s in sizes)), tuple(rows)))
         if "chunk_sizes" in images:
-            blocks.append(Image("nDCG@10 vs chunk size", images["chunk_sizes"]))
+            blocks.append(Paragraph((Span(CHUNK_SIZE_CAPTION),)))
+            svg = figures.get("chunk_sizes", "")
+            blocks.append(Image("nDCG@10 vs chunk size", images["chunk_sizes"], "chunk-sizes-figure", svg))
     notes = [f"{e.task}: {e.chunk_size_note}" for e in evaluations if e.chunk_size_note]
     if notes:
         blocks.append(BulletList(tuple((Span(n),) for n in notes)))
@@ -193,7 +226,9 @@ def chunk_size_blocks(evaluations: list[TaskEvaluation], images: dict[str, str])
     return blocks
 
 
-def per_task_plot_blocks(evaluations: list[TaskEvaluation], images: dict[str, str]) -> list[Block]:
+def per_task_plot_blocks(
+    evaluations: list[TaskEvaluation], images: dict[str, str], figures: dict[str, str]
+) -> list[Block]:
     """Each task's plots by gold-chunk position and by corpus size, when the caller drew them."""
     per_task = [e for e in evaluations if f"positions/{e.task}" in images or f"scaling/{e.task}" in images]
     if not per_task:
@@ -202,8 +237,9 @@ def per_task_plot_blocks(evaluations: list[TaskEvaluation], images: dict[str, st
     for e in per_task:
         blocks.append(Heading(e.task, 3))
         for kind, alt in (("positions", "by gold-chunk position"), ("scaling", "vs corpus size")):
-            if f"{kind}/{e.task}" in images:
-                blocks.append(Image(f"{e.task}: nDCG@10 {alt}", images[f"{kind}/{e.task}"]))
+            key = f"{kind}/{e.task}"
+            if key in images:
+                blocks.append(Image(f"{e.task}: nDCG@10 {alt}", images[key], f"{kind}-{e.task}", figures.get(key, "")))
     return blocks
 
 

@@ -1,75 +1,59 @@
-"""The report's plots as PNG bytes (matplotlib, no pyplot: every figure is a private ``Figure``).
+"""The report's plots as PNG bytes or inline SVG (matplotlib, no pyplot: every figure is a private ``Figure``).
 
-Readable at a glance: figures are :data:`WIDTH` inches wide (1000 px at the default dpi); the y axis is fitted to
-the data (:func:`fitted_limits`, within 0..1) rather than fixed at 0..1, so the differences between systems fill
-it; confidence intervals are whiskers (error bars), never overlapping bands; each system keeps one colour and one
-marker across all plots (fixed for the default systems, a stable hash otherwise), and the series of one x value are
-set slightly apart (:func:`_offsets`) so their whiskers do not cover each other. Each plot has a ``*_figure``
-function (the ``Figure``, for tests) and a ``plot_*`` one (PNG bytes). ``dpi`` sets the size in pixels: the file
-reports use the default, the Dagster UI a smaller one.
+Readable at a glance: a reader names every point without a legend hunt. The overview is a dot plot with the system
+names on the y axis, best mean nDCG@10 on top (:func:`evaluation.reports.ranking.overall_scores`, the order of the
+results table), one column per task sharing that axis, 95% CIs as horizontal whiskers, and each task's best cheap
+baseline marked by a dashed line at its score (its name bold on the axis). The curves (by gold-chunk position, by
+corpus size, by chunk size) are small multiples: one panel per system family (shared axes), each line named at its
+end, the best cheap baseline drawn dashed in every panel for reference. Colour carries the family only
+(:data:`~evaluation.reports.ranking.FAMILY_COLORS`); within a family, series differ by marker and line style. The
+metric axis is fitted to the data (:func:`fitted_limits`, within 0..1). Each plot has a ``*_figure`` function (the
+``Figure``, for tests) and a ``plot_*`` one (PNG bytes); :func:`svg_text` writes a figure as inline SVG whose
+labels are real ``<text>`` (``svg.fonttype: none``) for the HTML page. ``dpi`` sets the PNG size in pixels.
 """
 
 from __future__ import annotations
 
 import io
 import math
-import zlib
+import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
-from matplotlib.artist import Artist
+import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
-from conteb.names import SystemName
-from evaluation.results import HEADLINE, SystemRun, TaskEvaluation, is_missing
+from evaluation.reports.ranking import (
+    FAMILIES,
+    FAMILY_COLORS,
+    Family,
+    best_cheap_baseline,
+    headline,
+    overall_scores,
+    ranked_runs,
+    ranked_systems,
+    run_family,
+)
+from evaluation.results import HEADLINE, TaskEvaluation, is_missing
 
 DEFAULT_DPI = 100
 WIDTH = 10.0  # inches: 1000 px in the file reports, 800 px in the Dagster UI (80 dpi)
-MIN_SPAN = 0.1  # the fitted y axis shows at least this much nDCG
-_MARGIN = 0.08  # share of the data's span added above and below it
-_TOP = 1.02  # highest y limit: a little above nDCG's maximum
-_DODGE = 0.12  # horizontal distance between the series at one categorical x (in category units)
-_LOG_DODGE = 0.02  # the same on a log x axis, in decades
-_KNOWN_STYLES: dict[str, tuple[str, str]] = {
-    SystemName.BM25: ("#7f7f7f", "s"),
-    SystemName.BM25_SUBWORD: ("#bcbd22", "D"),
-    SystemName.INDEPENDENT: ("#1f77b4", "o"),
-    SystemName.LATE_CHUNKING: ("#ff7f0e", "^"),
-    SystemName.LATE_CHUNKING_ANCHORED: ("#8c564b", "v"),
-    SystemName.TITLE_PREFIX: ("#17becf", "P"),
-    SystemName.INSENT: ("#d62728", "*"),
-    SystemName.FINETUNE_CONTROL: ("#9467bd", "X"),
-    SystemName.CONTEXTUAL: ("#2ca02c", "h"),
-    SystemName.BM25_TITLE: ("#4d4d4d", "p"),
-    SystemName.HYBRID: ("#98df8a", "d"),
-    SystemName.HYBRID_TITLE: ("#006d2c", "8"),
-    SystemName.LATE_CHUNKING_TITLE: ("#ffbb78", "H"),
-    SystemName.LATE_CHUNKING_ANCHORED_TITLE: ("#c49c94", ">"),
-    "late-interaction": ("#e377c2", "<"),  # not a default system: the name conteb.yaml gives its example
-}
-_PALETTE = ("#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1")
-_MARKERS = (">", "p", "d", "H", "8")
-
-
-def _hash(system: str) -> int:
-    return zlib.crc32(system.encode("utf-8"))
-
-
-def system_color(system: str) -> str:
-    """The colour of ``system`` in every plot."""
-    known = _KNOWN_STYLES.get(system)
-    return known[0] if known else _PALETTE[_hash(system) % len(_PALETTE)]
-
-
-def system_marker(system: str) -> str:
-    """The marker of ``system`` in every plot (so that series differ by more than colour)."""
-    known = _KNOWN_STYLES.get(system)
-    return known[1] if known else _MARKERS[(_hash(system) // len(_PALETTE)) % len(_MARKERS)]
+MIN_SPAN = 0.1  # the fitted metric axis shows at least this much nDCG
+_MARGIN = 0.08  # share of the data's span added on each side of it
+_TOP = 1.02  # highest limit: a little above nDCG's maximum
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "h", "<", ">")
+_LINESTYLES = ("-", "--", "-.", ":")
+_DODGE = 0.08  # horizontal distance between the series of one panel at one x (linear axis units)
+_LOG_DODGE = 0.015  # the same on a log x axis, in decades
+_BASELINE_STYLE = {"color": "#222222", "linestyle": (0, (4, 3)), "linewidth": 1.2}
+_MUTED = "#5f6670"
 
 
 def fitted_limits(lows: Iterable[float], highs: Iterable[float]) -> tuple[float, float]:
-    """A y range holding every finite value of ``lows``..``highs`` plus a margin, within 0..1 (up to
+    """A range holding every finite value of ``lows``..``highs`` plus a margin, within 0..1 (up to
     :data:`_TOP` so that markers at 1.0 stay whole) and at least :data:`MIN_SPAN` wide; ``(0, 1)`` without data."""
     finite_lows = [v for v in lows if not is_missing(v)]
     finite_highs = [v for v in highs if not is_missing(v)]
@@ -84,11 +68,6 @@ def fitted_limits(lows: Iterable[float], highs: Iterable[float]) -> tuple[float,
     return bottom, top
 
 
-def _offsets(n: int, step: float) -> list[float]:
-    """``n`` offsets ``step`` apart, centred on 0 (one per series)."""
-    return [(i - (n - 1) / 2) * step for i in range(n)]
-
-
 def png_bytes(figure: Figure, dpi: int) -> bytes:
     """``figure`` as PNG bytes at ``dpi``, without the Software metadata (the same figure, the same bytes)."""
     buffer = io.BytesIO()
@@ -96,85 +75,118 @@ def png_bytes(figure: Figure, dpi: int) -> bytes:
     return buffer.getvalue()
 
 
+_SVG_START = re.compile(r"<svg\b")
+
+
+def svg_text(figure: Figure) -> str:
+    """``figure`` as an inline ``<svg>`` element (no XML prolog, no date): text stays ``<text>`` (the page's font),
+    ids are stable (a fixed hash salt), so a browser and a reader's search find every label."""
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "conteb-report"}):
+        figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+    text = buffer.getvalue()
+    start = _SVG_START.search(text)
+    return text[start.start() :] if start else text
+
+
 def _empty(message: str) -> Figure:
     figure = Figure(figsize=(WIDTH, 1.6))
-    figure.text(0.5, 0.5, message, ha="center", va="center", color="#5f6670")
+    figure.text(0.5, 0.5, message, ha="center", va="center", color=_MUTED)
     return figure
 
 
-def _ok_runs(evaluation: TaskEvaluation) -> list[SystemRun]:
-    return [r for r in evaluation.runs if r.status == "ok"]
+def _plain(text: str) -> str:
+    """``text`` shown as it is by matplotlib (a ``$`` would start math)."""
+    return text.replace("$", r"\$")
 
 
-def _ordered_systems(names: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(names))
-
-
-def _whiskers(
-    axis: Axes,
-    system: str,
-    xs: Sequence[float],
-    values: Sequence[float],
-    lows: Sequence[float],
-    highs: Sequence[float],
-    *,
-    connect: bool = True,
-) -> None:
-    """One series: markers (joined by a line when ``connect``) with whiskers from ``lows`` to ``highs``."""
-    below = [max(0.0, v - lo) if not is_missing(lo) else 0.0 for v, lo in zip(values, lows, strict=True)]
-    above = [max(0.0, hi - v) if not is_missing(hi) else 0.0 for v, hi in zip(values, highs, strict=True)]
-    axis.errorbar(
-        xs, values, yerr=[below, above], label=system, color=system_color(system), marker=system_marker(system),
-        markersize=6, linestyle="-" if connect else "none", linewidth=1.3, elinewidth=1.1, capsize=3, alpha=0.9,
-    )  # fmt: skip
-
-
-def _legend(figure: Figure, axes: Iterable[Axes]) -> None:
-    handles: dict[str, Artist] = {}
-    for axis in axes:
-        for handle, label in zip(*axis.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, handle)
+def _family_legend(figure: Figure, families: Iterable[Family]) -> None:
+    """One legend entry per family present (colour only), above the panels."""
+    present = [f for f in FAMILIES if f in set(families)]
+    handles = [
+        Line2D([], [], color=FAMILY_COLORS[f], marker="o", linestyle="none", markersize=7, label=f) for f in present
+    ]
     if handles:
-        figure.legend(
-            list(handles.values()), list(handles), loc="outside upper center", ncol=min(len(handles), 5), fontsize=9
-        )
+        figure.legend(handles=handles, loc="outside upper center", ncol=len(handles), fontsize=9, frameon=False)
+
+
+# --------------------------------------------------------------------------------------------- overview
 
 
 def overview_figure(evaluations: list[TaskEvaluation]) -> Figure:
-    """nDCG@10 per task (groups) and system (markers set apart), 95% CI as whiskers; ok runs only."""
-    systems = _ordered_systems(r.system for e in evaluations for r in _ok_runs(e) if HEADLINE in r.metrics)
-    if not systems:
+    """nDCG@10 [95% CI] per system (rows, best mean first) and task (columns sharing the system axis), coloured by
+    family, each task's best cheap baseline marked (dashed line at its score, its name bold on the axis)."""
+    scores = overall_scores(evaluations)
+    systems = ranked_systems(scores)
+    if not any(headline(r) is not None for e in evaluations for r in e.runs):
         return _empty("no nDCG@10 results")
+    summaries = [r.metrics[HEADLINE] for e in evaluations for r in e.runs if headline(r) is not None]
+    limits = fitted_limits([s.ci_low for s in summaries] + [s.value for s in summaries], [s.ci_high for s in summaries])
     n_tasks = len(evaluations)
-    step = min(_DODGE, 0.8 / len(systems))
-    figure = Figure(figsize=(min(16.0, max(WIDTH, 2.0 + n_tasks * 1.2)), 4.6), layout="constrained")
-    axis = figure.add_subplot()
-    lows, highs = [], []
-    for offset, system in zip(_offsets(len(systems), step), systems, strict=True):
-        xs, values, low, high = [], [], [], []
-        for t, evaluation in enumerate(evaluations):
-            run = evaluation.run(system)
-            summary = run.metrics.get(HEADLINE) if run is not None and run.status == "ok" else None
-            if summary is None or is_missing(summary.value):
+    label_width = 0.3 + 0.075 * max(len(s) for s in systems)
+    width = min(16.0, max(WIDTH, label_width + 2.6 * n_tasks))
+    figure = Figure(figsize=(width, max(3.6, 1.3 + 0.32 * len(systems))), layout="constrained")
+    panels = figure.subplots(1, n_tasks, sharey=True, squeeze=False)[0]
+    rows = {system: i for i, system in enumerate(systems)}
+    baselines = {best_cheap_baseline(e) for e in evaluations} - {None}
+    families: set[Family] = set()
+    for axis, evaluation in zip(panels, evaluations, strict=True):
+        for run in evaluation.runs:
+            value = headline(run)
+            if value is None:
+                axis.text(
+                    limits[0],
+                    rows[run.system],
+                    f" {run.status.replace('_', ' ')}",
+                    va="center",
+                    fontsize=8,
+                    color=_MUTED,
+                    style="italic",
+                )
                 continue
-            xs.append(t + offset)
-            values.append(summary.value)
-            low.append(summary.ci_low if not is_missing(summary.ci_low) else summary.value)
-            high.append(summary.ci_high if not is_missing(summary.ci_high) else summary.value)
-        _whiskers(axis, system, xs, values, low, high, connect=False)
-        lows += low
-        highs += high
-    axis.set_xticks(range(n_tasks), [e.task for e in evaluations], rotation=20 if n_tasks > 4 else 0)
-    if n_tasks > 4:
-        for label in axis.get_xticklabels():
-            label.set_horizontalalignment("right")
-    for boundary in range(1, n_tasks):
-        axis.axvline(boundary - 0.5, color="#d0d4da", linewidth=0.8)
-    axis.set_xlim(-0.5, n_tasks - 0.5)
-    axis.set_ylabel("nDCG@10 (95% CI)")
-    axis.set_ylim(*fitted_limits(lows, highs))
-    axis.grid(axis="y", alpha=0.3)
-    _legend(figure, [axis])
+            s, family = run.metrics[HEADLINE], run_family(run)
+            families.add(family)
+            low = value - s.ci_low if not is_missing(s.ci_low) else 0.0
+            high = s.ci_high - value if not is_missing(s.ci_high) else 0.0
+            axis.errorbar(
+                [value],
+                [rows[run.system]],
+                xerr=[[max(low, 0.0)], [max(high, 0.0)]],
+                marker="o",
+                markersize=7,
+                color=FAMILY_COLORS[family],
+                elinewidth=1.4,
+                capsize=3,
+                linestyle="none",
+                label=run.system,
+            )
+        baseline = best_cheap_baseline(evaluation)
+        if baseline is not None and (score := headline(evaluation.run(baseline))) is not None:
+            axis.axvline(score, **_BASELINE_STYLE, zorder=0)
+            axis.annotate(
+                f"best cheap baseline: {_plain(baseline)}",
+                (score, 1.0),
+                xycoords=("data", "axes fraction"),
+                xytext=(-3 if score > sum(limits) / 2 else 3, -2),  # on the side with room
+                textcoords="offset points",
+                fontsize=8,
+                va="top",
+                ha="right" if score > sum(limits) / 2 else "left",
+                color="#222222",
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0, "alpha": 0.85},
+            )
+        axis.set_title(_plain(evaluation.task), fontsize=10)
+        axis.set_xlim(*limits)
+        axis.set_xlabel("nDCG@10 (95% CI)", fontsize=9)
+        axis.grid(axis="both", alpha=0.25)
+        axis.tick_params(axis="y", length=0)
+    first = panels[0]
+    first.set_yticks(range(len(systems)), [_plain(s) for s in systems], fontsize=10)
+    for label, system in zip(first.get_yticklabels(), systems, strict=True):
+        if system in baselines:
+            label.set_fontweight("bold")
+    first.set_ylim(len(systems) - 0.5, -0.5)  # best on top
+    _family_legend(figure, families)
     return figure
 
 
@@ -183,34 +195,148 @@ def plot_overview(evaluations: list[TaskEvaluation], dpi: int = DEFAULT_DPI) -> 
     return png_bytes(overview_figure(evaluations), dpi)
 
 
+# --------------------------------------------------------------------------------------------- small multiples
+
+
+@dataclass(frozen=True)
+class Series:
+    """One system's curve: x values, metric values and the whisker ends (NaN: none)."""
+
+    system: str
+    family: Family
+    xs: tuple[float, ...]
+    values: tuple[float, ...]
+    lows: tuple[float, ...]
+    highs: tuple[float, ...]
+
+
+_Label = tuple[float, float, str, str]  # x, y of a line's last point, its name, its colour
+
+
+def _draw(axis: Axes, series: Series, index: int, shift: float, log_x: bool, *, reference: bool = False) -> _Label:
+    """``series`` as markers joined by a line with whiskers, set ``shift`` apart from the others of its panel (in
+    decades on a log axis); returns its name label (``reference``: the best cheap baseline, dashed and dark)."""
+    xs = [x * 10**shift if log_x else x + shift for x in series.xs]
+    below = [max(0.0, v - lo) if not is_missing(lo) else 0.0 for v, lo in zip(series.values, series.lows, strict=True)]
+    above = [max(0.0, h - v) if not is_missing(h) else 0.0 for v, h in zip(series.values, series.highs, strict=True)]
+    color = "#222222" if reference else FAMILY_COLORS[series.family]
+    style = _BASELINE_STYLE["linestyle"] if reference else _LINESTYLES[index // len(_MARKERS) % len(_LINESTYLES)]
+    axis.errorbar(
+        xs,
+        list(series.values),
+        yerr=[below, above],
+        label=series.system,
+        color=color,
+        marker="" if reference else _MARKERS[index % len(_MARKERS)],
+        markersize=5,
+        linestyle=style,
+        linewidth=1.1 if reference else 1.5,
+        elinewidth=0.9,
+        capsize=2,
+        alpha=0.8 if reference else 0.95,
+        zorder=1 if reference else 2,
+    )
+    name = f"{_plain(series.system)} (baseline)" if reference else _plain(series.system)
+    return xs[-1], series.values[-1], name, color
+
+
+def _place_labels(axis: Axes, labels: list[_Label]) -> None:
+    """Each line's name just right of its last point, pushed apart vertically so no two overlap."""
+    bottom, top = axis.get_ylim()
+    gap = (top - bottom) * 0.07
+    placed: list[float] = []
+    for x, y, name, color in sorted(labels, key=lambda label: label[1]):
+        y_text = max(y, placed[-1] + gap) if placed else y
+        placed.append(y_text)
+        axis.annotate(
+            name,
+            (x, y_text),
+            xytext=(5, 0),
+            textcoords="offset points",
+            fontsize=8,
+            va="center",
+            color=color,
+            annotation_clip=False,
+        )
+
+
+def _family_grid(
+    rows: Sequence[tuple[str, Sequence[Series], Series | None]], *, log_x: bool
+) -> tuple[Figure, list[list[Axes]]]:
+    """A grid of panels: one row per ``(title, series, reference)``, one column per family present (shared axes),
+    each family's series in its column (set slightly apart so whiskers do not cover each other, each named at its
+    last point), the reference (the best cheap baseline) dashed in every panel of its row."""
+    families = [f for f in FAMILIES if any(s.family == f for _, series, _ in rows for s in series)]
+    columns = max(1, len(families))
+    width = min(16.0, max(WIDTH, 3.4 * columns))
+    figure = Figure(figsize=(width, 0.8 + 3.0 * len(rows)), layout="constrained")
+    grid = figure.subplots(len(rows), columns, sharex=True, sharey=True, squeeze=False)
+    everything = [s for _, series, ref in rows for s in [*series, *([ref] if ref else [])]]
+    lows = [v for s in everything for v in (*s.lows, *s.values)]
+    limits = fitted_limits(lows, [v for s in everything for v in (*s.highs, *s.values)])
+    step = _LOG_DODGE if log_x else _DODGE
+    labels: dict[tuple[int, int], list[_Label]] = {}
+    for r, (title, series, reference) in enumerate(rows):
+        for c, family in enumerate(families):
+            axis, found = grid[r][c], labels.setdefault((r, c), [])
+            if reference is not None:
+                label = _draw(axis, reference, 0, 0.0, log_x, reference=True)
+                if c == 0:  # named once per row; the caption says what the dashed line is
+                    found.append(label)
+            members = [s for s in series if s.family == family and s != reference]
+            for i, (shift, s) in enumerate(zip(_offsets(len(members), step), members, strict=True)):
+                found.append(_draw(axis, s, i, shift, log_x))
+            axis.set_title(f"{_plain(title)}: {family}" if title else family, fontsize=10, color=FAMILY_COLORS[family])
+            axis.grid(alpha=0.3, which="both")
+            if log_x:
+                axis.set_xscale("log")
+        grid[r][0].set_ylim(*limits)
+    for (r, c), found in labels.items():
+        _place_labels(grid[r][c], found)
+    return figure, [list(row) for row in grid]
+
+
+def _offsets(n: int, step: float) -> list[float]:
+    """``n`` offsets ``step`` apart, centred on 0 (one per series of a panel)."""
+    return [(i - (n - 1) / 2) * step for i in range(n)]
+
+
+def _reference(series: Sequence[Series], evaluation: TaskEvaluation) -> Series | None:
+    baseline = best_cheap_baseline(evaluation)
+    return next((s for s in series if s.system == baseline), None)
+
+
+def _right_room(axes: Sequence[Axes], log_x: bool) -> None:
+    """Widen the shared x range on the right so the names at the lines' ends fit (set once: the axes share x)."""
+    low, high = axes[0].get_xlim()
+    axes[0].set_xlim(low, high * (high / low) ** 0.45 if log_x and low > 0 else high + (high - low) * 0.45)
+
+
 def positions_figure(evaluation: TaskEvaluation) -> Figure:
-    """nDCG@10 per gold-chunk position, one line per system with CI whiskers; below, queries per position."""
-    runs = [r for r in _ok_runs(evaluation) if r.by_position]
+    """nDCG@10 [95% CI] per gold-chunk position, one panel per system family, best cheap baseline dashed in each."""
+    runs = [r for r in ranked_runs(evaluation) if r.status == "ok" and r.by_position]
     if not runs:
         return _empty(f"{evaluation.task}: no per-position results")
-    figure = Figure(figsize=(WIDTH, 5.2), layout="constrained")
-    top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=[3, 1])
-    support: dict[int, int] = {}
-    lows, highs = [], []
-    for offset, run in zip(_offsets(len(runs), min(_DODGE, 0.8 / len(runs))), runs, strict=True):
+    series = []
+    for run in runs:
         points = sorted(run.by_position, key=lambda p: p.position)
-        low, high = [p.ci_low for p in points], [p.ci_high for p in points]
-        _whiskers(top, run.system, [p.position + offset for p in points], [p.value for p in points], low, high)
-        lows += low
-        highs += high
-        for p in points:
-            support[p.position] = max(support.get(p.position, 0), p.n_queries)
-    top.set_ylabel("nDCG@10 (95% CI)")
-    top.set_ylim(*fitted_limits(lows, highs))
-    top.grid(alpha=0.3)
-    top.set_title(f"{evaluation.task}: nDCG@10 by gold-chunk position", fontsize=10)
-    positions = sorted(support)
-    bottom.bar(positions, [support[p] for p in positions], color="#9e9e9e", width=0.8)
-    bottom.set_ylabel("queries")
-    bottom.set_xlabel("position of the gold chunk in its document (0 = first)")
-    bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
-    bottom.grid(axis="y", alpha=0.3)
-    _legend(figure, [top])
+        series.append(
+            Series(
+                run.system,
+                run_family(run),
+                tuple(float(p.position) for p in points),
+                tuple(p.value for p in points),
+                tuple(p.ci_low for p in points),
+                tuple(p.ci_high for p in points),
+            )
+        )
+    figure, grid = _family_grid([("", series, _reference(series, evaluation))], log_x=False)
+    _right_room(grid[0], log_x=False)
+    grid[0][0].set_ylabel("nDCG@10 (95% CI)")
+    for axis in grid[0]:
+        axis.set_xlabel("gold-chunk position (0 = first)", fontsize=9)
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    figure.suptitle(f"{_plain(evaluation.task)}: nDCG@10 by gold-chunk position", fontsize=11)
     return figure
 
 
@@ -220,30 +346,31 @@ def plot_positions(evaluation: TaskEvaluation, dpi: int = DEFAULT_DPI) -> bytes:
 
 
 def scaling_figure(evaluation: TaskEvaluation) -> Figure:
-    """nDCG@10 against the number of documents in the corpus (log x): mean with ± std whiskers over random subsets."""
-    runs = [r for r in _ok_runs(evaluation) if r.scaling]
+    """nDCG@10 (mean ± std over random subsets) against the documents in the corpus (log x), one panel per family."""
+    runs = [r for r in ranked_runs(evaluation) if r.status == "ok" and r.scaling]
     if not runs:
         return _empty(f"{evaluation.task}: no scaling results")
-    figure = Figure(figsize=(WIDTH, 4.4), layout="constrained")
-    axis = figure.add_subplot()
-    lows, highs = [], []
-    for offset, run in zip(_offsets(len(runs), _LOG_DODGE), runs, strict=True):
+    series = []
+    for run in runs:
         points = sorted(run.scaling, key=lambda p: p.n_documents)
-        means = [p.value for p in points]
         stds = [p.std if not is_missing(p.std) else 0.0 for p in points]
-        low = [m - s for m, s in zip(means, stds, strict=True)]
-        high = [m + s for m, s in zip(means, stds, strict=True)]
-        _whiskers(axis, run.system, [p.n_documents * 10**offset for p in points], means, low, high)
-        lows += low
-        highs += high
-    axis.set_xscale("log")
-    axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    axis.set_xlabel("documents in the corpus (random subsets, log scale)")
-    axis.set_ylabel("nDCG@10 (mean ± std)")
-    axis.set_ylim(*fitted_limits(lows, highs))
-    axis.grid(alpha=0.3, which="both")
-    axis.set_title(f"{evaluation.task}: nDCG@10 vs corpus size", fontsize=10)
-    _legend(figure, [axis])
+        series.append(
+            Series(
+                run.system,
+                run_family(run),
+                tuple(float(p.n_documents) for p in points),
+                tuple(p.value for p in points),
+                tuple(p.value - s for p, s in zip(points, stds, strict=True)),
+                tuple(p.value + s for p, s in zip(points, stds, strict=True)),
+            )
+        )
+    figure, grid = _family_grid([("", series, _reference(series, evaluation))], log_x=True)
+    _right_room(grid[0], log_x=True)
+    grid[0][0].set_ylabel("nDCG@10 (mean ± std)")
+    for axis in grid[0]:
+        axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.set_xlabel("documents in the corpus (log)", fontsize=9)
+    figure.suptitle(f"{_plain(evaluation.task)}: nDCG@10 vs corpus size", fontsize=11)
     return figure
 
 
@@ -253,39 +380,42 @@ def plot_scaling(evaluation: TaskEvaluation, dpi: int = DEFAULT_DPI) -> bytes:
 
 
 def chunk_sizes_figure(evaluations: list[TaskEvaluation]) -> Figure | None:
-    """nDCG@10 against chunk size (log x, largest first), one subplot per task, CI whiskers; None without data."""
+    """nDCG@10 [95% CI] against chunk size (log x, largest on the left): one row per task, one panel per family,
+    the task's best cheap baseline dashed in each; None without data."""
     tasks = [e for e in evaluations if e.chunk_sizes]
     if not tasks:
         return None
-    columns = min(3, len(tasks))
-    rows = math.ceil(len(tasks) / columns)
-    figure = Figure(figsize=(min(16.0, max(WIDTH, 5.0 * columns)), 4.0 * rows + 0.6), layout="constrained")
-    grid = figure.subplots(rows, columns, sharey=True, squeeze=False)
-    all_points = [p for e in tasks for p in e.chunk_sizes]
-    limits = fitted_limits([p.ci_low for p in all_points], [p.ci_high for p in all_points])
-    for axis, evaluation in zip(grid.flat, tasks, strict=False):
-        sizes = sorted({p.chunk_size for p in evaluation.chunk_sizes}, reverse=True)
-        systems = _ordered_systems(p.system for p in evaluation.chunk_sizes)
-        for offset, system in zip(_offsets(len(systems), _LOG_DODGE), systems, strict=True):
+    rows = []
+    sizes = sorted({p.chunk_size for e in tasks for p in e.chunk_sizes}, reverse=True)
+    for evaluation in tasks:
+        order = {r.system: i for i, r in enumerate(ranked_runs(evaluation))}
+        families = {r.system: run_family(r) for r in evaluation.runs}
+        series = []
+        for system in sorted({p.system for p in evaluation.chunk_sizes}, key=lambda s: (order.get(s, math.inf), s)):
             points = sorted((p for p in evaluation.chunk_sizes if p.system == system), key=lambda p: -p.chunk_size)
-            xs = [p.chunk_size * 10**offset for p in points]
-            _whiskers(
-                axis, system, xs, [p.value for p in points], [p.ci_low for p in points], [p.ci_high for p in points]
+            series.append(
+                Series(
+                    system,
+                    families.get(system, "dense"),
+                    tuple(float(p.chunk_size) for p in points),
+                    tuple(p.value for p in points),
+                    tuple(p.ci_low for p in points),
+                    tuple(p.ci_high for p in points),
+                )
             )
-        axis.set_xscale("log")
-        axis.set_xticks(sizes, [str(s) for s in sizes], fontsize=8)
-        axis.xaxis.set_minor_locator(NullLocator())
-        if len(sizes) > 1:
-            axis.set_xlim(max(sizes) * 1.25, min(sizes) / 1.25)  # largest chunks on the left
-        axis.set_title(evaluation.task, fontsize=10)
+        rows.append((evaluation.task if len(tasks) > 1 else "", series, _reference(series, evaluation)))
+    figure, grid = _family_grid(rows, log_x=True)
+    for row in grid:
+        row[0].set_ylabel("nDCG@10 (95% CI)")
+        for axis in row:
+            axis.set_xticks(sizes, [str(s) for s in sizes], fontsize=8)
+            axis.xaxis.set_minor_locator(NullLocator())
+            if len(sizes) > 1:
+                axis.set_xlim(max(sizes) * 1.25, min(sizes) / 4.0)  # largest chunks on the left, room for names
+    for axis in grid[-1]:
         axis.set_xlabel("chunk size (characters)", fontsize=9)
-        axis.set_ylim(*limits)
-        axis.grid(alpha=0.3)
-    for axis in grid.flat[len(tasks) :]:
-        axis.set_visible(False)
-    for axis in grid[:, 0]:
-        axis.set_ylabel("nDCG@10 (95% CI)")
-    _legend(figure, grid.flat)
+    if len(tasks) == 1:
+        figure.suptitle(f"{_plain(tasks[0].task)}: nDCG@10 vs chunk size", fontsize=11)
     return figure
 
 

@@ -110,8 +110,9 @@ def write_reports(evaluations: list[TaskEvaluation], reports_dir: Path) -> dict[
     returns relative name -> path.
 
     ``results.json`` (:func:`~evaluation.results.results_records`), ``report.json`` (every :class:`TaskEvaluation`),
-    ``report.md``, ``report.html``, ``overview.png``, ``chunk_sizes.png`` (when a task has chunk-size
-    points) and, per task, ``tasks/<task>/report.md``, ``report.html``, ``positions.png``, ``scaling.png``.
+    ``report.md``, ``report.html`` (the overview and chunk-size figures inline as SVG, their labels text),
+    ``overview.png``, ``chunk_sizes.png`` (when a task has chunk-size points) and, per task,
+    ``tasks/<task>/report.md``, ``report.html``, ``positions.png``, ``scaling.png``.
     """
     folders = [task_folder_name(e.task) for e in evaluations]
     if len(set(folders)) != len(folders):
@@ -130,12 +131,16 @@ def _write_reports(evaluations: list[TaskEvaluation], reports_dir: Path) -> dict
     put("results.json", lambda p: write_text_atomic(json.dumps(results_records(evaluations), indent=2) + "\n", p))
     full = [json.loads(to_json(e)) for e in evaluations]
     put("report.json", lambda p: write_text_atomic(json.dumps(full, indent=2, allow_nan=False) + "\n", p))
-    put("overview.png", lambda p: write_bytes_atomic(plots.plot_overview(evaluations), p))
     overall_images = {"overview": "overview.png"}
-    chunk_sizes = plots.plot_chunk_sizes(evaluations)
+    figures: dict[str, str] = {}  # inline SVG for report.html: its labels are text a browser and a search find
+    overview = plots.overview_figure(evaluations)
+    put("overview.png", lambda p: write_bytes_atomic(plots.png_bytes(overview, plots.DEFAULT_DPI), p))
+    figures["overview"] = plots.svg_text(overview)
+    chunk_sizes = plots.chunk_sizes_figure(evaluations)
     if chunk_sizes is not None:
-        put("chunk_sizes.png", lambda p: write_bytes_atomic(chunk_sizes, p))
+        put("chunk_sizes.png", lambda p: write_bytes_atomic(plots.png_bytes(chunk_sizes, plots.DEFAULT_DPI), p))
         overall_images["chunk_sizes"] = "chunk_sizes.png"
+        figures["chunk_sizes"] = plots.svg_text(chunk_sizes)
 
     for evaluation in evaluations:
         written.update(write_task_report(evaluation, reports_dir))
@@ -152,6 +157,6 @@ def _write_reports(evaluations: list[TaskEvaluation], reports_dir: Path) -> dict
     )
     put(
         "report.html",
-        lambda p: write_text_atomic(render_html(overall_document(evaluations, overall_images, html_links)), p),
+        lambda p: write_text_atomic(render_html(overall_document(evaluations, overall_images, html_links, figures)), p),
     )
     return written

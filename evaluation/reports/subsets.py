@@ -29,9 +29,10 @@ from evaluation.reports.formatting import (
     format_summary,
     metric_sort_key,
 )
+from evaluation.reports.ranking import by_score
 from evaluation.reports.reading import Reading
 from evaluation.reports.reading_groups import ComparisonGroup, against_text
-from evaluation.results import HEADLINE, NEEDS_CONTEXT, SIGNIFICANCE_LEVEL, TaskEvaluation, is_missing
+from evaluation.results import HEADLINE, NEEDS_CONTEXT, SIGNIFICANCE_LEVEL, Summary, TaskEvaluation, is_missing
 
 SUBSET_TITLE = "Queries that need context"
 RULE = (
@@ -79,6 +80,10 @@ def reading_blocks(reading: Reading) -> list[Block]:
     return blocks
 
 
+def _value(summary: Summary | None) -> float | None:
+    return None if summary is None else summary.value
+
+
 def needs_context_count(evaluation: TaskEvaluation) -> str:
     """``"1,234"``, or ``"unlabelled"`` when the task's queries carry no labels."""
     return "unlabelled" if evaluation.n_needs_context is None else f"{evaluation.n_needs_context:,}"
@@ -100,7 +105,10 @@ def task_subset_blocks(evaluation: TaskEvaluation) -> list[Block]:
     missing = _unlabelled_text(e)
     if missing:
         return [*blocks, Paragraph((Span(missing),))]
-    ok = [r for r in e.runs if r.status == "ok" and r.subset_metrics.get(NEEDS_CONTEXT)]
+    ok = by_score(  # best on the subset first (the table's own score column)
+        (r for r in e.runs if r.status == "ok" and r.subset_metrics.get(NEEDS_CONTEXT)),
+        lambda r: _value(r.summary(HEADLINE, NEEDS_CONTEXT)),
+    )
     blocks.append(Paragraph((Span(f"{e.n_needs_context:,} of {e.n_queries:,} queries need context. {RULE}"),)))
     if not ok:
         return [*blocks, Paragraph((Span("No system has results on the subset (evaluate again)."),))]
@@ -174,11 +182,13 @@ def overall_subset_blocks(evaluations: Sequence[TaskEvaluation]) -> list[Block]:
             cells.append(number(format_summary(s), bold=s is not None and format_metric(s.value) == top))
             if s is not None and not is_missing(s.value):
                 values.append(s.value)
-        cells.append(number(format_metric(sum(values) / len(values)) if values else DASH))
+        mean = sum(values) / len(values) if values else None
+        cells.append(number(format_metric(mean) if values else DASH))
         cells.append(number(f"{len(values)}/{len(labelled)}"))
-        rows.append(tuple(cells))
+        rows.append((mean, tuple(cells)))
     header = ("System", *(f"{e.task} ({e.n_needs_context:,})" for e in labelled), "Mean over tasks", "Tasks")
-    blocks.append(Table("needs-context", header, tuple(rows)))
+    ranked = tuple(cells for _, cells in by_score(rows, lambda row: row[0]))  # best mean on the subset first
+    blocks.append(Table("needs-context", header, ranked))
     unlabelled = [e.task for e in evaluations if e.n_needs_context is None]
     if unlabelled:
         blocks.append(BulletList(((Span(f"Unlabelled (subset not reported): {', '.join(unlabelled)}"),),)))

@@ -52,6 +52,7 @@ from evaluation.reports.formatting import (
     format_usd,
     metric_sort_key,
 )
+from evaluation.reports.ranking import by_score, ranked_runs, task_scores
 from evaluation.reports.reading import task_reading_parts
 from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, SystemRun, TaskEvaluation, is_missing
 
@@ -81,7 +82,8 @@ def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Documen
 
 
 def _ok(evaluation: TaskEvaluation) -> list[SystemRun]:
-    return [r for r in evaluation.runs if r.status == "ok"]
+    """The runs that ran, best nDCG@10 first (:func:`evaluation.reports.ranking.ranked_runs`)."""
+    return [r for r in ranked_runs(evaluation) if r.status == "ok"]
 
 
 def header_blocks(evaluation: TaskEvaluation) -> list[Block]:
@@ -104,23 +106,21 @@ SYSTEMS_HEADER = (
     "Status",
     "nDCG@10 [95% CI]",
     "Document nDCG@10 [95% CI]",
-    "Index (s)",
-    "Documents/s",
-    "Queries (s)",
-    "LLM tokens",
-    "LLM cost (USD)",
-    "Description",
+    "Description (or why it did not run)",
     "Provenance",
 )
+COSTS_HEADER = ("System", "Index (s)", "Documents/s", "Queries (s)", "LLM tokens", "LLM cost (USD)")
 
 
 def systems_blocks(evaluation: TaskEvaluation) -> list[Block]:
-    """Every system: nDCG@10 and document nDCG@10 with CIs (the best bold), costs, description, provenance."""
+    """Every system, best nDCG@10 first and those that did not run last (their reason in the description cell):
+    nDCG@10 and document nDCG@10 with CIs (the best bold), description, provenance; then, in their own table (so
+    neither scrolls sideways), what each system that ran cost."""
     ok = _ok(evaluation)
     best = best_formatted(r.metrics[HEADLINE].value for r in ok if HEADLINE in r.metrics)
     best_doc = best_formatted(r.document_ndcg10.value for r in ok if r.document_ndcg10 is not None)
     rows: list[tuple[Cell, ...]] = []
-    for r in evaluation.runs:
+    for r in ranked_runs(evaluation):
         headline = r.metrics.get(HEADLINE) if r.status == "ok" else None
         doc = r.document_ndcg10 if r.status == "ok" else None
         rows.append(
@@ -130,19 +130,34 @@ def systems_blocks(evaluation: TaskEvaluation) -> list[Block]:
                 text(status_text(r.status)),
                 number(format_summary(headline), bold=headline is not None and format_metric(headline.value) == best),
                 number(format_summary(doc), bold=doc is not None and format_metric(doc.value) == best_doc),
-                number(format_seconds(r.index_seconds)),
-                number(format_rate(r.documents_per_second)),
-                number(format_seconds(r.query_seconds)),
-                number(format_tokens(r.llm_tokens)),
-                number(format_usd(r.llm_usd)),
-                text(r.description),
+                text(r.description if r.status == "ok" else f"{status_text(r.status)}: {reason_text(r)}"),
                 text(provenance_cell(r)),
             )
         )
+    costs = tuple(
+        (
+            text(r.system),
+            number(format_seconds(r.index_seconds)),
+            number(format_rate(r.documents_per_second)),
+            number(format_seconds(r.query_seconds)),
+            number(format_tokens(r.llm_tokens)),
+            number(format_usd(r.llm_usd)),
+        )
+        for r in ok
+    )
+    cost_blocks: list[Block] = [Heading("Costs", 3), Table("costs", COSTS_HEADER, costs)] if costs else []
     return [
         Heading("Systems"),
-        Paragraph((Span("nDCG@10 with its 95% bootstrap confidence interval; the best in bold."),)),
+        Paragraph(
+            (
+                Span(
+                    "Best nDCG@10 first, systems that did not run last with why. nDCG@10 with its 95% bootstrap "
+                    "confidence interval; the best in bold."
+                ),
+            )
+        ),
         Table("systems", SYSTEMS_HEADER, tuple(rows)),
+        *cost_blocks,
     ]
 
 
@@ -257,7 +272,7 @@ def chunk_size_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> lis
     blocks: list[Block] = [Heading("Chunk-size robustness")]
     if e.chunk_sizes:
         blocks.append(Paragraph((Span("The task re-chunked at each size (characters); nDCG@10 [95% CI]."),)))
-        systems = ordered(c.system for c in e.chunk_sizes)
+        systems = by_score(ordered(c.system for c in e.chunk_sizes), task_scores(e).get)
         rows = []
         for size in sorted({c.chunk_size for c in e.chunk_sizes}, reverse=True):
             at_size = [

@@ -10,6 +10,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.container import ErrorbarContainer
 
 from evaluation.reports import plots
+from evaluation.reports.ranking import FAMILY_COLORS
 from evaluation.results import ChunkSizePoint, PositionPoint, ScalingPoint, Summary, SystemRun, TaskEvaluation
 
 SYSTEMS = ("bm25", "independent", "late-chunking", "title-prefix")
@@ -68,11 +69,11 @@ FIGURES = {
 
 
 @pytest.mark.parametrize("which", sorted(FIGURES))
-def test_the_y_axis_is_fitted_to_the_data_not_zero_to_one(which: str) -> None:
+def test_the_metric_axis_is_fitted_to_the_data_not_zero_to_one(which: str) -> None:
     evaluation = _evaluation()
     low, high = _data_range(evaluation, which)
     axis = FIGURES[which](evaluation).axes[0]
-    bottom, top = axis.get_ylim()
+    bottom, top = axis.get_xlim() if which == "overview" else axis.get_ylim()  # the overview: nDCG@10 across
     assert bottom <= low and top >= high  # every whisker visible
     assert top - bottom < 2 * (high - low) + 0.1  # the differences fill the axis
     assert bottom > 0.2 and top < 0.9
@@ -87,17 +88,27 @@ def test_fitted_limits_stay_within_zero_and_one_and_keep_a_minimum_span() -> Non
     assert plots.fitted_limits([], []) == (0.0, 1.0)
 
 
-@pytest.mark.parametrize("which", ["positions", "overview", "chunk_sizes", "scaling"])
-def test_confidence_intervals_are_whiskers_on_told_apart_series(which: str) -> None:
-    axis = FIGURES[which](_evaluation()).axes[0]
+@pytest.mark.parametrize("which", ["positions", "chunk_sizes", "scaling"])
+def test_curves_are_whiskers_on_told_apart_series(which: str) -> None:
+    axis = FIGURES[which](_evaluation()).axes[0]  # one family (dense): one panel holds every series
     assert not [c for c in axis.collections if isinstance(c, PolyCollection)]  # no overlapping bands
     containers = [c for c in axis.containers if isinstance(c, ErrorbarContainer)]
     assert len(containers) == len(SYSTEMS)
-    styles = {(c.lines[0].get_color(), c.lines[0].get_marker()) for c in containers}
-    assert len(styles) == len(SYSTEMS)
-    assert len({c.lines[0].get_marker() for c in containers}) == len(SYSTEMS)  # not by colour alone
+    assert {c.lines[0].get_color() for c in containers} == {FAMILY_COLORS["dense"]}  # colour: the family only
+    assert len({c.lines[0].get_marker() for c in containers}) == len(SYSTEMS)  # told apart by marker
     first_x = {float(c.lines[0].get_xdata()[0]) for c in containers}
     assert len(first_x) == len(SYSTEMS)  # dodged: whiskers at one position do not overlap
+    names = {t.get_text() for t in axis.texts}
+    assert set(SYSTEMS) <= names  # each line named at its end: no legend hunt
+
+
+def test_the_overview_puts_each_system_on_its_own_row_best_first() -> None:
+    evaluation = _evaluation()
+    axis = plots.overview_figure([evaluation]).axes[0]
+    assert [t.get_text() for t in axis.get_yticklabels()] == list(reversed(SYSTEMS))  # best nDCG@10 on top
+    containers = [c for c in axis.containers if isinstance(c, ErrorbarContainer)]
+    rows = {float(c.lines[0].get_ydata()[0]) for c in containers}
+    assert len(containers) == len(rows) == len(SYSTEMS)
 
 
 def test_figures_are_wide_enough_to_read() -> None:
@@ -112,11 +123,3 @@ def test_figures_are_wide_enough_to_read() -> None:
         assert width >= 900 and height >= 350
     width, _ = _png_size(plots.plot_chunk_sizes([evaluation], dpi=80))  # the Dagster UI's size
     assert width >= 700
-
-
-def test_every_default_system_has_its_own_colour_and_marker():
-    from evaluation.config import default_systems
-
-    names = [s.name for s in default_systems()]
-    styles = {(plots.system_color(n), plots.system_marker(n)) for n in names}
-    assert len(styles) == len(names) and len({plots.system_color(n) for n in names}) == len(names)
