@@ -5,6 +5,7 @@ with "…"). Screenshots of those views go to ``$CONTEB_SCREENSHOTS`` when it is
 
 import contextlib
 import json
+import math
 import os
 import signal
 import socket
@@ -183,9 +184,9 @@ def rendered_lines(viewport) -> set[str]:
     return {line.strip() for line in viewport.inner_text().splitlines() if line.strip()}
 
 
-def default_view(page, any_of: set[str], timeout: float = 30) -> tuple[set[str], float, float]:
-    """The graph's lines once Dagster has drawn one of ``any_of`` and stopped moving (its zoom-to-fit), its scale and
-    its height in pixels at that scale."""
+def default_view(page, any_of: set[str], timeout: float = 30) -> tuple[set[str], float, float, float]:
+    """The graph's lines once Dagster has drawn one of ``any_of`` and stopped moving (its zoom-to-fit), its scale, the
+    offset of its top below the viewport's top and its height, in screen pixels."""
     viewport = page.locator("[data-svg-viewport]")
     deadline, last = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
@@ -194,35 +195,35 @@ def default_view(page, any_of: set[str], timeout: float = 30) -> tuple[set[str],
             if state == last:
                 break
             last = state
-        time.sleep(0.7)
+        time.sleep(0.5)
     assert last is not None, f"the graph drew none of {sorted(any_of)} within {timeout} s"
     transform, height = last
-    scale = float(transform.removeprefix("matrix(").split(",")[0])
-    return rendered_lines(viewport), scale, height * scale
+    matrix = [float(value) for value in transform.removeprefix("matrix(").removesuffix(")").split(",")]
+    return rendered_lines(viewport), matrix[0], matrix[5], height * matrix[0]
 
 
-def panned_lines(page, drawn_height: float) -> set[str]:
+def panned_lines(page, offset: float, drawn_height: float) -> set[str]:
     """Every line the graph draws while it is dragged from its top to its bottom at the default zoom (Dagster draws
-    only the nodes in view); nothing to drag when it fits."""
+    only the nodes in view); ``offset`` and ``drawn_height`` as :func:`default_view` gives them."""
     viewport = page.locator("[data-svg-viewport]")
     box = viewport.bounding_box()
-    if drawn_height <= box["height"]:
-        return rendered_lines(viewport)
     # drag on the left margin, below the search bar that lies over the graph's top
     x, top, bottom = box["x"] + 6, box["y"] + 150, box["y"] + box["height"] - 40
-    steps, seen = int(drawn_height // (bottom - top)) + 1, set()
+    step, seen = bottom - top, rendered_lines(viewport)
+    up = math.ceil(max(0.0, 110 - offset) / step)  # drags that bring the graph's top under the search bar
+    down = up + math.ceil(max(0.0, offset + drawn_height - box["height"]) / step)
 
     def drag(start: float, end: float) -> None:
         page.mouse.move(x, start)
         page.mouse.down()
         page.mouse.move(x, end, steps=4)
         page.mouse.up()
-        time.sleep(0.4)
+        time.sleep(0.3)
         seen.update(rendered_lines(viewport))
 
-    for _ in range(steps):  # to the top
+    for _ in range(up):
         drag(top, bottom)
-    for _ in range(2 * steps):  # down to the bottom
+    for _ in range(down):
         drag(bottom, top)
     return seen
 
@@ -251,18 +252,18 @@ def test_lineage_views_show_every_asset_name_whole_at_the_default_zoom(dagster_d
     with open_page(1400, 1000) as page:
         for group in sample:
             page.goto(f"http://127.0.0.1:{port}/locations/{LOCATION}/asset-groups/{group}/lineage")
-            lines, scale, height = default_view(page, members[group])
+            lines, scale, offset, height = default_view(page, members[group])
             skip_community_prompt(page)
             screenshot(page, f"dagster-lineage-{group}.png", full_page=False)
             assert scale >= 0.7, (group, scale)  # Dagster draws whole nodes (name, status, kinds) above ~0.6
             assert not [line for line in lines if "…" in line], (group, lines)  # no name cut, the neighbours' too
-            seen = panned_lines(page, height)
+            seen = panned_lines(page, offset, height)
             assert members[group] <= seen, (group, sorted(members[group] - seen))
             assert not [line for line in seen if "…" in line], (group, seen)
         # the global view: the quickstart's groups (collapsed) by their whole names
         page.goto(f"http://127.0.0.1:{port}/asset-groups")
         wanted = {*sample, "evaluation", "training"}
-        lines, _, _ = default_view(page, wanted)
+        lines, *_ = default_view(page, wanted)
         skip_community_prompt(page)
         screenshot(page, "dagster-lineage-global.png", full_page=False)
         assert wanted <= lines, sorted(wanted - lines)
