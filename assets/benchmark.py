@@ -6,11 +6,11 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from assets.keys import key
+from assets.keys import group, key
 from assets.metadata import count_metadata, markdown_preview, table_metadata
 from assets.resources import ConTEBSettings, LLMResource
 from conteb.config import TaskConfig
-from conteb.names import Stage, StageTable
+from conteb.names import Stage, StageFamily, StageTable
 from conteb.published import read_config
 from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, PAIRED_QUERIES
 from conteb.storage import dataset_dir, stage_table_path
@@ -92,7 +92,7 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
 
     @dg.asset(
         key=key(task, StageTable.CONTEB_DATASET),
-        group_name=task.dagster_name,
+        group_name=group(task, StageFamily.PUBLISH),
         kinds={"parquet", "huggingface"},
         description=f"The ConTEB dataset folder of task '{task.name}' (documents, queries, README card).",
         ins={**dataset_inputs(task), **necessity_inputs(task)},

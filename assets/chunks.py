@@ -4,10 +4,10 @@ import dagster as dg
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from assets.keys import key, out
+from assets.keys import group, key, out
 from assets.metadata import count_metadata
 from conteb.config import TaskConfig
-from conteb.names import StageTable
+from conteb.names import Stage, StageTable
 from curation.chunking import chunk_documents
 from curation.quarantine import count_reasons, quarantine_table
 
@@ -18,7 +18,7 @@ def build_chunks_asset(task: TaskConfig) -> dg.AssetsDefinition:
 
     @dg.multi_asset(
         name=f"{task.dagster_name}__chunks",
-        group_name=task.dagster_name,
+        group_name=group(task, Stage.CHUNKING),
         description=(
             f"RecursiveCharacterTextSplitter, chunk_size={settings.chunk_size}, "
             f"chunk_overlap={settings.chunk_overlap}; empty documents are quarantined."

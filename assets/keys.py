@@ -5,12 +5,17 @@ from __future__ import annotations
 import dagster as dg
 
 from conteb.config import TaskConfig
-from conteb.names import ReviewKind, StageTable
+from conteb.names import ReviewKind, Stage, StageFamily, StageTable, stage_group
 
 
 def key(task: TaskConfig, name: str) -> dg.AssetKey:
     """``AssetKey([task.name, name])``."""
     return dg.AssetKey([task.name, str(name)])
+
+
+def group(task: TaskConfig, stage: Stage | StageFamily) -> str:
+    """The Dagster asset group of ``stage`` of ``task`` (:func:`conteb.names.stage_group`)."""
+    return stage_group(task.dagster_name, stage)
 
 
 def out(task: TaskConfig, name: str, description: str, *, required: bool = True) -> dg.AssetOut:

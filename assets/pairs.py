@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import dagster as dg
 import pyarrow as pa
 
-from assets.keys import key, out
+from assets.keys import group, key, out
 from assets.llm_stage import StageRun
 from assets.metadata import count_metadata, counts_in_words
 from assets.sharded import (
@@ -39,7 +39,7 @@ def build_pairs_asset(task: TaskConfig) -> dg.AssetsDefinition:
 
     @dg.multi_asset(
         name=f"{task.dagster_name}__pairs",
-        group_name=task.dagster_name,
+        group_name=group(task, Stage.PAIRING),
         description="Pair queries with the chunks holding their answer spans; unmatched spans are quarantined.",
         ins={
             "queries": dg.AssetIn(key(task, StageTable.SOURCE_QUERIES)),

@@ -8,10 +8,10 @@ queries to its training split and cuts their sentences out of that split's ``chu
 import dagster as dg
 import pyarrow as pa
 
-from assets.keys import key, out
+from assets.keys import group, key, out
 from assets.metadata import count_metadata, markdown_preview
 from conteb.config import TaskConfig
-from conteb.names import StageTable
+from conteb.names import Stage, StageTable
 from curation.pseudo_queries import build_pseudo_queries, pseudo_documents
 from curation.quarantine import count_reasons, quarantine_table
 
@@ -29,7 +29,7 @@ def build_pseudo_queries_asset(task: TaskConfig) -> dg.AssetsDefinition:
 
     @dg.multi_asset(
         name=f"{task.dagster_name}__pseudo_queries",
-        group_name=task.dagster_name,
+        group_name=group(task, Stage.PSEUDO_QUERIES),
         description=(
             f"Inverse-cloze pseudo-queries for the documents of split '{settings.split}': up to "
             f"{settings.per_document} per document, {settings.per_chunk} per chunk, seed {settings.seed}."

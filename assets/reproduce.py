@@ -1,13 +1,15 @@
-"""The paper's controlled experiment as assets of one group, ``reproduce`` (job ``reproduce_conteb``).
+"""The paper's controlled experiment as assets (job ``reproduce_conteb``), in the groups ``reproduce_models`` and
+``reproduce_results`` beside those of its tasks (``reproduce_sources``, ...).
 
 * ``reproduce/*`` curation assets: the task of ``conteb.yaml``'s ``reproduce:`` block, built by the same factories
   as every registry task (``pipelines/definitions.py``), split by document into train and test;
-* ``reproduce/insent_plain``, ``reproduce/insent_anchored``, ``reproduce/insent_anchored_title`` (anchored windows,
-  each chunk under its title header), ``reproduce/finetune_control``: the four models
-  (:class:`conteb.names.ReproduceModel`), trained on the train split through Dagster Pipes
-  (:func:`assets.models.pipes_training_asset`);
-* ``reproduce/evaluation``: every baseline and the trained models on the test split (``evaluation/experiment.py``),
-  with the chunk-size study on the test documents only;
+* group ``reproduce_models``: ``reproduce/insent_plain``, ``reproduce/insent_anchored``,
+  ``reproduce/insent_anchored_title`` (anchored windows, each chunk under its title header),
+  ``reproduce/finetune_control``: the four models (:class:`conteb.names.ReproduceModel`), trained on the train split
+  through Dagster Pipes (:func:`assets.models.pipes_training_asset`);
+* group ``reproduce_results``: ``reproduce/evaluation``: every baseline and the trained models on the test split
+  (``evaluation/experiment.py``), with the chunk-size study on the test documents only (and the same for each other
+  evaluated task);
 * ``reproduce/paper_comparison``: the paper's headline effects beside ours (``evaluation/reports/paper.py``), written to
   ``<data>/reports/reproduce/``.
 """
@@ -23,14 +25,13 @@ from assets.models import pipes_training_asset
 from assets.resources import ConTEBSettings
 from conteb.config import ControlledSource, TaskConfig
 from conteb.names import ReproduceModel, StageTable, SystemName
-from conteb.reproduce import REPRODUCE_TASK, ExperimentTask, ReproduceConfig
+from conteb.reproduce import EVALUATION_GROUP, MODELS_GROUP, REPRODUCE_TASK, ExperimentTask, ReproduceConfig
 from conteb.storage import dataset_dir, models_dir, reports_dir
 from evaluation.experiment import model_folder, training_settings
 from evaluation.reports.profile import TrainedModel, profile_lines
 from evaluation.results import TaskEvaluation
 from project.config import ProjectConfig
 
-GROUP = REPRODUCE_TASK
 MODELS = {
     # asset name -> (evaluation system, description)
     ReproduceModel.INSENT_PLAIN: (
@@ -158,7 +159,7 @@ def _model_asset(
         )
 
     key = dg.AssetKey([main.name, str(name)])
-    return pipes_training_asset(key, GROUP, datasets, description, run_config, nproc_per_node)
+    return pipes_training_asset(key, MODELS_GROUP, datasets, description, run_config, nproc_per_node)
 
 
 def _evaluation_asset(
@@ -170,7 +171,7 @@ def _evaluation_asset(
 
     @dg.asset(
         key=dg.AssetKey([task.name, EVALUATION]),
-        group_name=GROUP,
+        group_name=EVALUATION_GROUP,
         deps=deps,
         kinds={"python", "numpy"},
         description="Every baseline and the experiment's trained models on the test split, on all queries and "
@@ -241,7 +242,7 @@ def _comparison_asset(
 
     @dg.asset(
         key=dg.AssetKey([main.name, COMPARISON]),
-        group_name=GROUP,
+        group_name=EVALUATION_GROUP,
         deps=[dg.AssetKey([task.name, EVALUATION]) for task in evaluated],
         kinds={"python", "markdown", "html"},
         description="The paper's headline effects beside ours, with CIs, paired tests and a verdict per effect, and "

@@ -12,11 +12,11 @@ are done (or the next ``make run`` does it).
 import dagster as dg
 import pyarrow as pa
 
-from assets.keys import key, out, review_queue
+from assets.keys import group, key, out, review_queue
 from assets.metadata import count_metadata, counts_in_words
 from assets.resources import ReviewStoreResource
 from conteb.config import TaskConfig
-from conteb.names import ReviewKind, StageTable
+from conteb.names import ReviewKind, StageFamily, StageTable
 from curation.lookups import document_titles
 from curation.review_items import NO_PROPOSAL, review_items_from_llm_pairs, review_items_from_synthetic
 from curation.reviewed import (
@@ -80,7 +80,7 @@ def build_queue_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
 
     @dg.asset(
         key=key(task, review_queue(kind)),
-        group_name=task.dagster_name,
+        group_name=group(task, StageFamily.REVIEW),
         kinds={"sqlite"},
         description=f"Push {kind} items to the review queue; decisions already made are kept.",
         ins=queue_inputs(task, kind),
@@ -181,7 +181,7 @@ def build_reviewed_asset(task: TaskConfig, kind: str) -> dg.AssetsDefinition:
 
     @dg.multi_asset(
         name=f"{task.dagster_name}__{reviewed_name}",
-        group_name=task.dagster_name,
+        group_name=group(task, StageFamily.REVIEW),
         description=f"{source_name} after review: only accepted or edited {kind} output goes on.",
         ins={"table": dg.AssetIn(key(task, source_name))},
         deps=[key(task, review_queue(kind))],

@@ -55,6 +55,7 @@ from typing import Any, Generic, TypeVar
 import dagster as dg
 import pyarrow as pa
 
+from assets.keys import group
 from assets.llm_stage import not_run_metadata, open_client
 from assets.metadata import count_metadata
 from assets.retries import retried_op
@@ -289,5 +290,5 @@ def sharded_multi_asset(stage: ShardedStage[Any], shard_documents: int) -> dg.As
 
     compose.__doc__ = stage.description
     return dg.graph_multi_asset(
-        name=stage.name, group_name=stage.task.dagster_name, ins=dict(stage.ins), outs=dict(stage.outs)
+        name=stage.name, group_name=group(stage.task, stage.stage), ins=dict(stage.ins), outs=dict(stage.outs)
     )(compose)

@@ -2,11 +2,11 @@
 
 import dagster as dg
 
-from assets.keys import out
+from assets.keys import group, out
 from assets.metadata import count_metadata, counts_in_words
 from assets.resources import ConTEBSettings
 from conteb.config import TaskConfig
-from conteb.names import StageTable
+from conteb.names import Stage, StageTable
 from curation.quarantine import count_reasons
 from curation.sources import SourceError, load_source, source_label
 
@@ -16,7 +16,7 @@ def build_source_asset(task: TaskConfig) -> dg.AssetsDefinition:
 
     @dg.multi_asset(
         name=f"{task.dagster_name}__source",
-        group_name=task.dagster_name,
+        group_name=group(task, Stage.SOURCE),
         description=f"Load the {task.source.kind} source of task '{task.name}'.",
         outs={
             StageTable.SOURCE_DOCUMENTS: out(

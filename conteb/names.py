@@ -1,5 +1,5 @@
 """The project's vocabularies, each defined once: stages, pairings, review kinds, job names, system names,
-trained-model asset names.
+trained-model asset names, the Dagster asset groups of a task.
 
 Each vocabulary is a :class:`enum.StrEnum` (its members compare equal to, and format as, the plain strings
 stored in Parquet columns, SQLite rows and cache keys), except :class:`StageTable`, whose names go to Dagster
@@ -39,6 +39,51 @@ LLM_STAGES: tuple[Stage, ...] = (
     Stage.ANSWERABILITY,
 )
 """The stages that call an LLM (each has answers in ``answers.sqlite`` under its name)."""
+
+
+class StageFamily(StrEnum):
+    """A family of a task's stages: one Dagster asset group ``<task>_<family>`` each (:func:`stage_group`), small
+    enough that a group's lineage view at its default zoom (1400 x 1000) shows every asset of the group, with its
+    whole name: Dagster fits a group's graph to its width (a group of two or three stages keeps names whole; a
+    whole task cuts them) and stacks a stage's assets, and each neighbouring asset outside the group, in columns.
+    Most groups fit one screen; ``sources`` and ``publish``, which nearly every stage reads or feeds, are taller
+    (a person pans down). The names are short: Dagster's zoomed-out graph cuts a group name longer than 18
+    characters (``sample_rewrite`` fits)."""
+
+    SOURCES = "sources"  # the source's documents, queries and quarantine; the chunks
+    PAIRING = "pairing"  # how the source's queries get their gold chunk: span and LLM pairing
+    QUERIES = "queries"  # queries written for chunks: synthetic queries (LLM), pseudo-queries (offline)
+    REWRITE = "rewrite"  # reformulation: the themes and the chunks rewritten without them
+    CONTEXTS = "contexts"  # the LLM-written context of each chunk
+    REVIEW = "review"  # the review queues and the reviewed tables
+    PUBLISH = "publish"  # answerability and the published ConTEB dataset
+
+
+FAMILY_OF_STAGE: dict[Stage, StageFamily] = {
+    Stage.SOURCE: StageFamily.SOURCES,
+    Stage.CHUNKING: StageFamily.SOURCES,
+    Stage.PAIRING: StageFamily.PAIRING,
+    Stage.LLM_PAIRING: StageFamily.PAIRING,
+    Stage.SYNTHETIC_QUERIES: StageFamily.QUERIES,
+    Stage.PSEUDO_QUERIES: StageFamily.QUERIES,
+    Stage.THEMES: StageFamily.REWRITE,
+    Stage.REFORMULATION: StageFamily.REWRITE,
+    Stage.CHUNK_CONTEXTS: StageFamily.CONTEXTS,
+    Stage.ANSWERABILITY: StageFamily.PUBLISH,
+}
+"""The family (asset group) of each curation stage; the review assets and the dataset name theirs directly."""
+
+
+def stage_group(task: str, stage: Stage | StageFamily) -> str:
+    """The Dagster asset group of ``stage`` (a stage, or a family) of task ``task`` (its Dagster name, no ``-``):
+    ``<task>_<family>``, e.g. ``sample_rewrite``. Families hold no ``_``, so two tasks never share a group."""
+    family = stage if isinstance(stage, StageFamily) else FAMILY_OF_STAGE[stage]
+    return f"{task}_{family}"
+
+
+def task_groups(task: str) -> tuple[str, ...]:
+    """Every asset group a task's stages may use (:func:`stage_group` of each family), in pipeline order."""
+    return tuple(stage_group(task, family) for family in StageFamily)
 
 
 class Pairing(StrEnum):

@@ -1,9 +1,11 @@
 """The ``reproduce:`` block of ``conteb.yaml``: the paper's controlled experiment, one command (``make reproduce``).
 
-The experiment (job ``reproduce_conteb``; the asset groups ``reproduce`` and one per other experiment task):
+The experiment (job ``reproduce_conteb``; the asset groups ``reproduce_models``, ``reproduce_results`` and those
+of its tasks):
 
-1. **Tasks** (:func:`experiment_tasks`), each built by the same asset factories as any registry task, in a group of
-   its own (``reproduce``, ``reproduce_controlled``, ...), outside ``build_conteb`` and ``evaluate_conteb``:
+1. **Tasks** (:func:`experiment_tasks`), each built by the same asset factories as any registry task, in groups of
+   its own (``reproduce_sources``, ``reproduce_controlled_queries``, ...: ``conteb.names.task_groups``), outside
+   ``build_conteb`` and ``evaluate_conteb``:
 
    * ``reproduce``: SQuAD v1.1 dev (``source``; the bundled sample when that file is absent), split by document
      (``splits``), made context-dependent by the reformulation stage (the configured LLM, else the labelled offline
@@ -51,7 +53,13 @@ from pydantic import Field, field_validator, model_validator
 from conteb.config import SplitsConfig, StrictModel, closest_name
 
 REPRODUCE_TASK = "reproduce"
-"""Name (key prefix and group) of the experiment's task and assets."""
+"""Name (key prefix) of the experiment's task and assets."""
+MODELS_GROUP = f"{REPRODUCE_TASK}_models"
+"""The Dagster asset group of the experiment's trained models."""
+EVALUATION_GROUP = f"{REPRODUCE_TASK}_results"
+"""The Dagster asset group of the experiment's evaluations and its comparison with the paper."""
+EXPERIMENT_GROUPS = (MODELS_GROUP, EVALUATION_GROUP)
+"""The experiment's own asset groups (its tasks' stages are in their tasks' groups, ``conteb.names.task_groups``)."""
 
 DEFAULT_SOURCE = Path("../shared/data/squad-v1.1-dev.json.gz")
 """SQuAD v1.1 dev where the shared corpora sit beside the checkout (relative to ``conteb.yaml``)."""

@@ -1,7 +1,8 @@
 """The one ``Definitions`` of conteb-pipeline.
 
 Reads the task registry (``$CONTEB_CONFIG`` or ``conteb.yaml``) when the code location loads, and
-builds one asset per (task, stage) with key prefix and group = the task. A bad registry fails
+builds one asset per (task, stage) with key prefix = the task, in the group of the stage's family
+(``<task>_sources``, ``<task>_queries``, ...: ``conteb.names.stage_group``). A bad registry fails
 here, with a message naming the task and the field.
 """
 
@@ -72,7 +73,7 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
         task_defs, task_checks = task_assets(task, config.execution.shard_documents)
         assets += task_defs
         checks += task_checks
-    # The paper's controlled experiment: its own task and group, outside build_conteb and evaluate_conteb.
+    # The paper's controlled experiment: its own tasks and groups, outside build_conteb and evaluate_conteb.
     experiment = config.reproduce_tasks(llm_configured(config))
     for _, task in experiment:
         experiment_defs, experiment_checks = task_assets(task, config.execution.shard_documents)

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from conteb.names import Job
-from conteb.reproduce import REPRODUCE_TASK
+from conteb.names import Job, task_groups
+from conteb.reproduce import EXPERIMENT_GROUPS, REPRODUCE_TASK
 from pipelines.celery import celery_executor_def
 from project.config import ProjectConfig
 
@@ -33,8 +33,8 @@ def choose_executor(config: ProjectConfig) -> dg.ExecutorDefinition:
 
 
 def build_conteb_job(config: ProjectConfig) -> dg.UnresolvedAssetJobDefinition:
-    """``build_conteb``: every curation asset of every task (and their checks)."""
-    groups = [task.dagster_name for task in config.tasks]
+    """``build_conteb``: every curation asset of every task (and their checks): the groups of their stages."""
+    groups = [group for task in config.tasks for group in task_groups(task.dagster_name)]
     return dg.define_asset_job(
         Job.BUILD.value,
         selection=dg.AssetSelection.groups(*groups),  # never the reproduce or evaluation groups
@@ -75,12 +75,16 @@ def build_evaluate_job(config: ProjectConfig | None = None) -> dg.UnresolvedAsse
     )
 
 
-def build_reproduce_job(groups: Sequence[str] = (REPRODUCE_TASK,)) -> dg.UnresolvedAssetJobDefinition:
-    """``reproduce_conteb``: the paper's controlled experiment, curation to report: the group ``reproduce`` (its
-    models, evaluations and report, and the SQuAD task) and the ``groups`` of its other tasks."""
+def build_reproduce_job(tasks: Sequence[str] = (REPRODUCE_TASK,)) -> dg.UnresolvedAssetJobDefinition:
+    """``reproduce_conteb``: the paper's controlled experiment, curation to report: its own groups (models,
+    evaluations and report) and the stage groups of its ``tasks`` (Dagster names: the SQuAD task, the others)."""
+    groups = [
+        *EXPERIMENT_GROUPS,
+        *(group for task in dict.fromkeys([REPRODUCE_TASK, *tasks]) for group in task_groups(task)),
+    ]
     return dg.define_asset_job(
         Job.REPRODUCE.value,
-        selection=dg.AssetSelection.groups(*dict.fromkeys([REPRODUCE_TASK, *groups])),
+        selection=dg.AssetSelection.groups(*groups),
         executor_def=dg.in_process_executor,  # training runs in Pipes subprocesses; one model load serves evaluation
         config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         description="The paper's controlled experiment (conteb.yaml reproduce:): split SQuAD by document, make it "
