@@ -48,3 +48,42 @@ def test_a_repeated_warning_is_printed_once_with_its_count(
 
     ENCODER.warning("after the evaluation: printed as usual")
     assert caplog.records[-1].getMessage() == "after the evaluation: printed as usual"
+
+
+class Lines(logging.Handler):
+    """The messages a logger emits (transformers' loggers do not propagate to the root, where caplog listens)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.mark.parametrize("boundaries", ["separator", "offsets"])
+def test_a_document_longer_than_the_context_tokenizes_without_the_tokenizer_warning(boundaries: str) -> None:
+    """Late chunking tokenizes whole documents (and the chunk-size study's 8000-character chunks) longer than the
+    model's 512 tokens on purpose, then windows or cuts them itself: transformers' "Token indices sequence length is
+    longer than the specified maximum sequence length" warning (once per tokenizer) is not printed."""
+    from transformers import AutoTokenizer
+
+    from embedding.models import offline_minilm_path
+    from embedding.windows import PoolingPolicy, WindowPlanner
+
+    def fresh_tokenizer():  # the warning is once per tokenizer object
+        return AutoTokenizer.from_pretrained(str(offline_minilm_path()))
+
+    lines = Lines()
+    logging.getLogger("transformers").addHandler(lines)
+    try:
+        planner = WindowPlanner(fresh_tokenizer(), PoolingPolicy(boundaries=boundaries), max_length=512)
+        long_chunk = " ".join(f"Ostherm glass museum fact {n}." for n in range(150))  # > 512 tokens alone
+        [plan] = planner.plans([[long_chunk, "A short second chunk."]])
+        assert len(plan.chunks[0]) > 512
+        assert not [m for m in lines.messages if "Token indices sequence length" in m]
+
+        fresh_tokenizer()([long_chunk])  # the same call without verbose=False warns: the check above can fail
+        assert [m for m in lines.messages if "Token indices sequence length" in m]
+    finally:
+        logging.getLogger("transformers").removeHandler(lines)
