@@ -22,7 +22,7 @@ from curation.reviewed import queries_after_rejections
 from curation.sources import source_label
 
 STAGE_OF_QUARANTINE = {
-    name: stage.replace("_", " ")  # the dataset card's label of the stage: "llm pairing", "synthetic queries"
+    name: str(stage)  # the stage's id: its published table quarantine/<stage>-<hex>.parquet, its row of the card
     for name, stage in {
         StageTable.SOURCE_QUARANTINE: Stage.SOURCE,
         StageTable.CHUNK_QUARANTINE: Stage.CHUNKING,
