@@ -145,3 +145,19 @@ def test_every_make_target_runs_dagster_without_its_supersession_warning() -> No
             process.wait()
     assert any("Launching Dagster services" in line for line in head), (shlex.quote(command), head)
     assert not [line for line in head if "SupersessionWarning" in line], head
+
+
+def test_loading_a_model_draws_no_loading_bar(capsys: pytest.CaptureFixture[str]) -> None:
+    """``make evaluate`` printed transformers' "Loading weights: 100%|...| 103/103" bar for the offline MiniLM."""
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    from embedding.models import load_model, offline_minilm_path
+
+    assert transformers_logging.is_progress_bar_enabled()
+    load_model("offline-minilm", device="cpu")
+    assert "Loading weights" not in capsys.readouterr().err
+    assert transformers_logging.is_progress_bar_enabled()  # restored for everything else
+
+    SentenceTransformer(str(offline_minilm_path()), device="cpu")  # as loaded before: the bar (this check can fail)
+    assert "Loading weights" in capsys.readouterr().err
