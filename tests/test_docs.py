@@ -189,3 +189,9 @@ def test_the_manual_opened_as_files_leads_to_pages_not_folder_listings(built_sit
         descriptions = page.locator("article table tbody tr td:nth-child(4)").all_inner_texts()
         assert len(descriptions) > 200 and all(text.strip() for text in descriptions)
         screenshot(page, "manual-registry-from-files.png", full_page=False)
+
+        page.locator(".md-sidebar--primary nav a", has_text="Command line").first.click()
+        page.wait_for_load_state()
+        costs = page.locator("article table tbody tr", has=page.locator("a[href='#conteb-costs']")).inner_text()
+        assert costs.rstrip().endswith("when there are any."), costs
+        screenshot(page, "manual-cli-from-files.png", full_page=False)
