@@ -104,7 +104,8 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
         queries = final_queries(task, tables)
         embedded = published_documents(tables["chunks"], queries, tables.get("reformulated"))
         queries = label_queries(queries, embedded, tables.get("themes"), tables.get("answerability"))
-        quarantines = {STAGE_OF_QUARANTINE[name]: t for name, t in tables.items() if name in STAGE_OF_QUARANTINE}
+        # in the stages' order (the card's rows)
+        quarantines = {stage: tables[name] for name, stage in STAGE_OF_QUARANTINE.items() if name in tables}
         uses_llm = task.uses_llm_pairing or task.reformulation or task.synthetic_queries
         published = publish_task(
             out_dir,
