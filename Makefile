@@ -16,9 +16,12 @@ export MPLCONFIGDIR := $(CURDIR)/.cache/matplotlib
 export DO_NOT_TRACK := 1
 export NO_MKDOCS_2_WARNING := 1
 
-# `dagster job execute` (the command this project documents) starts with Dagster 1.13's SupersessionWarning
-# ("use 'dg launch --job'"), raised through click.core: left out of the make targets' output, nothing else.
-JOB := PYTHONWARNINGS=ignore::Warning:click.core $(BIN)/dagster job execute
+# Every make target runs dagster through DAGSTER. The commands this project documents (`dagster job execute`,
+# `dagster dev`) start with Dagster 1.13's SupersessionWarning ("Function `dev_command` is superseded ... Use 'dg dev'
+# instead"), raised through click.core: left out of the make targets' output, nothing else (the filter matches only a
+# warning from click.core whose message starts with "Function"; the processes dagster dev starts inherit it).
+DAGSTER := PYTHONWARNINGS=ignore:Function:Warning:click.core $(BIN)/dagster
+JOB := $(DAGSTER) job execute
 
 .PHONY: run train evaluate reproduce test test-durations lint docs docs-serve dev bench device-check clean venv workers workers-stop
 venv: $(STAMP)
@@ -112,7 +115,7 @@ dev: $(STAMP)
 	@echo "  decided, it launches a run of what uses the reviewed output (reviewed tables, answerability, conteb_dataset),"
 	@echo "  once per completion, so its first tick after a make run whose review completed launches one run."
 	@echo "  Turn it off in the UI: Automation > review_queue_sensor."
-	env -u DAGSTER_MODULE_NAME $(BIN)/dagster dev -w workspace.yaml
+	@env -u DAGSTER_MODULE_NAME $(DAGSTER) dev -w workspace.yaml
 
 bench: $(STAMP)
 	$(BIN)/python bench/curation_overhead.py

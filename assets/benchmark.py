@@ -22,7 +22,7 @@ from curation.reviewed import queries_after_rejections
 from curation.sources import source_label
 
 STAGE_OF_QUARANTINE = {
-    name: stage.replace("_", " ")  # the dataset card's label of the stage: "llm pairing", "synthetic queries"
+    name: str(stage)  # the stage's id: its published table quarantine/<stage>-<hex>.parquet, its row of the card
     for name, stage in {
         StageTable.SOURCE_QUARANTINE: Stage.SOURCE,
         StageTable.CHUNK_QUARANTINE: Stage.CHUNKING,
@@ -104,7 +104,8 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
         queries = final_queries(task, tables)
         embedded = published_documents(tables["chunks"], queries, tables.get("reformulated"))
         queries = label_queries(queries, embedded, tables.get("themes"), tables.get("answerability"))
-        quarantines = {STAGE_OF_QUARANTINE[name]: t for name, t in tables.items() if name in STAGE_OF_QUARANTINE}
+        # in the stages' order (the card's rows)
+        quarantines = {stage: tables[name] for name, stage in STAGE_OF_QUARANTINE.items() if name in tables}
         uses_llm = task.uses_llm_pairing or task.reformulation or task.synthetic_queries
         published = publish_task(
             out_dir,

@@ -65,7 +65,9 @@ class StrictModel(BaseModel):
 class ChunkingConfig(StrictModel):
     """Recursive character chunking (LangChain ``RecursiveCharacterTextSplitter``)."""
 
+    # the largest chunk, in characters (the paper's 1000)
     chunk_size: int = Field(1000, ge=1)
+    # characters two neighbouring chunks share
     chunk_overlap: int = Field(0, ge=0)
 
     @model_validator(mode="after")
@@ -80,25 +82,34 @@ class ChunkingConfig(StrictModel):
 class SquadJsonSource(StrictModel):
     """SQuAD v1.1/v2.0-format JSON (plain or .gz); COVID-QA and XQuAD use the same schema."""
 
+    # squad_json: SQuAD-format JSON
     kind: Literal["squad_json"]
+    # the JSON file (.json or .json.gz), relative to conteb.yaml
     path: Path
 
 
 class TextFolderSource(StrictModel):
     """A folder of plain-text / markdown files, one document each (no queries)."""
 
+    # text_folder: one document per file
     kind: Literal["text_folder"]
+    # the folder, relative to conteb.yaml
     path: Path
+    # glob patterns of the files read (in the folder itself)
     patterns: tuple[str, ...] = ("*.txt", "*.md")
 
 
 class HFColumns(StrictModel):
     """Column mapping of an ``hf_dataset`` source. ``query``/``answers`` may be absent."""
 
+    # the column holding the document text
     text: str = "context"
+    # the column holding the document title; null: none
     title: str | None = "title"
     doc_key: str | None = None  # groups rows into documents; default: title, else text
+    # the column holding the question id; null: row-<index>
     query_id: str | None = "id"
+    # the column holding the question; null: documents only
     query: str | None = "question"
     answers: str | None = "answers"  # SQuAD form: {"text": [...], "answer_start": [...]}
 
@@ -106,9 +117,13 @@ class HFColumns(StrictModel):
 class HFDatasetSource(StrictModel):
     """Any Hugging Face dataset (hub name or local path) loaded with ``datasets``."""
 
+    # hf_dataset: a dataset loaded with `datasets`
     kind: Literal["hf_dataset"]
+    # a hub name or a local folder, as `datasets.load_dataset` takes it
     path: str
+    # the dataset's configuration name; null: its default
     name: str | None = None
+    # the split read
     split: str = "validation"
     columns: HFColumns = HFColumns()
 
@@ -116,7 +131,9 @@ class HFDatasetSource(StrictModel):
 class SampleSource(StrictModel):
     """The bundled sample corpus (``data/sample/``): title line + body files, queries.jsonl."""
 
+    # sample: the bundled sample corpus
     kind: Literal["sample"]
+    # its folder, relative to conteb.yaml
     path: Path = Path("data/sample")
 
 
@@ -133,10 +150,15 @@ class ControlledSource(StrictModel):
     number). The same settings give the same documents; another ``seed`` other entities and facts.
     """
 
+    # controlled: generated same-template documents
     kind: Literal["controlled"]
+    # the template names to generate from (not with `domains`)
     templates: tuple[str, ...] | None = Field(None, min_length=1)
+    # the domains whose templates are used (not with `templates`)
     domains: tuple[str, ...] | None = Field(None, min_length=1)
+    # documents generated per template
     documents_per_template: int = Field(20, ge=1, le=MAX_CONTROLLED_DOCUMENTS)
+    # the generation seed: the same seed, the same documents
     seed: int = Field(0, ge=0)
     titles: Literal["informative", "uninformative"] = "informative"
 
@@ -197,7 +219,9 @@ class SplitsConfig(StrictModel):
     (:func:`curation.splits.assign_splits`), so adding documents never moves an existing one.
     """
 
+    # split name -> share of the documents (written flat: `splits: {train: 0.5, test: 0.5}`)
     fractions: dict[str, float]
+    # the assignment seed: a document's split depends only on (seed, doc_id)
     seed: int = 0
 
     @model_validator(mode="before")
@@ -265,14 +289,22 @@ class PseudoQueriesConfig(StrictModel):
     ``per_document`` per document, picked by a shuffle seeded by ``(seed, doc_id)``.
     """
 
+    # pseudo-queries per document at most
     per_document: int = Field(20, ge=1)
+    # pseudo-queries per chunk at most
     per_chunk: int = Field(2, ge=1)
+    # the sentence-sampling seed
     seed: int = 0
     split: Annotated[str, AfterValidator(valid_split_name)] = "train"
+    # the shortest sentence used, in words
     min_words: int = Field(8, ge=1)
+    # the longest sentence used, in words
     max_words: int = Field(40, ge=1)
+    # a regex the whole title must match; its named groups fill `subject`
     title_pattern: str | None = None
+    # how the document is named in the query ({title}, {theme}, the pattern's groups)
     subject: str = "{theme}"
+    # the query text: {subject} and {sentence}
     template: str = "{subject}: {sentence}"
 
     @model_validator(mode="after")
@@ -310,12 +342,15 @@ class TaskConfig(StrictModel):
     document-level splits instead (setting both is an error).
     """
 
+    # the task's name: its folder data/conteb/<name>/ and its Dagster group
     name: str = Field(pattern=TASK_NAME_PATTERN)
+    # where the documents (and questions) come from: one of the source kinds below
     source: SourceConfig
     split: Annotated[str, AfterValidator(valid_split_name)] = "test"
     splits: SplitsConfig | None = None
     max_documents: int | None = Field(None, ge=1)  # keep the first N source documents (the rest counted)
     chunking: ChunkingConfig = ChunkingConfig()
+    # how questions get their gold chunk: span (annotated answer spans), llm, or both
     pairing: Literal["span", "llm", "both"] = "span"
     reformulation: bool = False  # rewrite all but each document's first chunk (LLM, else masking)
     synthetic_queries: int = Field(0, ge=0)  # LLM-written queries per chunk
@@ -323,7 +358,9 @@ class TaskConfig(StrictModel):
     answerability: bool | None = None  # LLM "answerable from its gold chunk alone?" label; None: if an LLM is set
     pseudo_queries: PseudoQueriesConfig | None = None  # offline inverse-cloze queries for one (training) split
     review: ReviewConfig = ReviewConfig()
+    # the license written in the dataset card
     license: str | None = None
+    # the dataset card's description of the task
     description: str | None = None
 
     @model_validator(mode="after")

@@ -3,9 +3,12 @@
 **The card is the dataset.** The ``README.md`` dataset card's YAML ``configs:`` section (the Hugging Face hub
 layout: ``configs -> data_files -> split -> path``) is the one list of the files that make up the dataset. Every
 reader asks this module (:func:`config_shards`, :func:`config_splits`, :func:`read_config`), never a glob of the
-folder; ``datasets.load_dataset(folder, config)`` reads the same list. A folder without a card ``configs:`` section
-(e.g. a hub download in its own ``data/<config>/`` layout) is read by its shard names instead
-(:func:`conteb.storage.shard_split`), leaving out files named as we name published files: those belong to a card.
+folder; ``datasets.load_dataset(folder, config)`` reads the same list. The stages' quarantine tables
+(``quarantine/<stage>-<hex>.parquet``, one per stage, empty when it refused nothing) are named by the card too, in
+its front matter's :data:`QUARANTINE_KEY` list: no config (``datasets`` cannot load a table without rows). A folder
+without a card ``configs:`` section (e.g. a hub download in its own ``data/<config>/`` layout) is read by its shard
+names instead (:func:`conteb.storage.shard_split`), leaving out files named as we name published files: those belong
+to a card.
 
 **Publishing in one step** (:func:`publish_folder`): every data file is written under a name that changes with its
 content, ``<config>/<split>-<16 hex of the sha256 of its bytes>.parquet`` (:func:`published_file`), atomically and
@@ -48,11 +51,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from conteb.storage import PUBLISHED_CONFIGS, TEMPORARY_MARK, atomic_path, read_shards, shard_split
+from conteb.storage import PUBLISHED_FOLDERS, TEMPORARY_MARK, atomic_path, read_shards, shard_split
 from conteb.yaml_text import load_yaml
 
 CARD = "README.md"
 """The dataset card: YAML front matter (``configs:`` names the data files) and the human description."""
+
+QUARANTINE_KEY = "quarantine_files"
+"""The card's front-matter list of the stages' quarantine tables (``[{stage, path}]``): files of the dataset folder
+that are no ``datasets`` config (a table without rows cannot be one), named by the card all the same."""
 
 KILL_AT_ENV = "CONTEB_PUBLISH_KILL_AT"
 """Fault hook: SIGKILL this process before the N-th file operation of a publish (module docstring)."""
@@ -134,10 +141,26 @@ def card_files(folder: Path) -> Files | None:
     return files
 
 
+def card_quarantine(folder: Path) -> dict[str, Path]:
+    """``{stage: quarantine table}`` as ``folder``'s card lists them (:data:`QUARANTINE_KEY`); ``{}`` without."""
+    folder = Path(folder)
+    card = folder / CARD
+    entries = card_front(folder).get(QUARANTINE_KEY) or []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "stage" in e and "path" in e for e in entries):
+        raise CardError(f"{card}: {QUARANTINE_KEY} is not a list of {{stage, path}}")
+    return {str(entry["stage"]): _resolve(folder, card, str(entry["path"]))[0] for entry in entries}
+
+
+def named_files(folder: Path) -> set[Path]:
+    """Every data file ``folder``'s card names: the configs' and the quarantine tables."""
+    files = card_files(folder) or {}
+    named = {path for by_split in files.values() for paths in by_split.values() for path in paths}
+    return named | set(card_quarantine(folder).values())
+
+
 def missing_files(folder: Path) -> list[Path]:
     """The files ``folder``'s card names that are not there (a damaged folder: it is not a dataset)."""
-    files = card_files(folder) or {}
-    return [path for by_split in files.values() for paths in by_split.values() for path in paths if not path.is_file()]
+    return sorted(path for path in named_files(folder) if not path.is_file())
 
 
 def _glob_shards(folder: Path, config: str) -> list[Path]:
@@ -196,17 +219,16 @@ def read_config(folder: Path, config: str, split: str | None) -> tuple[pa.Table,
 
 
 def unnamed_files(folder: Path, named: set[Path] | None = None) -> list[Path]:
-    """Files of the published folder that no card names: data files in the config folders (every one of
-    :data:`conteb.storage.PUBLISHED_CONFIGS`) and our temporaries; leftovers of a publish that did not finish.
+    """Files of the published folder that no card names: data files in the config and quarantine folders (every one
+    of :data:`conteb.storage.PUBLISHED_FOLDERS`) and our temporaries; leftovers of a publish that did not finish.
 
     ``named``: the files to keep (default: those ``folder``'s card names). Other files (notes, a ``.gitattributes``)
     are not ours and are left alone.
     """
     folder = Path(folder)
     if named is None:
-        files = card_files(folder) or {}
-        named = {path for by_split in files.values() for paths in by_split.values() for path in paths}
-    candidates = [path for config in PUBLISHED_CONFIGS for path in (folder / config).glob("*") if path.is_file()]
+        named = named_files(folder)
+    candidates = [path for name in PUBLISHED_FOLDERS for path in (folder / name).glob("*") if path.is_file()]
     candidates += [path for path in folder.glob(f".*{TEMPORARY_MARK}*.tmp") if path.is_file()]
     return sorted(path for path in candidates if path not in named)
 
@@ -271,7 +293,8 @@ def _publish_lock(folder: Path) -> Iterator[None]:
 def publish_folder(
     folder: Path, tables: Mapping[str, Mapping[str, pa.Table]], render_card: Callable[[dict[str, dict[str, str]]], str]
 ) -> dict[str, dict[str, Path]]:
-    """Publish ``tables`` (``{config: {split: table}}``) into ``folder`` in one step (module docstring).
+    """Publish ``tables`` (``{config: {split: table}}``; the quarantine tables as ``{"quarantine": {stage: table}}``)
+    into ``folder`` in one step (module docstring).
 
     ``render_card`` gets ``{config: {split: relative path}}`` and returns the card naming exactly those files.
     Returns ``{config: {split: path}}`` plus ``{"card": {"": README.md}}``.
@@ -294,8 +317,8 @@ def publish_folder(
         for leftover in unnamed_files(folder, keep):
             step()
             leftover.unlink(missing_ok=True)
-        for config in PUBLISHED_CONFIGS:
+        for name in PUBLISHED_FOLDERS:
             with contextlib.suppress(OSError):  # absent, or not empty (someone's own file): left alone
-                (folder / config).rmdir()
+                (folder / name).rmdir()
     written["card"] = {"": card}
     return written

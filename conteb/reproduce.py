@@ -85,22 +85,29 @@ class ReproduceProfile(StrictModel):
     ``data``, ``output``, ``context`` and ``window_policy`` are set per model by the experiment.
     """
 
+    # the model trained and evaluated (offline-minilm, a local folder or a hub name)
     base_model: str
     max_documents: int | None = Field(None, ge=2)  # the first N articles of the source; None: every one
+    # training settings (`training.settings` keys) of every model the experiment trains
     training: dict[str, Any] = Field(default_factory=dict)
+    # the chunk sizes (characters) of the experiment's chunk-size study
     chunk_sizes: tuple[int, ...] = (1000, 300, 100)
     # late chunking's window overlap (whole chunks), in training and in every late system evaluated; None: the
     # default (embedding/windows.py DEFAULT_WINDOW_OVERLAP_CHUNKS, the same in training and evaluation)
     window_overlap_chunks: int | None = Field(None, ge=0)
     query_prefix: str | None = None  # None: the model's own (see evaluation/systems/embedders.py)
+    # text put before every document sequence; null: the model's own
     document_prefix: str | None = None
     device: str | None = None  # None: CUDA when present, else CPU
     # The other training corpora (0: left out; None: every document): their first N documents, split as `splits`
     covidqa_documents: int | None = Field(None, ge=0)
+    # the first N State of the Union addresses used (0: left out; null: every one)
     sotu_documents: int | None = Field(None, ge=0)
+    # inverse-cloze pseudo-queries per State of the Union address
     pseudo_queries_per_document: int = Field(20, ge=1)
     # generated documents per template: trained on (controlled.train_domains), evaluated (heldout_domains)
     controlled_documents_per_template: int = Field(20, ge=0, le=100)
+    # generated documents per template of the held-out domains (evaluated)
     heldout_documents_per_template: int = Field(20, ge=1, le=100)
 
 
@@ -177,8 +184,11 @@ def merged_profile(name: str, given: Any) -> Any:
 class ControlledPlan(StrictModel):
     """The generated tasks of the experiment: which domains are trained on, which are held out (never trained on)."""
 
+    # the template domains whose generated documents are trained on
     train_domains: tuple[str, ...] = ("geography", "sport", "things")
+    # the template domains held out: evaluated, never trained on
     heldout_domains: tuple[str, ...] = ("organisations", "people")
+    # the generation seed of both (another seed: other entities and facts)
     seed: int = Field(0, ge=0)
 
     @model_validator(mode="after")
@@ -201,6 +211,7 @@ class ReproduceConfig(StrictModel):
     # validation: where fusion weights are fitted and the pipeline chosen (evaluation/select.py); taken from the
     # documents the earlier {train: 0.5, test: 0.5} tested on, so the training documents stay the same
     splits: SplitsConfig = SplitsConfig(fractions={"train": 0.5, "validation": 0.15, "test": 0.35}, seed=0)
+    # which entry of `profiles` sizes the run: cpu (this machine) or gpu
     profile: Literal["cpu", "gpu"] = "cpu"
     profiles: dict[str, ReproduceProfile] = Field(default_factory=lambda: dict(BUILT_IN_PROFILES))
     window_share: float = Field(0.4, gt=0.0, lt=1.0)  # anchored windows: the head's cap, as a share of the window

@@ -10,7 +10,8 @@ Layout under the data folder (``data/`` beside ``conteb.yaml``, or ``$CONTEB_DAT
     reports/                evaluation: results.json, reports, TREC run files (see evaluation/runner.py)
 
 A published dataset folder is a dataset card (``README.md``) naming its Parquet files, one folder per config
-(:data:`PUBLISHED_CONFIGS`); :mod:`conteb.published` owns it (which files belong to it, publishing it in one step).
+(:data:`PUBLISHED_CONFIGS`) and the stages' quarantine tables (:data:`PUBLISHED_QUARANTINE`); :mod:`conteb.published`
+owns it (which files belong to it, publishing it in one step).
 :func:`shard_split` reads a split from a shard's name where no card names the files (the hub's ``<split>.parquet``
 or ``<split>-NNNNN-of-NNNNN*.parquet``).
 """
@@ -65,6 +66,11 @@ def reports_dir(data_dir: Path) -> Path:
 
 PUBLISHED_CONFIGS: tuple[str, ...] = ("documents", "queries", "synthetic_queries")
 """The configs of a published ConTEB dataset, in publishing order: chunks, queries, synthetic queries."""
+PUBLISHED_QUARANTINE = "quarantine"
+"""The folder of a published dataset holding each stage's quarantine table (``quarantine/<stage>-<hex>.parquet``,
+written even when empty); not a config: ``datasets`` cannot load a table without rows, so the card names them apart."""
+PUBLISHED_FOLDERS: tuple[str, ...] = (*PUBLISHED_CONFIGS, PUBLISHED_QUARANTINE)
+"""Every folder of a published dataset whose files a card names (a file there that no card names is a leftover)."""
 
 _SHARD_NAME = re.compile(r"^(?P<split>.+?)(?:-\d{5}-of-\d{5}.*)?\.parquet$")
 

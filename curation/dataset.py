@@ -24,9 +24,9 @@ import pyarrow.compute as pc
 import yaml
 
 from conteb.config import TaskConfig
-from conteb.published import publish_folder
-from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, PAIRED_QUERIES, SYNTHETIC_QUERIES
-from conteb.storage import PUBLISHED_CONFIGS
+from conteb.published import QUARANTINE_KEY, publish_folder
+from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, PAIRED_QUERIES, QUARANTINE, SYNTHETIC_QUERIES
+from conteb.storage import PUBLISHED_CONFIGS, PUBLISHED_QUARANTINE
 from curation.necessity import RULE as NECESSITY_RULE
 from curation.necessity import is_labelled, necessity_counts
 from curation.pseudo_queries import RULE as PSEUDO_RULE
@@ -179,18 +179,11 @@ class DatasetCard:
                 for name in self.configs
             ],
         }
+        tables = self.data_files.get(PUBLISHED_QUARANTINE, {})
+        if tables:
+            front[QUARANTINE_KEY] = [{"stage": stage, "path": path} for stage, path in tables.items()]
         counts = "\n".join(f"| {name} | {value:,} |" for name, value in self.counts.items())
         settings = "\n".join(f"| {name} | `{value}` |" for name, value in self.settings.items())
-        quarantined = [
-            f"| {stage} | {reason} | {count:,} |"
-            for stage, reasons in self.quarantine.items()
-            for reason, count in reasons.items()
-        ]
-        quarantine = (
-            "| stage | reason | rows |\n|---|---|---|\n" + "\n".join(quarantined)
-            if quarantined
-            else "Nothing was quarantined."
-        )
         return f"""---
 {yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip()}
 ---
@@ -229,13 +222,27 @@ original text (identical unless the task is reformulated).
 |---|---|
 {settings}
 
-## Quarantine
+{self._quarantine_section()}"""
 
-Rows refused by a stage, with their reasons (the full table with file, row and detail is in the
-pipeline's `stages/{self.task}/` folder):
-
-{quarantine}
-"""
+    def _quarantine_section(self) -> str:
+        """Rows refused per stage ("0 rows quarantined" too), with their reasons and the table in ``quarantine/``."""
+        tables = self.data_files.get(PUBLISHED_QUARANTINE, {})
+        total = sum(sum(reasons.values()) for reasons in self.quarantine.values())
+        if not self.quarantine:
+            return f"## Quarantine\n\n{total} rows quarantined: no stage of this task refuses rows.\n"
+        rows = []
+        for stage, reasons in self.quarantine.items():
+            count = sum(reasons.values())
+            why = ", ".join(f"`{reason}`: {n:,}" for reason, n in reasons.items())
+            table = f"`{tables[stage]}`" if stage in tables else ""
+            label = stage.replace("_", " ")  # "llm pairing", "synthetic queries"
+            rows.append(f"| {label} | {count:,} {'row' if count == 1 else 'rows'} quarantined | {why} | {table} |")
+        return (
+            f"## Quarantine\n\n{total:,} {'row' if total == 1 else 'rows'} quarantined in all. Each stage's refused "
+            "rows, with their reasons, are in its table beside this card (columns `stage`, `reason`, `object_kind`, "
+            "`object_id`, `doc_id`, `source`, `row`, `detail`: the file, the row and why), written even when empty."
+            "\n\n| stage | quarantined | reasons | table |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
+        )
 
 
 def _row_doc_ids(table: pa.Table) -> list[str]:
@@ -272,9 +279,11 @@ def write_conteb_dataset(
     card: DatasetCard,
     synthetic_queries: pa.Table | None = None,
     assignment: Mapping[str, str] | None = None,
+    quarantines: Mapping[str, pa.Table] | None = None,
 ) -> dict[str, Path]:
     """Publish the dataset folder in one step (:func:`conteb.published.publish_folder`); files of other
-    splits, and configs no longer produced, are removed.
+    splits, and configs no longer produced, are removed. ``quarantines`` (stage -> table) are published beside
+    the configs in ``quarantine/``, each one even when empty (its schema, ``QUARANTINE``).
 
     ``assignment`` (``{doc_id: split}``, :func:`curation.splits.assign_splits`) splits every config
     by document into ``card.splits``; without it every row goes to ``card.split``. A split without
@@ -328,9 +337,10 @@ def write_conteb_dataset(
         card.data_files = files
         return card.render()
 
-    published = publish_folder(out_dir, parts, render)
+    refused = {stage: table.select(QUARANTINE.names).cast(QUARANTINE) for stage, table in (quarantines or {}).items()}
+    published = publish_folder(out_dir, {**parts, PUBLISHED_QUARANTINE: refused} if refused else parts, render)
     written = {
-        name if len(splits) == 1 else f"{name}/{split}": path
+        name if len(splits) == 1 and name != PUBLISHED_QUARANTINE else f"{name}/{split}": path
         for name, by_split in published.items()
         if name != "card"
         for split, path in by_split.items()
@@ -420,7 +430,7 @@ def publish_task(
         pseudo=pseudo,
         pseudo_split=task.pseudo_split if pseudo is not None else None,
     )
-    paths = write_conteb_dataset(out_dir, documents, queries, card, synthetic_queries, assignment)
+    paths = write_conteb_dataset(out_dir, documents, queries, card, synthetic_queries, assignment, quarantines)
     return PublishedTask(
         paths, documents, counts, quarantine, card.split_counts, dict(assignment) if assignment else None
     )

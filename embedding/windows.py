@@ -165,10 +165,18 @@ class WindowPlanner:
         self.head_cap = int(float(anchor_share) * self.max_length)  # floor(anchor_share * max_length) head tokens
 
     def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
-        """Token ids of each text without special tokens (one batched tokenizer call)."""
+        """Token ids of each text without special tokens (one batched tokenizer call).
+
+        Texts longer than the model's context are expected here (a document joined for the offsets layout, a chunk
+        of the chunk-size study's 8000-character sizes): the planner lays them out in windows, or cuts a chunk that
+        no window holds and counts it (:meth:`_truncate`, one summary line per evaluation). So the tokenizer's own
+        "Token indices sequence length is longer than the specified maximum sequence length ... will result in
+        indexing errors" warning (``verbose=False`` silences it) would only describe ids that never reach the model
+        whole.
+        """
         if not texts:
             return []
-        return self.tokenizer(list(texts), add_special_tokens=False, truncation=False)["input_ids"]
+        return self.tokenizer(list(texts), add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
 
     def plans(self, documents: Sequence[Sequence[str]]) -> list[DocumentTokens]:
         """Tokenize every document (all chunks of all documents in one tokenizer call for ``separator``)."""
@@ -190,8 +198,8 @@ class WindowPlanner:
             starts.append(position)
             position += len(chunk) + len(sep)
         ends = np.array([s + len(c) for s, c in zip(starts, chunks, strict=True)], dtype=np.int64)
-        encoded = self.tokenizer(
-            sep.join(chunks), add_special_tokens=False, truncation=False, return_offsets_mapping=True
+        encoded = self.tokenizer(  # the whole document: longer than the context on purpose (see tokenize)
+            sep.join(chunks), add_special_tokens=False, truncation=False, return_offsets_mapping=True, verbose=False
         )
         ids = np.asarray(encoded["input_ids"], dtype=np.int64)
         offsets = np.asarray(encoded["offset_mapping"], dtype=np.int64).reshape(-1, 2)

@@ -65,13 +65,16 @@ class ModelOptions(StrictModel):
     # a training asset (conteb.names.TrainedModel); its training YAML gives window_policy and header where the system
     # sets neither (evaluation.systems.embedders.as_trained)
     trained: Annotated[str, AfterValidator(trained_model_name)] | None = None
+    # text put before every query; null: the model's own (evaluation/systems/embedders.py)
     query_prefix: str | None = None
+    # text put before every document or chunk sequence; null: the model's own
     document_prefix: str | None = None
     max_length: int | None = Field(None, ge=8)  # tokens per window (default: the model's max_seq_length)
     window_overlap_chunks: int = Field(DEFAULT_WINDOW_OVERLAP_CHUNKS, ge=0)  # embedding/windows.py: measured
     # plain windows, or anchored: every window after the first starts with the document's head (title + first
     # chunk, at most floor(anchor_share * max_length) tokens); late chunking only
     window_policy: Literal["plain", "anchored"] = "plain"
+    # anchored windows: the head takes at most this share of a window's tokens
     anchor_share: float = Field(0.4, gt=0.0, lt=1.0)
     token_budget: int = Field(16384, ge=512)  # padded tokens per forward batch
     device: str | None = None  # default: CUDA when present, else CPU
@@ -116,25 +119,35 @@ title``, ``bm25`` ``context: title``."""
 
 
 class BM25System(StrictModel):
+    # bm25: lexical retrieval with bm25s
     kind: Literal["bm25"]
+    # the system's name in reports and comparisons
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
     role: Role | None = None  # null: a cheap baseline (evaluation/comparisons.py)
     # title: each chunk indexed as title_template filled with its document's title (contextual BM25); a chunk without
     # a title is indexed alone
     context: Literal["independent", "title"] = "independent"
+    # with context: title, how the title and the chunk make the indexed text ({title}, {chunk})
     title_template: TitleTemplate = DEFAULT_TITLE_TEMPLATE
+    # words: words, stop words and stemming; model: the subword ids of `model`'s tokenizer
     tokenizer: Literal["words", "model"] = "words"
     model: str = "offline-minilm"  # tokenizer: model: whose tokenizer gives the subword ids
     stemmer: str | None = "english"  # PyStemmer language; null: no stemming
     stopwords: str | None = "en"  # bm25s stop-word list; null: keep every word
+    # BM25 term-frequency saturation
     k1: float = 1.5
+    # BM25 length normalisation (0: none, 1: full)
     b: float = 0.75
+    # the BM25 variant (bm25s' names)
     method: Literal["lucene", "robertson", "atire", "bm25l", "bm25+"] = "lucene"
 
 
 class DenseSystem(ModelOptions):
+    # dense: one vector per chunk from a sentence-transformers model
     kind: Literal["dense"]
+    # the system's name in reports and comparisons
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    # independent: each chunk alone; late: late chunking in its document; title: the title before each chunk
     context: Literal["independent", "late", "title"] = "independent"
     # context: title, or header: title: the text of each chunk (fields: title, chunk)
     title_template: TitleTemplate = DEFAULT_TITLE_TEMPLATE
@@ -153,14 +166,19 @@ class DenseSystem(ModelOptions):
 
 
 class ContextualSystem(ModelOptions):
+    # contextual: an LLM-written context before each chunk (Anthropic's contextual retrieval)
     kind: Literal["contextual"]
+    # the system's name in reports and comparisons
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
     template: str = "{context}\n\n{chunk}"  # what is embedded; Anthropic prepends the context
 
 
 class LateInteractionSystem(ModelOptions):
+    # late_interaction: per-token vectors scored by MaxSim (ColBERT-style)
     kind: Literal["late_interaction"]
+    # the system's name in reports and comparisons
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    # independent: each chunk alone; late: chunk tokens encoded in their document
     context: Literal["independent", "late"] = "late"
 
 
@@ -176,9 +194,13 @@ class HybridSystem(StrictModel):
     """Reciprocal rank fusion of the declared systems ``systems`` (their names; none a hybrid): see
     :mod:`evaluation.systems.hybrid`. ``k`` >= 0 (Cormack, Clarke and Büttcher, SIGIR 2009, use 60)."""
 
+    # hybrid: reciprocal rank fusion of other systems
     kind: Literal["hybrid"]
+    # the system's name in reports and comparisons
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    # the names of the fused systems (declared in this block, none a hybrid)
     systems: tuple[str, ...] = Field(min_length=2)
+    # the RRF constant: a rank r counts 1 / (k + r)
     k: float = Field(60.0, ge=0.0)
     role: Role | None = None  # null: a baseline when every component is one (evaluation/comparisons.py)
 
@@ -201,14 +223,22 @@ class FusionSystem(StrictModel):
     system, in ``systems`` order; without them (or with ``fit: validation``) they are fitted on the task's validation
     split by a small grid (:mod:`evaluation.select`)."""
 
+    # fusion: a weighted fusion of other systems' scores or ranks
     kind: Literal["fusion"]
+    # the system's name in reports and comparisons
     name: str = Field(pattern=SYSTEM_NAME_PATTERN)
+    # the names of the fused systems (2 to 4, declared in this block, none a fusion or hybrid)
     systems: tuple[str, ...] = Field(min_length=2, max_length=4)
+    # score: weighted sum of normalised scores; rrf: weighted reciprocal rank fusion
     method: Literal["score", "rrf"] = "score"
+    # how each system's scores are normalised per query before the sum (method: score)
     normalise: Literal["minmax", "zscore"] = "minmax"
+    # the RRF constant (method: rrf)
     k: float = Field(60.0, ge=0.0)
+    # how many retrieved chunks per system enter the fusion; null: the evaluation's top_k
     depth: int | None = Field(None, ge=1)
     weights: tuple[float, ...] | None = None
+    # validation: fit the weights on the task's validation split even when `weights` are given
     fit: Literal["validation"] | None = None
     role: Role | None = None  # null: a baseline when every component is one (evaluation/comparisons.py)
 
@@ -254,14 +284,21 @@ SystemConfig = Annotated[
 class ExternalTask(StrictModel):
     """A ConTEB-layout dataset not built by this pipeline: a local folder or a hub dataset id."""
 
+    # the task's name in reports
     name: str = Field(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
     path: str  # folder with documents/ and queries/ (or a hub id such as illuin-conteb/squad)
+    # the split evaluated
     split: str = "test"
 
 
 class BootstrapConfig(StrictModel):
+    """Bootstrap confidence intervals of every reported metric (resampling the queries)."""
+
+    # bootstrap resamples of the queries for each confidence interval
     resamples: int = Field(2000, ge=100)
+    # the intervals' confidence level
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
+    # the resampling seed (the same seed, the same intervals)
     seed: int = 0
 
 
@@ -274,9 +311,13 @@ class SignificanceConfig(StrictModel):
     model holds plain strings, as for names read from ``conteb.yaml``.
     """
 
+    # randomization: paired permutation test; bootstrap: paired bootstrap test
     method: Literal["randomization", "bootstrap"] = "randomization"
+    # permutations or resamples of each test
     resamples: int = Field(10000, ge=100)
+    # the per-query metric compared (default nDCG@10)
     metric: str = HEADLINE
+    # pairs [a, b] of system names tested, beside the comparisons with the best cheap baseline
     comparisons: tuple[tuple[str, str], ...] = Field(
         (
             (SystemName.LATE_CHUNKING, SystemName.INDEPENDENT),
@@ -297,7 +338,9 @@ class ScalingConfig(StrictModel):
     """Corpus-size scaling: nDCG@10 on ``repeats`` random subsets of n documents, n from 1 to all."""
 
     points: int = Field(8, ge=2)  # distinct n values (geometric from 1 to all documents)
+    # random subsets drawn at each corpus size
     repeats: int = Field(5, ge=1)
+    # the subsets' seed
     seed: int = 0
 
 
@@ -309,8 +352,11 @@ class ChunkSizeConfig(StrictModel):
     The default names are validated (``validate_default``): plain strings, as for names read from ``conteb.yaml``.
     """
 
+    # run the chunk-size study in `make evaluate`
     enabled: bool = True
+    # the chunk sizes (characters) the span-annotated tasks are re-chunked at
     sizes: tuple[int, ...] = (8000, 1000, 500, 300, 200, 100)
+    # the systems studied at every size (default: the default systems the block declares)
     systems: tuple[str, ...] = Field(
         (
             SystemName.BM25,
@@ -366,7 +412,9 @@ class EvaluationConfig(StrictModel):
 
     tasks: tuple[str, ...] | None = None  # default: every task of the registry
     external: tuple[ExternalTask, ...] = ()
+    # the retrieval systems evaluated on every task (a list; the default is the documented set)
     systems: tuple[SystemConfig, ...] = Field(default_factory=default_systems)
+    # the k of every @k metric in the results (nDCG@k, recall@k, ...)
     cutoffs: tuple[int, ...] = (1, 5, 10, 50, 100)
     top_k: int = Field(100, ge=1)  # ranks written per query to the TREC run files
     query_block: int = Field(1024, ge=1)  # queries scored per matrix product (bounds memory: block x chunks)

@@ -23,8 +23,11 @@ class Price(StrictModel):
     much as the others (no discount is assumed for a model whose cached price was not given). Finite
     (:class:`conteb.config.StrictModel`)."""
 
+    # dollars per million input tokens
     prompt: float = Field(ge=0)
+    # dollars per million output tokens
     completion: float = Field(ge=0)
+    # dollars per million input tokens served from the provider's prompt cache; null: as `prompt`
     cached_prompt: float | None = Field(None, ge=0)
 
     @property
@@ -47,24 +50,36 @@ class LLMSettings(StrictModel):
     """How the client talks to an OpenAI-compatible endpoint (unknown keys refused, every number finite:
     :class:`conteb.config.StrictModel`)."""
 
+    # the model every LLM stage asks (its name at the endpoint); its price comes from `prices`
     model: str = "gpt-4o"
     base_url: str | None = None  # None: $OPENAI_BASE_URL, else the OpenAI API
+    # sampling temperature of every call (0: the most repeatable answers)
     temperature: float = Field(0.0, ge=0, le=2)
+    # the longest answer a call may get, in tokens
     max_tokens: int = Field(1024, ge=1)
     timeout_s: float = Field(60.0, gt=0)  # per try, from sending the request to the answer's last byte
+    # calls in flight at once
     max_concurrency: int = Field(16, ge=1)
+    # a client-side budget of calls per minute; null: no limit but the server's 429s
     requests_per_minute: int | None = Field(None, ge=1)
+    # a client-side budget of tokens per minute (prompt + answer); null: no limit
     tokens_per_minute: int | None = Field(None, ge=1)
     max_attempts: int = Field(5, ge=1)  # transport tries per call (429, 5xx, timeouts, connection errors)
+    # the wait before the first retry of a transient failure (with jitter: half to all of it), doubled at each try
     backoff_initial_s: float = Field(1.0, ge=0)
+    # the longest wait between two tries (before jitter); a Retry-After header overrides both
     backoff_max_s: float = Field(60.0, ge=0)
     max_retry_after_s: float = Field(60.0, ge=0)  # the longest wait a server's Retry-After header may impose
     max_answer_bytes: int = Field(1024 * 1024, ge=1024)  # a larger HTTP answer is refused as a server fault
     structured_output: Literal["auto", "json_schema", "json_object", "json_instruction"] = "auto"  # llm/structured.py
+    # online: one request per call; batch: the OpenAI Batch API (cheaper, answers within `batch_timeout_s`)
     mode: Literal["online", "batch"] = "online"
+    # how often a batch's status is asked, in seconds
     batch_poll_s: float = Field(30.0, gt=0)
+    # how long a batch may take before its unanswered lines are asked online
     batch_timeout_s: float = Field(24 * 3600.0, gt=0)
     batch_discount: float = Field(0.5, ge=0, le=1)  # Batch API price multiplier
+    # US dollars per million tokens, by model name, for the cost ledger (`conteb costs`)
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     def resolved_base_url(self) -> str:

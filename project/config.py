@@ -76,9 +76,12 @@ class CeleryConfig(StrictModel):
     must exceed the longest step, or a step still running is started a second time elsewhere.
     """
 
+    # the Redis URL of the task queue
     broker: str = "redis://127.0.0.1:6390/0"
+    # the Redis URL where step results come back (another database than the broker's)
     backend: str = "redis://127.0.0.1:6390/1"
     workers: int = Field(2, ge=1, le=64)
+    # steps one worker process runs at once (Celery's prefork pool size)
     concurrency: int = Field(1, ge=1, le=64)
     visibility_timeout_s: int = Field(6 * 3600, ge=60)
     # a run fails when no worker consumes the queue for this long (before its first step, or while steps wait)
@@ -115,8 +118,12 @@ class ExecutionConfig(StrictModel):
     :class:`CeleryConfig`; start them with ``make workers``); the other jobs stay in process.
     """
 
+    # how steps run: auto (in process, multiprocess above `multiprocess_from_tasks` tasks), in_process, multiprocess, or
+    # celery (on the workers of `make workers`)
     executor: Literal["auto", "in_process", "multiprocess", "celery"] = "auto"
+    # steps run at once by the multiprocess executor; null: one per CPU core
     max_concurrent: int | None = Field(None, ge=1)
+    # with executor auto: more tasks than this in the registry run multiprocess
     multiprocess_from_tasks: int = Field(4, ge=1)
     # documents per shard of the heavy stages (the LLM stages): one step per shard, so a distributed executor runs
     # shards on different workers and a step's memory is bounded by its shard, not by the corpus
@@ -127,6 +134,7 @@ class ExecutionConfig(StrictModel):
     # where the encode steps run: a Dagster concurrency pool (e.g. "gpu", limited by `dagster instance concurrency
     # set gpu <N>`) and op tags (e.g. dagster-k8s/config asking for a GPU; deploy/k8s/jobs.py GPU_OP_TAGS)
     encode_pool: str | None = None
+    # op tags of the encode steps (e.g. a dagster-k8s/config asking for a GPU)
     encode_op_tags: dict[str, Any] = Field(default_factory=dict)
     celery: CeleryConfig = CeleryConfig()
 
@@ -144,22 +152,25 @@ class TrainingBlock(StrictModel):
     ``control``: also train the paper's "+Training" control (same data, no context).
     """
 
+    # the tasks whose train split feeds InSeNT training (published folders of `make run`)
     tasks: tuple[str, ...] = ()
     launcher: Literal["subprocess"] = "subprocess"
     nproc_per_node: int = Field(1, ge=1)
     control: bool = True
+    # training hyperparameters: the keys of `training.settings` below (training/config.py)
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
 class ProjectConfig(StrictModel):
     """The whole registry. ``config_path`` is where it was read from (paths resolve against it)."""
 
-    llm: LLMSettings = LLMSettings()
-    execution: ExecutionConfig = ExecutionConfig()
-    training: TrainingBlock = TrainingBlock()
+    llm: LLMSettings = LLMSettings()  # the LLM endpoint, model, rate budget, retries, batch mode and prices
+    execution: ExecutionConfig = ExecutionConfig()  # how the jobs run their steps: in process, multiprocess, Celery
+    training: TrainingBlock = TrainingBlock()  # which tasks train InSeNT and the +Training control, and how
+    # the retrieval systems evaluated, the metrics' cutoffs, confidence intervals, tests and the two studies
     evaluation: EvaluationConfig = EvaluationConfig()
-    reproduce: ReproduceConfig = ReproduceConfig()
-    tasks: tuple[TaskConfig, ...] = ()
+    reproduce: ReproduceConfig = ReproduceConfig()  # the paper's controlled experiment (make reproduce)
+    tasks: tuple[TaskConfig, ...] = ()  # the benchmark tasks: each one's source, splits and curation stages
     config_path: Path | None = None
 
     @model_validator(mode="after")

@@ -45,7 +45,7 @@ def test_a_controlled_task_builds_and_pairs_every_query_by_span(tmp_path: Path, 
     for stage in ("source_quarantine", "chunk_quarantine", "pairing_quarantine"):
         assert pq.read_table(stages / f"{stage}.parquet").num_rows == 0, stage
     card = (folder / "README.md").read_text()
-    assert "Nothing was quarantined." in card
+    assert "0 rows quarantined in all." in card and "| chunking | 0 rows quarantined |" in card
     assert "controlled (templates city, composer; 3 documents per template; seed 0; uninformative titles)" in card
     # Uninformative titles: the theme is the entity the head names, so every query whose gold chunk is not the head
     # needs context (its chunk never names the entity), and the head's own queries do not.

@@ -89,7 +89,7 @@ def test_card_front_matter_and_provenance(tmp_path: Path) -> None:
     front = yaml.safe_load(text.split("---")[1])
     assert front["license"] == "cc0-1.0"
     assert [c["config_name"] for c in front["configs"]] == ["documents", "queries"]
-    assert "| pairing | span_text_mismatch | 3 |" in text
+    assert "| pairing | 3 rows quarantined | `span_text_mismatch`: 3 |  |" in text
     assert "| chunk_size | `1000` |" in text
 
 

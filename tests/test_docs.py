@@ -37,8 +37,19 @@ def build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
 
 
 def page_text(site: Path, page: str) -> str:
-    """The text of a built page, tags dropped and entities decoded."""
-    return html.unescape(re.sub(r"<[^>]+>", " ", (site / page / "index.html").read_text(encoding="utf-8")))
+    """The text of a built page (``use_directory_urls: false``: ``<page>.html``), tags dropped, entities decoded."""
+    return html.unescape(re.sub(r"<[^>]+>", " ", (site / f"{page}.html").read_text(encoding="utf-8")))
+
+
+def table_rows(site: Path, page: str) -> list[list[str]]:
+    """The body rows of every table of a built page, as lists of cell texts."""
+    source = (site / f"{page}.html").read_text(encoding="utf-8")
+    rows = []
+    for body in re.findall(r"<tbody>(.*?)</tbody>", source, flags=re.S):
+        for row in re.findall(r"<tr>(.*?)</tr>", body, flags=re.S):
+            cells = re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)
+            rows.append([" ".join(html.unescape(re.sub(r"<[^>]+>", " ", c)).split()) for c in cells])
+    return rows
 
 
 def build_with_addition(tmp_path: Path, addition: str) -> subprocess.CompletedProcess[str]:
@@ -82,6 +93,26 @@ def test_strict_build_lists_every_key_of_the_sample_task(built_site: Path) -> No
     # values come from the models, not from a copy: the chunk size default and a bound
     row = re.search(r"tasks\[\]\.chunking\.chunk_size\s+int \(≥ 1\)\s+1000", text)
     assert row, "chunk_size row without its type, bound and default"
+
+
+def test_every_registry_key_has_a_description(built_site: Path) -> None:
+    """Each key row of the registry reference says what the key does (a Field description, a comment beside or
+    above the field, the model docstring's ``key``: entry, or for a block its model's first sentence)."""
+    rows = table_rows(built_site, "reference/registry")
+    assert len(rows) > 200
+    bare = [row[0] for row in rows if len(row) == 4 and not row[3]]
+    assert not bare, f"{len(bare)} registry key(s) without a description: {bare[:20]}"
+    top = {row[0]: row[3] for row in rows if "." not in row[0] and "[" not in row[0]}
+    assert set(top) >= {"llm", "execution", "training", "evaluation", "reproduce", "tasks"}
+    assert all(top.values()), top
+
+
+def test_the_command_index_cuts_no_description(built_site: Path) -> None:
+    """The command table shows each command's whole first help paragraph, never click's cut ``...`` summary."""
+    index = {row[0]: row[1] for row in table_rows(built_site, "reference/cli") if len(row) == 2}
+    assert len(index) > 15
+    assert all(text and not text.endswith(("...", "…")) for text in index.values()), index
+    assert index["conteb costs"].endswith("when there are any."), index["conteb costs"]
 
 
 def test_strict_build_lists_every_cli_command_and_option(built_site: Path) -> None:
@@ -129,3 +160,38 @@ def test_right_mentions_and_code_paths_pass(tmp_path: Path) -> None:
         + " `evaluation.json`, `conteb --config x.yaml review list --task sample`, `make workers run N=3`.\n",
     )
     assert result.returncode == 0, result.stderr + result.stdout
+
+
+def test_the_manual_opened_as_files_leads_to_pages_not_folder_listings(built_site: Path) -> None:
+    """Opened from the build folder as file:// pages (no server), a navigation link, a link inside a page (with its
+    anchor) and the registry reference all reach manual pages; a directory URL would show a folder listing."""
+    from tests.support.browser import open_page, require_browser, screenshot
+
+    require_browser()
+    with open_page(1400, 1000) as page:
+        page.goto((built_site / "index.html").as_uri())
+        page.locator(".md-sidebar--primary nav a", has_text="Quickstart").first.click()
+        page.wait_for_load_state()
+        assert page.url == (built_site / "quickstart.html").as_uri()
+        assert page.locator("article h1").inner_text().startswith("Quickstart")
+        assert "Index of" not in page.title() and "Index of" not in page.locator("body").inner_text()
+        screenshot(page, "manual-quickstart-from-files.png", full_page=False)
+
+        page.locator("article a[href='review.html#the-gate-in-dagster']").first.click()
+        page.wait_for_load_state()
+        assert page.url == (built_site / "review.html").as_uri() + "#the-gate-in-dagster"
+        assert page.locator("article h1").inner_text().startswith("Review")
+        assert page.locator("#the-gate-in-dagster").is_visible()
+
+        page.locator(".md-sidebar--primary nav a", has_text="Registry keys").first.click()
+        page.wait_for_load_state()
+        assert page.url.endswith("/reference/registry.html")
+        descriptions = page.locator("article table tbody tr td:nth-child(4)").all_inner_texts()
+        assert len(descriptions) > 200 and all(text.strip() for text in descriptions)
+        screenshot(page, "manual-registry-from-files.png", full_page=False)
+
+        page.locator(".md-sidebar--primary nav a", has_text="Command line").first.click()
+        page.wait_for_load_state()
+        costs = page.locator("article table tbody tr", has=page.locator("a[href='#conteb-costs']")).inner_text()
+        assert costs.rstrip().endswith("when there are any."), costs
+        screenshot(page, "manual-cli-from-files.png", full_page=False)

@@ -9,6 +9,8 @@ import pytest
 
 from conteb.ids import split_chunk_id
 from conteb.names import StageTable
+from conteb.published import card_quarantine, unnamed_files
+from conteb.schemas import QUARANTINE
 from conteb.storage import stage_table_path
 from pipelines.definitions import build_definitions
 from pipelines.run_outcome import run_outcome
@@ -87,6 +89,20 @@ def test_build_conteb_on_the_sample(built_sample: BuiltSample) -> None:
         changed |= {row["chunk_id"] for row in documents if row["chunk"] != row["og_chunk"]}
     assert changed == set(MASKED_CHUNKS)  # the accepted masks are published, every other chunk as it was
 
+    # the quarantine tables beside the data (README): one per stage, empty with its schema, and the card says so
+    tables = card_quarantine(folder)
+    assert set(tables) == {"source", "chunking", "pairing", "reformulation", "synthetic_queries", "answerability"}
+    for stage, path in tables.items():
+        assert path.parent == folder / "quarantine" and path.name.startswith(f"{stage}-")
+        table = pq.read_table(path)
+        assert table.num_rows == 0 and table.schema.equals(QUARANTINE), stage
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert "0 rows quarantined in all." in card
+    for stage, path in tables.items():
+        label = stage.replace("_", " ")
+        assert f"| {label} | 0 rows quarantined |  | `{path.relative_to(folder)}` |" in card
+    assert unnamed_files(folder) == []
+
     materialization = instance.get_latest_materialization_event(dg.AssetKey(["sample", "conteb_dataset"]))
     metadata = materialization.asset_materialization.metadata
     assert metadata["dagster/row_count"].value == sample_counts().chunks
@@ -151,8 +167,20 @@ def test_quarantine_reaches_tables_and_metadata(tmp_path: Path, isolated_env: Pa
     assert mismatch["row"] == "line 2" and mismatch["source"].endswith("queries.jsonl")
     event = instance.get_latest_materialization_event(dg.AssetKey(["tiny", "pairing_quarantine"]))
     assert event.asset_materialization.metadata["quarantine/span_text_mismatch"].value == 1
-    card = (isolated_env / "conteb" / "tiny" / "README.md").read_text()
-    assert "| chunking | empty_document | 1 |" in card
+    folder = isolated_env / "conteb" / "tiny"
+    card = (folder / "README.md").read_text()
+    assert "4 rows quarantined in all." in card
+    published = card_quarantine(folder)
+    assert (
+        f"| chunking | 1 row quarantined | `empty_document`: 1 | `{published['chunking'].relative_to(folder)}` |"
+        in card
+    )
+    for stage, name in (
+        ("source", "source_quarantine"),
+        ("chunking", "chunk_quarantine"),
+        ("pairing", "pairing_quarantine"),
+    ):
+        assert pq.read_table(published[stage]).equals(pq.read_table(stages / f"{name}.parquet").cast(QUARANTINE))
 
 
 @pytest.mark.slow

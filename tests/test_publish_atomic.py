@@ -20,7 +20,15 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import main
-from conteb.published import CARD, KILL_AT_ENV, CardError, card_files, config_shards, unnamed_files
+from conteb.published import (
+    CARD,
+    KILL_AT_ENV,
+    CardError,
+    card_quarantine,
+    config_shards,
+    named_files,
+    unnamed_files,
+)
 from evaluation.load import CorpusError, load_corpus
 from tests.conftest import ROOT, SAMPLE_DIR
 from tests.support.publish_child import publish, write_table_sets
@@ -88,8 +96,8 @@ def files_of(folder: Path) -> set[Path]:
 
 
 def named_by_card(folder: Path) -> set[Path]:
-    files = card_files(folder) or {}
-    return {folder / CARD} | {path for by_split in files.values() for paths in by_split.values() for path in paths}
+    """The card and every file it names (the configs' data files and the quarantine tables)."""
+    return {folder / CARD} | named_files(folder)
 
 
 def run_child(tables: Path, folder: Path, chunk_size: int, kill_at: int) -> int:
@@ -121,14 +129,17 @@ def test_a_publish_killed_at_any_file_operation_leaves_the_old_or_the_new_datase
         version = next((size for size, reference in references.items() if reference == loaded), None)
         assert version is not None, f"kill point {kill_at}: datasets reads neither the old nor the new dataset"
         assert read_with_evaluate(folder) == references[version], f"kill point {kill_at}: conteb evaluate differs"
+        refused = pq.read_table(card_quarantine(folder)["chunking"]).column("object_id").to_pylist()
+        assert refused == [f"blank-{version}"], f"kill point {kill_at}: the quarantine table is another version's"
         seen.append(version)
         publish(tables, folder, NEW)  # the next publish succeeds and leaves only what its card names
         assert read_with_datasets(folder) == references[NEW]
         assert files_of(folder) == named_by_card(folder) and unnamed_files(folder) == []
     else:
         pytest.fail("the publish never completed")
-    # 4 data files (written, renamed), the card (written, renamed), then the 4 old files removed
-    assert len(seen) == 14 and seen == [OLD] * 10 + [NEW] * 4, seen
+    # 4 data files and the chunking quarantine table (written, renamed), the card (written, renamed), then the 5 old
+    # files removed
+    assert len(seen) == 17 and seen == [OLD] * 12 + [NEW] * 5, seen
     assert read_with_datasets(folder) == references[NEW] and files_of(folder) == named_by_card(folder)
 
 
@@ -145,7 +156,7 @@ def test_status_names_leftovers_and_a_card_naming_a_missing_file(tables: Path, i
         .startswith("leftovers of an interrupted publish: 2 file(s) no dataset card names (e.g. documents/.test-")
     ), status.output  # the new train file and the temporary of the test file
 
-    named = next(iter(named_by_card(folder) - {folder / CARD}))
+    named = min(path for path in named_by_card(folder) - {folder / CARD} if path.parent.name == "documents")
     named.unlink()
     status = CliRunner().invoke(main, ["--config", str(ROOT / "conteb.yaml"), "status"])
     assert f"[not built: {folder / CARD}: names {named.relative_to(folder)} (1 missing file(s))" in status.output

@@ -37,40 +37,57 @@ class TrainingConfig(StrictModel):
     # single split reads that one, with a warning); None: every shard of every split
     split: Annotated[str, AfterValidator(valid_split_name)] | None = "train"
     base_model: str = "offline-minilm"  # "offline-minilm", a local folder, or a hub name
+    # the folder the trained model is saved to (sentence-transformers format, with a card)
     output: Path
     mode: Literal["single", "tokens"] = "single"  # single vector (cosine) | late interaction (MaxSim)
     # late: chunks encoded in their document (late chunking, InSeNT); independent: each chunk alone,
     # the paper's "+Training" control (same data and loss, no context)
     context: Literal["late", "independent"] = "late"
+    # weighted: the InSeNT mix lambda_seq * L_seq + (1 - lambda_seq) * L_batch; single_softmax: one softmax over in-
+    # sequence and in-batch negatives together
     loss: Literal["weighted", "single_softmax"] = "weighted"
+    # the weight of the in-sequence loss in the weighted loss (the paper's default 0.1)
     lambda_seq: float = Field(0.1, ge=0.0, le=1.0)
+    # the similarity scale of the InfoNCE losses (20: temperature 0.05)
     scale: float = Field(20.0, gt=0.0)
+    # AdamW learning rate
     lr: float = Field(5e-5, gt=0.0)
+    # AdamW weight decay
     weight_decay: float = Field(0.01, ge=0.0)
+    # share of the optimizer steps spent warming up before the cosine decay
     warmup_ratio: float = Field(0.05, ge=0.0, le=1.0)
+    # passes over the training documents (unless `max_steps` is set)
     epochs: int = Field(2, ge=1)
     max_steps: int | None = Field(None, ge=1)  # optimizer steps; overrides epochs when set
     batch_docs: int = Field(4, ge=1)  # documents per batch per device
+    # batches whose gradients add up into one optimizer step
     grad_accumulation: int = Field(1, ge=1)
+    # gradient norm clipping threshold
     max_grad_norm: float = Field(1.0, gt=0.0)
     max_length: int | None = Field(None, ge=8)  # tokens per window; None: the model's context
     window_overlap_chunks: int = Field(DEFAULT_WINDOW_OVERLAP_CHUNKS, ge=0)  # embedding/windows.py: measured
     # plain windows, or anchored: every window after the first starts with the document's head (title + first
     # chunk, at most floor(anchor_share * max_length) tokens), attended to but never pooled (embedding.encoder)
     window_policy: Literal["plain", "anchored"] = "plain"
+    # anchored windows: the head takes at most this share of a window's tokens
     anchor_share: float = Field(0.4, gt=0.0, lt=1.0)
     # title: each chunk is read as title_template filled with its document's title and the chunk, the text evaluation's
     # ``header: title`` (late) and ``context: title`` (independent) give it (evaluation.systems.headers.header_text);
     # anchored windows then take the first chunk's header text as their head. None: the chunks as published
     header: Literal["title"] | None = None
+    # how a title and a chunk make the text read with `header: title` ({title}, {chunk})
     title_template: TitleTemplate = DEFAULT_TITLE_TEMPLATE
     # weighted loss: mean over queries (ours) or over documents of per-document means (the public code)
     loss_average: Literal["query", "document"] = "query"
+    # share of the training documents held out to measure the loss during training
     validation_fraction: float = Field(0.1, ge=0.0, lt=1.0)
     eval_every: int = Field(50, ge=0)  # 0: evaluate only before and after training
+    # optimizer steps between two logged loss lines
     log_every: int = Field(1, ge=1)
     checkpoint_every: int = Field(100, ge=0)  # 0: no intermediate checkpoints
+    # intermediate checkpoints kept on disk (the oldest are removed)
     keep_checkpoints: int = Field(2, ge=1)
+    # seed of shuffling, the held-out documents and initialisation: the same seed, the same run
     seed: int = 0
     # bf16 autocast of the encoder: auto on CUDA where supported; true on any device (CPU: torch.autocast("cpu"))
     bf16: bool | Literal["auto"] = "auto"
@@ -78,10 +95,15 @@ class TrainingConfig(StrictModel):
     # dropout on attention probabilities while training; None: the model's own (MiniLM 0.1, ModernBERT 0.0).
     # On CPU, PyTorch SDPA with dropout falls back to the unfused attention kernel (embedding.models)
     attention_dropout: float | None = Field(None, ge=0.0, lt=1.0)
+    # also train on the task's synthetic queries (when it has them)
     include_synthetic: bool = True
+    # cuda, cpu or a device name; null: CUDA when present, else CPU
     device: str | None = None
+    # text put before every query (e.g. search_query: for nomic-style models)
     query_prefix: str = ""
+    # text put before every document sequence (e.g. search_document: )
     document_prefix: str = ""
+    # padded tokens per forward batch (bounds the memory of one step)
     token_budget: int = Field(16384, ge=1)
 
     @field_validator("data")

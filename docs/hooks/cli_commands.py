@@ -131,6 +131,15 @@ def _help_text(command: click.Command) -> str:
     return "\n\n".join(paragraphs)
 
 
+def summary_text(command: click.Command) -> str:
+    """The command's summary for the index table: its ``short_help``, else the whole first paragraph of its help
+    (not click's ``get_short_help_str``, which cuts it at a length with an ellipsis)."""
+    if command.short_help:
+        return command.short_help
+    first = inspect.cleandoc(command.help or "").split("\n\n", 1)[0]
+    return " ".join(first.replace("\b", "").split())
+
+
 def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
@@ -168,7 +177,7 @@ def render_cli_page() -> str:
         "|---|---|",
     ]
     for item in commands():
-        summary = item.command.get_short_help_str(limit=120)
+        summary = summary_text(item.command)
         lines.append(f"| [`{item.path}`](#{item.anchor}) | {_cell(summary)} |")
     for item in commands():
         level = "#" * min(2 + item.path.count(" ") - 1, 4) if item.path != PROGRAM else "##"

@@ -5,7 +5,8 @@
 :mod:`cli_commands`); nothing generated is written to ``docs/``. ``on_page_markdown`` checks what each
 hand-written page mentions (:mod:`mentions`: registry keys, ``conteb``/``make`` commands, repository paths), and
 ``on_post_build`` the repository's README.md the same way; each stale mention is a warning naming the page, the
-line and the mention, so ``mkdocs build --strict`` (``make docs``) fails on it.
+line and the mention, so ``mkdocs build --strict`` (``make docs``) fails on it. ``on_config`` keeps remote scripts
+out of the pages.
 
 The hook runs inside the project's virtual environment (it imports ``project.config`` and ``cli.main``); it lives
 outside the layered packages and is not imported by them.
@@ -60,3 +61,10 @@ def on_post_build(config: MkDocsConfig) -> None:
         path = REPOSITORY / name
         if path.is_file():
             _report(name, path.read_text(encoding="utf-8"))
+
+
+def on_config(config: MkDocsConfig) -> MkDocsConfig:
+    """Drop the remote scripts Material's ``offline`` plugin adds (its iframe-worker shim from unpkg.com): a page of
+    this manual loads nothing from the network, opened from files or served (mkdocs.yml, ``plugins``)."""
+    config.extra["polyfills"] = [u for u in config.extra.get("polyfills", []) if "unpkg.com" not in u]
+    return config

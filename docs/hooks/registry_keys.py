@@ -82,10 +82,19 @@ def section_anchor(path: str, variant: str | None = None) -> str:
 # ---------------------------------------------------------------- comments beside fields in the source
 
 
-@cache
 def field_comments(model: type[BaseModel]) -> dict[str, str]:
-    """``{field: comment}`` from ``model``'s own class body: the comment at the end of the field's line(s), after
-    the comment lines just above it."""
+    """``{field: comment}`` from the class bodies of ``model`` and its bases (the nearest class that comments a field
+    wins): the comment at the end of the field's line(s), after the comment lines just above it."""
+    out: dict[str, str] = {}
+    models = [k for k in model.__mro__ if isinstance(k, type) and issubclass(k, BaseModel) and k is not BaseModel]
+    for klass in reversed(models):
+        out.update(_own_field_comments(klass))
+    return out
+
+
+@cache
+def _own_field_comments(model: type[BaseModel]) -> dict[str, str]:
+    """``{field: comment}`` from ``model``'s own class body (:func:`field_comments`)."""
     try:
         source = textwrap.dedent(inspect.getsource(model))
     except (OSError, TypeError):
@@ -124,6 +133,26 @@ def model_doc(model: type[BaseModel]) -> str:
     """The model's own docstring (not an inherited one), as Markdown paragraphs."""
     doc = model.__dict__.get("__doc__")
     return rst_to_markdown(inspect.cleandoc(doc)) if doc else ""
+
+
+def docstring_entry(model: type[BaseModel], name: str) -> str:
+    """What the model's docstring says of ``name`` as ````name````: text: that sentence (after the colon)."""
+    for klass in model.__mro__:
+        doc = " ".join((klass.__dict__.get("__doc__") or "").split())
+        found = re.search(rf"``{re.escape(name)}``: (.+?\.)(?=\s|$)", doc)
+        if found:
+            return rst_to_markdown(found.group(1))
+    return ""
+
+
+def block_summary(annotation: Any) -> str:
+    """A key that holds a block (a model, a list or mapping of one): the first sentence of that model's docstring."""
+    container = _container(annotation)
+    models = models_in(container[1] if container else annotation)
+    if len(models) != 1:
+        return ""
+    doc = model_doc(models[0])
+    return re.split(r"(?<=\.)\s", " ".join(doc.split()), maxsplit=1)[0] if doc else ""
 
 
 # ---------------------------------------------------------------- types and defaults
@@ -284,7 +313,8 @@ class _Walker:
             key_path = f"{path}.{name}" if path else name
             child = node.child(name)
             extra = constraints_text(info)
-            description = rst_to_markdown(info.description or comments.get(name, ""))
+            description = rst_to_markdown(info.description or comments.get(name, "")) or docstring_entry(model, name)
+            description = description or block_summary(info.annotation)
             section.keys.append(
                 Key(
                     path=key_path,

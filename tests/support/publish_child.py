@@ -13,7 +13,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from conteb.config import ChunkingConfig, SampleSource, TaskConfig
+from conteb.names import Stage
 from curation.dataset import PublishedTask, publish_task
+from curation.quarantine import QuarantineReason, QuarantineRecord, quarantine_table
 
 SPLITS = {"train": 0.5, "test": 0.5, "seed": 0}
 
@@ -44,11 +46,27 @@ def write_table_sets(sample_dir: Path, tables: Path, chunk_sizes: tuple[int, ...
         pq.write_table(queries, tables / str(size) / "queries.parquet")
 
 
+def refused(chunk_size: int) -> QuarantineRecord:
+    """A chunking quarantine row naming ``chunk_size``: the two sizes' published quarantine tables differ, so a
+    republish replaces that table too (in the same step as the data)."""
+    return QuarantineRecord(
+        stage=Stage.CHUNKING,
+        reason=QuarantineReason.EMPTY_DOCUMENT,
+        object_kind="document",
+        object_id=f"blank-{chunk_size}",
+        doc_id=f"blank-{chunk_size}",
+        source="data/sample",
+        row=f"blank-{chunk_size}.txt",
+        detail="blank text",
+    )
+
+
 def publish(tables: Path, folder: Path, chunk_size: int) -> PublishedTask:
-    """Publish ``tables/<chunk_size>/`` into ``folder``."""
+    """Publish ``tables/<chunk_size>/`` into ``folder``, with a chunking quarantine table of one row."""
     chunks = pq.read_table(tables / str(chunk_size) / "chunks.parquet")
     queries = pq.read_table(tables / str(chunk_size) / "queries.parquet")
-    return publish_task(folder, sample_task(chunk_size), "data/sample", chunks, queries, {})
+    quarantines = {str(Stage.CHUNKING): quarantine_table([refused(chunk_size)])}
+    return publish_task(folder, sample_task(chunk_size), "data/sample", chunks, queries, quarantines)
 
 
 if __name__ == "__main__":
