@@ -167,4 +167,4 @@ def test_the_task_builds_and_publishes_without_the_bad_rows(tmp_path: Path, isol
     assert run.success
     folder = isolated_env / "conteb" / "trams"
     assert sorted(load_conteb(folder, "queries")["query_id"]) == ["ok", "when"]
-    assert "| source | invalid_field | 2 |" in (folder / "README.md").read_text()
+    assert "| source | 2 rows quarantined | `invalid_field`: 2 |" in (folder / "README.md").read_text()
