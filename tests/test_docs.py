@@ -188,6 +188,11 @@ def test_the_manual_opened_as_files_leads_to_pages_not_folder_listings(built_sit
         assert page.url.endswith("/reference/registry.html")
         descriptions = page.locator("article table tbody tr td:nth-child(4)").all_inner_texts()
         assert len(descriptions) > 200 and all(text.strip() for text in descriptions)
+        # a key is never broken mid-word across lines ("evaluatio" / "n"): one line box per key
+        broken = page.locator("article table tbody tr td:first-child code").evaluate_all(
+            "codes => codes.filter(code => code.getClientRects().length > 1).map(code => code.textContent)"
+        )
+        assert not broken, broken
         screenshot(page, "manual-registry-from-files.png", full_page=False)
 
         page.locator(".md-sidebar--primary nav a", has_text="Command line").first.click()
