@@ -120,8 +120,10 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
             pseudo_sentences=tables.get("pseudo_sentences"),
         )
         counts, written = published.counts, published.paths
+        refused = sum(table.num_rows for table in quarantines.values())
         context.log.info(
-            f"{task.name}: ConTEB dataset written to {out_dir} ({counts['chunks']} chunks, {counts['queries']} queries)"
+            f"{task.name}: ConTEB dataset written to {out_dir} ({counts['chunks']} chunks, {counts['queries']} "
+            f"queries; {refused} {'row' if refused == 1 else 'rows'} quarantined, its tables in quarantine/)"
         )
         return dg.MaterializeResult(
             metadata={

@@ -146,6 +146,7 @@ def test_the_first_hour_in_commands_waiting_for_review_is_not_a_failure(isolated
     assert decided.exit_code == 0, decided.output
     run = subprocess.run(make_run, cwd=ROOT, env=user_make_env(), capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
-    assert f"ConTEB dataset written to {isolated_env / 'conteb' / 'sample'}" in run.stderr
+    written = f"ConTEB dataset written to {isolated_env / 'conteb' / 'sample'} (128 chunks, 195 queries; "
+    assert written + "0 rows quarantined, its tables in quarantine/)" in run.stderr  # says so when nothing was refused
     assert "build_conteb: succeeded" in run.stdout and "WAITING FOR REVIEW" not in run.stdout + run.stderr
     assert (isolated_env / "conteb" / "sample" / "README.md").exists()
