@@ -76,9 +76,10 @@ def offline_minilm_path() -> Path:
 
 
 @contextlib.contextmanager
-def _no_loading_bar() -> Iterator[None]:
-    """transformers 5 draws a "Loading weights: 100%|...| 103/103" bar for every model it loads: a few milliseconds
-    from a local folder, nothing a person waits for, so it is left out of the terminal (and restored after)."""
+def no_transformers_bars() -> Iterator[None]:
+    """transformers 5 draws a "Loading weights: 100%|...| 103/103" bar for every model it loads and a "Writing model
+    shards: 100%|...| 1/1" bar for every model it saves: a few milliseconds on a local folder, nothing a person
+    waits for, so they are left out of the terminal (and the bars restored after)."""
     shown = transformers_logging.is_progress_bar_enabled()
     transformers_logging.disable_progress_bar()
     try:
@@ -96,7 +97,7 @@ def load_offline_minilm(max_seq_length: int = MINILM_MAX_POSITIONS, device: str 
     """
     path = offline_minilm_path()
     verify_sha256(path / "model.safetensors", MINILM_SHA256)
-    with _no_loading_bar():
+    with no_transformers_bars():
         model = SentenceTransformer(str(path), device=str(pick_device(device)), local_files_only=True)
     model.max_seq_length = min(max_seq_length, MINILM_MAX_POSITIONS)
     return model
@@ -109,7 +110,7 @@ def load_model(name_or_path: str, device: str | None = None, max_seq_length: int
     """
     if name_or_path == OFFLINE_MINILM:
         return load_offline_minilm(max_seq_length or MINILM_MAX_POSITIONS, device=device)
-    with _no_loading_bar():
+    with no_transformers_bars():
         model = SentenceTransformer(name_or_path, device=str(pick_device(device)))
     if max_seq_length is not None:
         model.max_seq_length = max_seq_length

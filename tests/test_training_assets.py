@@ -1,9 +1,11 @@
 """Training from Dagster: `insent_model` and its no-context control run through Dagster Pipes
 (a real subprocess), stream logs, and report steps, loss, scores, device, path and a plot."""
 
+import warnings
 from pathlib import Path
 
 import dagster as dg
+import pytest
 import yaml
 from sentence_transformers import SentenceTransformer
 
@@ -18,7 +20,9 @@ from tests.conftest import SAMPLE_DIR
 from tests.support.tiny_models import tiny_modernbert
 
 
-def test_train_insent_job_trains_both_models_through_pipes(tmp_path: Path, isolated_env: Path) -> None:
+def test_train_insent_job_trains_both_models_through_pipes(
+    tmp_path: Path, isolated_env: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     base = tmp_path / "tiny-base"
     tiny_modernbert().save(str(base))
     config_path = tmp_path / "conteb.yaml"
@@ -36,8 +40,15 @@ def test_train_insent_job_trains_both_models_through_pipes(tmp_path: Path, isola
     defs = build_definitions(load_config(config_path))
     instance = dg.DagsterInstance.ephemeral()
     assert defs.resolve_job_def("build_conteb").execute_in_process(instance=instance).success
-    result = defs.resolve_job_def("train_insent").execute_in_process(instance=instance)
+    capfd.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = defs.resolve_job_def("train_insent").execute_in_process(instance=instance)
     assert result.success
+    # the terminal says only what matters: no Dagster Pipes PreviewWarning, no transformers "Writing model shards" bar
+    assert not [w for w in caught if issubclass(w.category, dg.PreviewWarning)], [str(w.message) for w in caught]
+    printed = capfd.readouterr()
+    assert "Writing model shards" not in printed.err + printed.out
 
     for name, context in (("insent_model", "late"), ("finetune_control_model", "independent")):
         event = instance.get_latest_materialization_event(dg.AssetKey([name]))

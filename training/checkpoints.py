@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from sentence_transformers import SentenceTransformer
 
+from embedding.models import no_transformers_bars
 from training.config import TrainingConfig, config_to_dict
 
 CHECKPOINTS = "checkpoints"
@@ -117,7 +118,8 @@ def save_checkpoint(
         shutil.rmtree(stale, ignore_errors=True)
     tmp = folder / f".tmp-step-{step}-{os.getpid()}"
     tmp.mkdir()
-    model.save(str(tmp / "model"))
+    with no_transformers_bars():
+        model.save(str(tmp / "model"))
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
     torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
     torch.save(_rng_state(), tmp / "rng.pt")

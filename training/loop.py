@@ -31,7 +31,7 @@ from sentence_transformers import SentenceTransformer
 from transformers import get_cosine_schedule_with_warmup
 
 from embedding.encoder import LateChunkingEncoder, PoolingPolicy
-from embedding.models import load_model, set_attention_dropout
+from embedding.models import load_model, no_transformers_bars, set_attention_dropout
 from embedding.windows import Context
 from evaluation.config import DEFAULT_TITLE_TEMPLATE
 from training.card import write_model_card
@@ -397,7 +397,8 @@ def _finish(run: _Run, started: float) -> TrainResult:
     if run.dist.main:
         final_scores = _evaluate(run, run.step)
         output.mkdir(parents=True, exist_ok=True)
-        run.model.save(str(output))
+        with no_transformers_bars():
+            run.model.save(str(output))
     result = TrainResult(
         steps=run.step,
         final_loss=run.last,
