@@ -24,7 +24,7 @@ from conteb.config import closest_name
 from conteb.sqlite_kinds import StoreFileError
 from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
 from review.exchange import EXPORT_FORMATS, ExportRefused
-from review.flags import flag_notes
+from review.flags import item_flag_notes
 from review.model import STATUSES, InvalidDecisionError, UnknownItemError, clean_person_reviewer, reviewer_label
 from review.schema import REVIEW_STORE
 from review.store import ReviewStore
@@ -127,7 +127,7 @@ def show(ctx: click.Context, item_id: str) -> None:
         f"reviewer {reviewer_label(item.reviewer, missing='none yet')})"
     )
     click.echo(f"title: {item.title}\nflags: {', '.join(item.flags) or 'none'}")
-    for note in flag_notes(item.flags, item.context, item.method, item.original):
+    for note in item_flag_notes(item):
         asked = "".join(f"\n    {question.query_id}: {question.text}" for question in note.questions)
         click.echo(f"  - {note.sentence}{asked}" + (f"\n    {note.action}" if note.action else ""))
     click.echo(f"--- original\n{item.original}\n--- proposed\n{item.proposed}")

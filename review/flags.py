@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from review.model import LLM_FAILED_FLAG
+from review.model import LLM_FAILED_FLAG, ReviewItem
 
 LEAK = "leak"
 LOST_ANSWER = "lost_answer"
@@ -131,3 +131,8 @@ def flag_notes(
     anything else "The proposal ..."); ``original``: the item's original (the span method's chunk ids)."""
     subject = "The mask" if method == "mask" else "The rewrite" if method == "llm" else "The proposal"
     return [_note(flag, context or {}, original, subject) for flag in flags]
+
+
+def item_flag_notes(item: ReviewItem) -> list[FlagNote]:
+    """The flags of review item ``item`` in words (:func:`flag_notes` with its context, method and original)."""
+    return flag_notes(item.flags, item.context, item.method, item.original)

@@ -35,7 +35,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from review.diff import changed_words, inline_diff, word_diff
-from review.flags import LOST_ANSWERS, FlagNote, flag_notes
+from review.flags import LOST_ANSWERS, item_flag_notes
 from review.model import (
     ACTIONS,
     ConflictError,
@@ -89,11 +89,6 @@ def _when(timestamp: float | None) -> str:
     return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _item_flag_notes(item: ReviewItem) -> list[FlagNote]:
-    """The item's flags in words (:func:`review.flags.flag_notes`)."""
-    return flag_notes(item.flags, item.context, item.method, item.original)
-
-
 def _item_changes(item: ReviewItem) -> Markup:
     """The words the item's proposal (or its final text) changes, for the queue list."""
     return changed_words(item.original, item.final_text or item.proposed)
@@ -126,7 +121,7 @@ class _ReviewApp:
             accept_unflagged_url=accept_unflagged_url,
             status_filters=STATUS_FILTERS,
             page_sizes=PAGE_SIZES,
-            flag_notes=_item_flag_notes,
+            flag_notes=item_flag_notes,
             changes=_item_changes,
         )
         self.env.filters["when"] = _when

@@ -19,7 +19,6 @@ from evaluation.reports.blocks import (
     best_formatted,
     comparison_rows,
     configured,
-    ordered,
     provenance_blocks,
     reason_text,
     status_text,
@@ -38,7 +37,13 @@ from evaluation.reports.document import (
     text,
 )
 from evaluation.reports.formatting import DASH, format_metric, format_summary
-from evaluation.reports.ranking import by_score, headline, overall_scores, ranked_systems, task_scores
+from evaluation.reports.ranking import (
+    chunk_size_systems,
+    headline,
+    overall_scores,
+    ranked_systems,
+    task_scores,
+)
 from evaluation.reports.reading import overall_reading_parts
 from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, TaskEvaluation
 
@@ -206,7 +211,7 @@ def chunk_size_blocks(
         sizes = sorted({c.chunk_size for e in studied for c in e.chunk_sizes}, reverse=True)
         rows = []
         for e in studied:
-            for system in by_score(ordered(c.system for c in e.chunk_sizes), task_scores(e).get):
+            for system in chunk_size_systems(e):
                 cells = [text(e.task), text(system)]
                 for size in sizes:
                     p = next((c for c in e.chunk_sizes if c.system == system and c.chunk_size == size), None)

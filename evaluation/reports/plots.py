@@ -15,7 +15,6 @@ labels are real ``<text>`` (``svg.fonttype: none``) for the HTML page. ``dpi`` s
 from __future__ import annotations
 
 import io
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from evaluation.reports.ranking import (
     FAMILY_COLORS,
     Family,
     best_cheap_baseline,
+    chunk_size_systems,
     headline,
     overall_scores,
     ranked_runs,
@@ -388,10 +388,9 @@ def chunk_sizes_figure(evaluations: list[TaskEvaluation]) -> Figure | None:
     rows = []
     sizes = sorted({p.chunk_size for e in tasks for p in e.chunk_sizes}, reverse=True)
     for evaluation in tasks:
-        order = {r.system: i for i, r in enumerate(ranked_runs(evaluation))}
         families = {r.system: run_family(r) for r in evaluation.runs}
         series = []
-        for system in sorted({p.system for p in evaluation.chunk_sizes}, key=lambda s: (order.get(s, math.inf), s)):
+        for system in chunk_size_systems(evaluation):
             points = sorted((p for p in evaluation.chunk_sizes if p.system == system), key=lambda p: -p.chunk_size)
             series.append(
                 Series(

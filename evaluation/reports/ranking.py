@@ -33,11 +33,12 @@ FAMILY_COLORS: dict[Family, str] = {
 
 def by_score(items: Iterable[T], score: Callable[[T], float | None]) -> list[T]:
     """``items`` best first by ``score``; those scored ``None`` or NaN last; ties keep their given order."""
-    listed = list(items)
-    scored = [(s, i, item) for i, item in enumerate(listed) if not is_missing(s := score(item))]
-    scored.sort(key=lambda entry: (-float(entry[0]), entry[1]))  # type: ignore[arg-type]
-    kept = {id(item) for _, _, item in scored}
-    return [item for _, _, item in scored] + [item for item in listed if id(item) not in kept]
+
+    def rank(item: T) -> tuple[bool, float]:
+        value = score(item)
+        return (True, 0.0) if value is None or is_missing(value) else (False, -float(value))
+
+    return sorted(items, key=rank)  # stable: ties, and the unscored, keep their order
 
 
 def headline(run: SystemRun | None) -> float | None:
@@ -72,6 +73,12 @@ def ranked_systems(scores: Mapping[str, float | None]) -> list[str]:
 def ranked_runs(evaluation: TaskEvaluation) -> list[SystemRun]:
     """The runs of ``evaluation`` best nDCG@10 first, the runs that did not run last."""
     return by_score(evaluation.runs, headline)
+
+
+def chunk_size_systems(evaluation: TaskEvaluation) -> list[str]:
+    """The systems of ``evaluation``'s chunk-size study, best nDCG@10 on the task first (the order of its table
+    and its figure)."""
+    return by_score(dict.fromkeys(point.system for point in evaluation.chunk_sizes), task_scores(evaluation).get)
 
 
 def run_family(run: SystemRun) -> Family:

@@ -21,7 +21,6 @@ from evaluation.reports.blocks import (
     best_formatted,
     comparison_rows,
     configured,
-    ordered,
     provenance_blocks,
     provenance_cell,
     reason_text,
@@ -52,7 +51,7 @@ from evaluation.reports.formatting import (
     format_usd,
     metric_sort_key,
 )
-from evaluation.reports.ranking import by_score, ranked_runs, task_scores
+from evaluation.reports.ranking import chunk_size_systems, ranked_runs
 from evaluation.reports.reading import task_reading_parts
 from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, SystemRun, TaskEvaluation, is_missing
 
@@ -272,7 +271,7 @@ def chunk_size_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> lis
     blocks: list[Block] = [Heading("Chunk-size robustness")]
     if e.chunk_sizes:
         blocks.append(Paragraph((Span("The task re-chunked at each size (characters); nDCG@10 [95% CI]."),)))
-        systems = by_score(ordered(c.system for c in e.chunk_sizes), task_scores(e).get)
+        systems = chunk_size_systems(e)
         rows = []
         for size in sorted({c.chunk_size for c in e.chunk_sizes}, reverse=True):
             at_size = [
