@@ -54,6 +54,12 @@ class EvalCorpus:
         return None if self.needs_context is None else int(np.count_nonzero(self.needs_context))
 
     @property
+    def query_documents(self) -> list[str]:
+        """Per query, the document of its gold chunk: the unit every confidence interval and paired test resamples
+        (:mod:`evaluation.metrics.stats`)."""
+        return [self.doc_ids[g] for g in self.gold]
+
+    @property
     def document_order(self) -> list[str]:
         """Distinct document ids in corpus order."""
         return list(dict.fromkeys(self.doc_ids))

@@ -76,23 +76,28 @@ class LLMUsage:
 
 @dataclass
 class Summary:
-    """A mean over queries with its bootstrap confidence interval."""
+    """A mean over queries with its bootstrap confidence interval, resampling whole documents
+    (:func:`evaluation.metrics.stats.bootstrap_ci`); ``n_documents`` None: a file written before documents were
+    counted (its interval resampled queries)."""
 
     value: float
     ci_low: float
     ci_high: float
     n_queries: int
+    n_documents: int | None = None
 
 
 @dataclass
 class PositionPoint:
-    """nDCG@10 of the queries whose gold chunk is at ``position`` (0 = first chunk of its document)."""
+    """nDCG@10 of the queries whose gold chunk is at ``position`` (0 = first chunk of its document), its interval
+    resampling their documents."""
 
     position: int
     value: float
     ci_low: float
     ci_high: float
     n_queries: int
+    n_documents: int | None = None  # None: a file written before documents were counted
 
 
 @dataclass
@@ -142,8 +147,15 @@ class SystemRun:
 
 @dataclass
 class Comparison:
-    """Paired significance test of ``system_a`` vs ``system_b`` on the same queries (two-sided).
+    """Paired significance test of ``system_a`` vs ``system_b`` on the same queries (two-sided), with whole documents
+    as the units (:mod:`evaluation.metrics.stats`).
 
+    ``p_value``: the document-level test; ``p_adjusted``: it after Holm's adjustment over the task's family of
+    comparisons (:func:`evaluation.metrics.stats.adjust_family`: every comparison of one evaluation, both subsets),
+    what :meth:`significant` and every count read (NaN in a file written before the adjustment: never significant);
+    ``p_query``: the same test with each query its own unit (a secondary figure, labelled so); ``ci_low`` and
+    ``ci_high``: the document-bootstrap interval of ``difference``; ``mdd``: the smallest true difference the test
+    detects with 80% power at 0.05 on these documents (``inf``: too few documents to reach 0.05 at all).
     ``plan``: :data:`CONFIGURED` or :data:`BEST_BASELINE` (``system_b`` is then the best cheap baseline on these
     queries, picked among ``baselines``: every baseline that ran -> its mean of ``metric`` on the same queries)."""
 
@@ -161,10 +173,23 @@ class Comparison:
     subset: str = ALL  # the queries tested: "all" | "needs_context"
     plan: str = CONFIGURED  # CONFIGURED | BEST_BASELINE
     baselines: dict[str, float] = field(default_factory=dict)  # BEST_BASELINE: each candidate's mean, these queries
+    n_documents: int | None = None  # None: a file written before documents were the units (its p resampled queries)
+    p_adjusted: float = float("nan")
+    p_query: float = float("nan")
+    ci_low: float = float("nan")
+    ci_high: float = float("nan")
+    mdd: float = float("nan")
 
     def significant(self) -> bool:
-        """``p_value < SIGNIFICANCE_LEVEL`` (a missing p-value is not significant)."""
-        return not is_missing(self.p_value) and self.p_value < SIGNIFICANCE_LEVEL
+        """``p_adjusted < SIGNIFICANCE_LEVEL`` (a missing p-value is not significant)."""
+        return not is_missing(self.p_adjusted) and self.p_adjusted < SIGNIFICANCE_LEVEL
+
+    def direction(self) -> str:
+        """The verdict in words: ``significantly better``, ``significantly worse`` (``system_a`` against
+        ``system_b``, Holm-adjusted) or ``no measurable difference``."""
+        if not self.significant():
+            return "no measurable difference"
+        return "significantly better" if self.difference > 0 else "significantly worse"
 
 
 @dataclass
@@ -179,6 +204,7 @@ class ChunkSizePoint:
     ci_high: float
     n_queries: int
     n_chunks: int
+    n_documents: int | None = None  # None: a file written before documents were counted
 
 
 SELECTION_RULE = (
@@ -240,6 +266,8 @@ def to_json(evaluation: TaskEvaluation) -> str:
 def _clean(value: Any) -> Any:
     if isinstance(value, float) and is_missing(value):
         return None
+    if isinstance(value, float) and math.isinf(value):
+        return "inf" if value > 0 else "-inf"  # JSON has no infinity: a comparison's mdd can be one
     if isinstance(value, dict):
         return {k: _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -289,6 +317,8 @@ def from_json(text: str) -> TaskEvaluation:
 
 
 def _nan(value: Any) -> Any:
+    if value in ("inf", "-inf"):
+        return float(value)
     return float("nan") if value is None else value
 
 

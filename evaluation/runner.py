@@ -44,7 +44,7 @@ from evaluation.encoded import EncodingKey, EncodingOutcome
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
 from evaluation.metrics import trec
 from evaluation.metrics.retrieval import metrics_from_gold_rank
-from evaluation.metrics.stats import paired_test, summarize
+from evaluation.metrics.stats import adjust_family, paired, summarize
 from evaluation.metrics.views import by_position, sample_subsets, scaling_curve, scaling_sizes
 from evaluation.rechunk import SpanSources, rechunk_corpus
 from evaluation.results import (
@@ -215,9 +215,10 @@ class _Evaluator:
         """Forget the components kept for ``size`` (None: the task's corpus)."""
         self.prepared = {key: value for key, value in self.prepared.items() if key[1] != size}
 
-    def _summary(self, values: np.ndarray):
+    def _summary(self, values: np.ndarray, documents: Sequence[str] | np.ndarray):
+        """The summary of per-query ``values`` with its interval over ``documents`` (one per value)."""
         b = self.config.bootstrap
-        return summarize(values, b.resamples, b.confidence, b.seed)
+        return summarize(values, documents, b.resamples, b.confidence, b.seed)
 
     def _rank(self, indexed: IndexedSystem, corpus: EvalCorpus, subsets: np.ndarray | None, label: str):
         done = 0
@@ -281,15 +282,18 @@ class _Evaluator:
         table = pa.table({"query_id": corpus.query_ids, **per_query}, schema=per_query_metrics_schema(list(per_query)))
         write_parquet_atomic(table, per_query_path(self.reports_dir, corpus.name, system.name))
         b = self.config.bootstrap
+        documents = np.asarray(corpus.query_documents)
         run = SystemRun(
             task=corpus.name,
             system=system.name,
             kind=system.kind,
             status="ok",
             description=indexed.description,
-            metrics={name: self._summary(values) for name, values in per_query.items()},
-            document_ndcg10=self._summary(metrics_from_gold_rank(ranking.doc_rank, (10,))[HEADLINE]),
-            by_position=by_position(headline, corpus.chunk_index[corpus.gold], b.resamples, b.confidence, b.seed),
+            metrics={name: self._summary(values, documents) for name, values in per_query.items()},
+            document_ndcg10=self._summary(metrics_from_gold_rank(ranking.doc_rank, (10,))[HEADLINE], documents),
+            by_position=by_position(
+                headline, corpus.chunk_index[corpus.gold], documents, b.resamples, b.confidence, b.seed
+            ),
             scaling=scaling_curve(ranking.subset_rank, self.subset_size),
             index_seconds=round(indexed.index_seconds, 3),
             documents_per_second=round(corpus.n_documents / indexed.index_seconds, 3)
@@ -302,7 +306,7 @@ class _Evaluator:
             # ``trained``: the training asset of the model (None: an untrained model; read by
             # evaluation/reports/reading.py)
             details={**indexed.details, "trained": system.trained} if hasattr(system, "trained") else indexed.details,
-            subset_metrics=self._subset_metrics(per_query),
+            subset_metrics=self._subset_metrics(per_query, documents),
             provenance=base.provenance,
             provenance_note=base.provenance_note,
             role=role,
@@ -310,15 +314,16 @@ class _Evaluator:
         self.log(
             f"{system.name}: nDCG@10 {run.metrics[HEADLINE].value:.3f} "
             f"[{run.metrics[HEADLINE].ci_low:.3f}, {run.metrics[HEADLINE].ci_high:.3f}] over {corpus.n_queries:,} "
-            f"queries; indexed in {indexed.index_seconds:.1f} s"
+            f"queries of {corpus.n_documents:,} documents; indexed in {indexed.index_seconds:.1f} s"
         )
         return run
 
-    def _subset_metrics(self, per_query: dict[str, np.ndarray]) -> dict[str, dict]:
+    def _subset_metrics(self, per_query: dict[str, np.ndarray], documents: np.ndarray) -> dict[str, dict]:
         """Every metric's summary on the ``needs_context`` queries (``{}`` when the subset is not reported)."""
         if self.needs_context is None:
             return {}
-        return {NEEDS_CONTEXT: {name: self._summary(values[self.needs_context]) for name, values in per_query.items()}}
+        mask = self.needs_context
+        return {NEEDS_CONTEXT: {name: self._summary(v[mask], documents[mask]) for name, v in per_query.items()}}
 
     def chunk_size_points(
         self,
@@ -340,7 +345,8 @@ class _Evaluator:
                     self.log(self.skipped[-1])
                     continue
                 ranking = self._rank(indexed, corpus, None, f"{system.name}@{size}")
-                summary = self._summary(metrics_from_gold_rank(ranking.gold_rank, (10,))[HEADLINE])
+                ndcg = metrics_from_gold_rank(ranking.gold_rank, (10,))[HEADLINE]
+                summary = self._summary(ndcg, corpus.query_documents)
                 points.append(
                     ChunkSizePoint(
                         task=self.corpus.name,
@@ -351,6 +357,7 @@ class _Evaluator:
                         ci_high=summary.ci_high,
                         n_queries=summary.n_queries,
                         n_chunks=corpus.n_chunks,
+                        n_documents=summary.n_documents,
                     )
                 )
                 self.log(f"chunk size {size}: {system.name} nDCG@10 {summary.value:.3f}")
@@ -394,12 +401,15 @@ def compare_systems(
     config: EvaluationConfig,
     reports_dir: Path,
     query_ids: Sequence[str],
+    documents: Mapping[str, str],
     subset: str = ALL,
 ) -> list[Comparison]:
     """The paired tests of the comparison plan (:mod:`evaluation.comparisons`) between systems that ran, on
     ``query_ids`` (the task's current queries, or those of ``subset``, recorded in each comparison): first each tested
     system against the best cheap baseline on these queries (``plan`` :data:`~evaluation.results.BEST_BASELINE`, the
-    candidates' means in ``baselines``), then the configured pairs not already tested."""
+    candidates' means in ``baselines``), then the configured pairs not already tested. ``documents``: query id ->
+    its document, the unit of every test and interval (:func:`evaluation.metrics.stats.paired`); ``p_adjusted`` is
+    left for the caller, who knows the whole family (:func:`evaluation.metrics.stats.adjust_family`)."""
     significance = config.significance
     plan = comparison_plan(config)
     ok = {run.system for run in evaluation.runs if run.status == "ok"}
@@ -417,7 +427,11 @@ def compare_systems(
         shared = [q for q in query_ids if q in values_a and q in values_b]
         x = np.array([values_a[q] for q in shared], dtype=np.float64)
         y = np.array([values_b[q] for q in shared], dtype=np.float64)
-        p_value = paired_test(x, y, significance.method, significance.resamples, config.bootstrap.seed)
+        boot = config.bootstrap
+        result = paired(
+            x, y, [documents[q] for q in shared], significance.method, significance.resamples, boot.resamples,
+            boot.confidence, boot.seed,
+        )  # fmt: skip
         return Comparison(
             task=evaluation.task,
             system_a=a,
@@ -425,9 +439,14 @@ def compare_systems(
             metric=significance.metric,
             mean_a=float(x.mean()),
             mean_b=float(y.mean()),
-            difference=float(x.mean() - y.mean()),
-            p_value=float(p_value),
+            difference=result.difference,
+            p_value=result.p_value,
             n_queries=len(shared),
+            n_documents=result.n_documents,
+            p_query=result.p_query,
+            ci_low=result.ci_low,
+            ci_high=result.ci_high,
+            mdd=result.mdd,
             method=significance.method,
             resamples=significance.resamples,
             subset=subset,
@@ -574,9 +593,13 @@ def _evaluate_task(
     )
     if config.select and validation is None:
         evaluation.notes.append(f"no pipeline chosen: {corpus.name} has no validation split (evaluation.select)")
-    evaluation.comparisons = compare_systems(evaluation, config, reports_dir, corpus.query_ids)
+    documents = dict(zip(corpus.query_ids, corpus.query_documents, strict=True))
+    evaluation.comparisons = compare_systems(evaluation, config, reports_dir, corpus.query_ids, documents)
     if subset_ids is not None:
-        evaluation.subset_comparisons = compare_systems(evaluation, config, reports_dir, subset_ids, NEEDS_CONTEXT)
+        evaluation.subset_comparisons = compare_systems(
+            evaluation, config, reports_dir, subset_ids, documents, NEEDS_CONTEXT
+        )
+    adjust_family(evaluation.comparisons + evaluation.subset_comparisons)  # one family: the task's comparisons
     if not (study.enabled and chunk_sizes):
         evaluation.chunk_size_note = "chunk-size study disabled"
         if previous is not None and previous.chunk_sizes:

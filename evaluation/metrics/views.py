@@ -23,18 +23,26 @@ from evaluation.results import PositionPoint, ScalingPoint
 
 
 def by_position(
-    values: np.ndarray, position: np.ndarray, resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+    values: np.ndarray,
+    position: np.ndarray,
+    documents: np.ndarray | None = None,
+    resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
 ) -> list[PositionPoint]:
     """One :class:`PositionPoint` per gold position present (ascending): mean of ``values`` (per-query
     nDCG@10, [Q]) over the queries whose gold chunk has that ``position`` ([Q] chunk_index), its
-    bootstrap CI and the number of such queries."""
+    bootstrap CI over their ``documents`` ([Q] labels; None: each query its own) and the numbers of such queries
+    and documents."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     position = np.asarray(position).reshape(-1)
     if len(values) != len(position):
         raise ValueError(f"values ({len(values)}) and position ({len(position)}) must have one entry per query")
+    labels = None if documents is None else np.asarray(documents).reshape(-1)
     points = []
     for p in np.unique(position):
-        summary = summarize(values[position == p], resamples, confidence, seed)
+        at = position == p
+        summary = summarize(values[at], None if labels is None else labels[at], resamples, confidence, seed)
         points.append(
             PositionPoint(
                 position=int(p),
@@ -42,6 +50,7 @@ def by_position(
                 ci_low=summary.ci_low,
                 ci_high=summary.ci_high,
                 n_queries=summary.n_queries,
+                n_documents=summary.n_documents,
             )
         )
     return points

@@ -230,7 +230,7 @@ def paired_effect(
     a = np.array([per_query[effect.system_a][q] for q in query_ids], dtype=np.float64)
     b = np.array([per_query[effect.system_b][q] for q in query_ids], dtype=np.float64)
     difference = summarize(a - b, resamples=2000, confidence=0.95, seed=seed)
-    p_value = paired_test(a, b, "randomization", resamples, seed)
+    p_value = paired_test(a, b, None, "randomization", resamples, seed)
     points = 100.0 * difference.value
     result.verdict = verdict_of(points, p_value, authors_measured=effect.source is not None)
     result.points, result.ci_low, result.ci_high = points, 100.0 * difference.ci_low, 100.0 * difference.ci_high

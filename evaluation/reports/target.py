@@ -118,7 +118,7 @@ def paired_margin(
     a = np.array([per_query[system][q] for q in ids], dtype=np.float64)
     b = np.array([per_query[rival][q] for q in ids], dtype=np.float64)
     difference = summarize(a - b, resamples=2000, confidence=0.95, seed=0)
-    p = paired_test(a, b, "randomization", 10000, 0)
+    p = paired_test(a, b, None, "randomization", 10000, 0)
     return Margin(system, rival, subset, difference.value, difference.ci_low, difference.ci_high, p, len(ids))
 
 

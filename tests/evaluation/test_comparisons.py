@@ -113,6 +113,9 @@ def test_best_baseline_ties_absent_and_nan():
     assert plan.role("late") == TESTED and plan.role("broken") == BASELINE and plan.role("ghost") is None
 
 
+DOCUMENTS = {"q0": "d0", "q1": "d0", "q2": "d1", "q3": "d1"}
+
+
 def evaluation_on_disk(reports: Path) -> TaskEvaluation:
     runs = [SystemRun(task="t", system=name, kind="x", status="ok") for name in PER_QUERY]
     runs.append(SystemRun(task="t", system="broken", kind="bm25", status="not_run", reason="unknown stemmer"))
@@ -124,7 +127,7 @@ def evaluation_on_disk(reports: Path) -> TaskEvaluation:
 
 def test_each_tested_system_meets_the_best_baseline_of_the_queries_tested(tmp_path: Path):
     evaluation = evaluation_on_disk(tmp_path)
-    on_all = compare_systems(evaluation, CONFIG, tmp_path, QUERIES)
+    on_all = compare_systems(evaluation, CONFIG, tmp_path, QUERIES, DOCUMENTS)
     best = [c for c in on_all if c.plan == BEST_BASELINE]
     assert [(c.system_a, c.system_b) for c in best] == [("late", "words"), ("anchored", "words")]  # tie: declared first
     assert best[0].baselines == {"words": 0.5, "title": 0.5}  # the one that did not run is not a candidate
@@ -134,7 +137,7 @@ def test_each_tested_system_meets_the_best_baseline_of_the_queries_tested(tmp_pa
         ("late", "title", CONFIGURED),
         ("anchored", "late", CONFIGURED),
     ]
-    subset = compare_systems(evaluation, CONFIG, tmp_path, ["q2", "q3"], NEEDS_CONTEXT)
+    subset = compare_systems(evaluation, CONFIG, tmp_path, ["q2", "q3"], DOCUMENTS, NEEDS_CONTEXT)
     best = [c for c in subset if c.plan == BEST_BASELINE]
     assert [(c.system_a, c.system_b) for c in best] == [("late", "title"), ("anchored", "title")]  # best on these
     assert best[0].baselines == {"words": 0.0, "title": 0.5} and {c.subset for c in subset} == {NEEDS_CONTEXT}
@@ -147,7 +150,7 @@ def test_no_baseline_ran_no_best_baseline_comparison(tmp_path: Path):
     for run in evaluation.runs:
         if run.system in ("words", "title"):
             run.status = "failed"
-    comparisons = compare_systems(evaluation, CONFIG, tmp_path, QUERIES)
+    comparisons = compare_systems(evaluation, CONFIG, tmp_path, QUERIES, DOCUMENTS)
     assert [(c.system_a, c.system_b, c.plan) for c in comparisons] == [("anchored", "late", CONFIGURED)]
 
 

@@ -40,7 +40,9 @@ def test_labels_are_read_and_missing_labels_are_noted(tmp_path: Path) -> None:
 
 def test_every_metric_and_comparison_is_repeated_on_the_subset(tmp_path: Path) -> None:
     mask = np.array([True, False, True])
-    evaluation = evaluate(dataclasses.replace(toy_corpus(), needs_context=mask), tmp_path)
+    corpus = dataclasses.replace(toy_corpus(), needs_context=mask)
+    evaluation_corpus_documents = corpus.query_documents
+    evaluation = evaluate(corpus, tmp_path)
     assert evaluation.n_needs_context == 2
     b = CONFIG.bootstrap
     for run in evaluation.runs:
@@ -51,7 +53,9 @@ def test_every_metric_and_comparison_is_repeated_on_the_subset(tmp_path: Path) -
             values = np.array(per_query[metric])[mask]
             assert summary.n_queries == 2
             assert summary.value == pytest.approx(values.mean())
-            expected = summarize(values, b.resamples, b.confidence, b.seed)
+            documents = np.array(evaluation_corpus_documents)[mask]
+            expected = summarize(values, documents, b.resamples, b.confidence, b.seed)
+            assert summary.n_documents == len(set(documents))
             assert (summary.ci_low, summary.ci_high) == pytest.approx((expected.ci_low, expected.ci_high))
     [everything] = evaluation.comparisons
     [on_subset] = evaluation.subset_comparisons
@@ -94,7 +98,8 @@ def test_subset_numbers_are_verified_against_trec_eval(tmp_path: Path) -> None:
     from evaluation.metrics.verify import verify_against_trec_eval
 
     mask = np.array([True, False, True])
-    evaluation = evaluate(dataclasses.replace(toy_corpus(), needs_context=mask), tmp_path)
+    corpus = dataclasses.replace(toy_corpus(), needs_context=mask)
+    evaluation = evaluate(corpus, tmp_path)
     qrels = tmp_path / evaluation.subset_qrels_files["needs_context"]
     assert qrels.name == "qrels.needs_context.trec" and len(qrels.read_text().splitlines()) == 2
     assert verify_against_trec_eval(evaluation, tmp_path) == []
