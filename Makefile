@@ -61,9 +61,9 @@ evaluate: $(STAMP)
 
 # The paper's controlled experiment (conteb.yaml `reproduce:`): InSeNT (plain and anchored windows) and the +Training
 # control trained on the train splits of SQuAD v1.1 dev (made context-dependent), COVID-QA, the State of the Union
-# addresses (pseudo-queries) and generated documents; every baseline on SQuAD's test split and on two held-out
-# generated tasks; report in data/reports/reproduce/ (26 minutes on 2 CPU cores: bench/BENCHMARKS.md). The registry is
-# checked first, as for run/train/evaluate (the job runs in process: no Celery workers are needed).
+# addresses (pseudo-queries) and generated documents; every baseline on the test splits of SQuAD, COVID-QA and two
+# held-out generated tasks; report in data/reports/reproduce/ (its time on 2 CPU cores: bench/BENCHMARKS.md). The
+# registry is checked first, as for run/train/evaluate (the job runs in process: no Celery workers are needed).
 reproduce: $(STAMP)
 	@$(BIN)/conteb validate --no-sources >/dev/null || exit 2
 	$(JOB) -j reproduce_conteb

@@ -10,8 +10,9 @@ of its tasks):
    * ``reproduce``: SQuAD v1.1 dev (``source``; the bundled sample when that file is absent), split by document
      (``splits``), made context-dependent by the reformulation stage (the configured LLM, else the labelled offline
      mask); trained on (``train``) and evaluated (``test``);
-   * ``reproduce-covidqa``: COVID-QA (``covidqa``), the same splits and reformulation; its ``train`` split is
-     trained on;
+   * ``reproduce-covidqa``: COVID-QA (``covidqa``), split by document (``covidqa_splits``: a small ``train`` share,
+     the papers are long and bring few questions each), reformulated; its ``train`` split is trained on, its ``test``
+     split evaluated: the experiment's second real evaluated task, on papers no model read;
    * ``reproduce-sotu``: the State of the Union addresses (``sotu``), documents only: offline inverse-cloze
      pseudo-queries on its ``train`` split (``curation/pseudo_queries.py``), trained on;
    * ``reproduce-controlled``: generated same-template documents (``curation/sources/controlled``) of the
@@ -72,8 +73,11 @@ SOTU_PSEUDO_QUERIES: dict[str, Any] = {
     "template": "In {subject}: {sentence}",
 }
 """How a State of the Union file name (``YEAR-President.txt``) names the address in its pseudo-queries."""
-HELDOUT_SPLITS = {"validation": 0.25, "test": 0.75}
+HELDOUT_SPLITS = {"validation": 0.3, "test": 0.7}
 """A held-out task's own documents: a share to choose and fit on (never trained on, never reported as test)."""
+TRAINING_ONLY_SPLITS = {"train": 0.5, "test": 0.5}
+"""The splits of a task that is trained on and never evaluated (the State of the Union addresses): half its
+documents trained on, the other half held out (published as ``test``, read by nothing of the experiment)."""
 REQUIRED_SPLITS = ("train", "test")
 """The splits the experiment reads: its models train on ``train``, every system is evaluated on ``test``."""
 
@@ -99,7 +103,7 @@ class ReproduceProfile(StrictModel):
     # text put before every document sequence; null: the model's own
     document_prefix: str | None = None
     device: str | None = None  # None: CUDA when present, else CPU
-    # The other training corpora (0: left out; None: every document): their first N documents, split as `splits`
+    # COVID-QA (0: left out; None: every paper): its first N papers, split as `covidqa_splits`
     covidqa_documents: int | None = Field(None, ge=0)
     # the first N State of the Union addresses used (0: left out; null: every one)
     sotu_documents: int | None = Field(None, ge=0)
@@ -113,7 +117,7 @@ class ReproduceProfile(StrictModel):
 
 CPU_PROFILE = ReproduceProfile(
     base_model="offline-minilm",
-    max_documents=24,
+    max_documents=40,
     training={
         "epochs": 2,
         "batch_docs": 2,
@@ -126,24 +130,23 @@ CPU_PROFILE = ReproduceProfile(
     },
     chunk_sizes=(1000, 300),
     window_overlap_chunks=0,
-    covidqa_documents=6,
+    covidqa_documents=40,
     sotu_documents=8,
     pseudo_queries_per_document=20,
     controlled_documents_per_template=12,
-    heldout_documents_per_template=8,
+    heldout_documents_per_template=20,
 )
-"""Scaled down for a 2-core CPU, sized from a measured run (bench/BENCHMARKS.md, "Sizing the CPU profile": with 6
-generated documents per template, 4 COVID-QA articles and 4 addresses, 2,092 queries, training took 17 minutes of a
-33-minute run at ~700-1,100 tokens/s forward + backward): the first 24 SQuAD v1.1 dev articles (9 train, 15 test
-by the seed-0 hash of {train: 0.5, test: 0.5}; validation now takes those of the 15 whose point falls in [0.5, 0.65)),
-the first 6 COVID-QA articles and 8 State of the Union addresses (their train splits: 4 and 4),
-12 generated documents per trained-on template (72), about 2,500 training queries; 8 generated documents per
-held-out template (32 per held-out task). MiniLM, batches of two documents, 2 epochs,
-chunk sizes 1000 and 300. Two settings buy speed: windows without overlap (with ~230-token chunks in 512-token
-windows an overlap of one or two chunks forwards one window per chunk, twice the windows), and no attention dropout
-while training (like the paper's ModernBERT, whose ``attention_dropout`` is 0; with dropout, CPU SDPA falls back to
-the unfused kernel: a forward + backward 1.5x slower with 3x the memory, and a batch of two SQuAD articles was killed
-at 22 GiB), so no gradient checkpointing either (bench/attention_dropout.py)."""
+"""Scaled down for a 2-core CPU, sized so that the test splits can decide the experiment's question within the
+hour (bench/BENCHMARKS.md, "Test sets that can decide", has the measured sizes, times and minimum detectable
+differences): the first 40 SQuAD v1.1 dev articles (split by ``splits``: about a quarter trained on, a quarter to
+choose on, half evaluated), the first 40 COVID-QA papers (``covidqa_splits``) and 8 State of the Union addresses
+(half trained on), 12 generated documents per trained-on template, 20 per held-out template (80 per held-out task,
+``HELDOUT_SPLITS``: at least 16 of them to choose on). MiniLM, batches of two documents, 2 epochs, chunk sizes 1000
+and 300. Two settings buy speed: windows without overlap (with ~230-token chunks in 512-token windows an overlap of
+one or two chunks forwards one window per chunk, twice the windows), and no attention dropout while training (like
+the paper's ModernBERT, whose ``attention_dropout`` is 0; with dropout, CPU SDPA falls back to the unfused kernel,
+slower and far hungrier for memory), so no gradient checkpointing either (bench/BENCHMARKS.md, "Attention dropout
+and gradient checkpointing on CPU")."""
 
 GPU_PROFILE = ReproduceProfile(
     base_model="lightonai/modernbert-embed-large",
@@ -208,9 +211,12 @@ class ReproduceConfig(StrictModel):
     covidqa: Path | None = None  # default: DEFAULT_COVIDQA when present
     sotu: Path | None = None  # a folder of State of the Union texts; default: DEFAULT_SOTU when present
     controlled: ControlledPlan = ControlledPlan()
-    # validation: where fusion weights are fitted and the pipeline chosen (evaluation/select.py); taken from the
-    # documents the earlier {train: 0.5, test: 0.5} tested on, so the training documents stay the same
-    splits: SplitsConfig = SplitsConfig(fractions={"train": 0.5, "validation": 0.15, "test": 0.35}, seed=0)
+    # the SQuAD task's document splits: train (the models read it), validation (fusion weights fitted and the pipeline
+    # chosen there, evaluation/select.py), test (every system evaluated)
+    splits: SplitsConfig = SplitsConfig(fractions={"train": 0.25, "validation": 0.25, "test": 0.5}, seed=0)
+    # COVID-QA's document splits: few papers trained on (long papers, few questions each), the rest chosen and
+    # evaluated on
+    covidqa_splits: SplitsConfig = SplitsConfig(fractions={"train": 0.1, "validation": 0.3, "test": 0.6}, seed=0)
     # which entry of `profiles` sizes the run: cpu (this machine) or gpu
     profile: Literal["cpu", "gpu"] = "cpu"
     profiles: dict[str, ReproduceProfile] = Field(default_factory=lambda: dict(BUILT_IN_PROFILES))
@@ -226,15 +232,16 @@ class ReproduceConfig(StrictModel):
 
     @model_validator(mode="after")
     def _required_splits(self) -> ReproduceConfig:
-        declared = self.splits.names
-        for name in REQUIRED_SPLITS:
-            if name not in declared:
-                close = closest_name(name, [split for split in declared if split not in REQUIRED_SPLITS])
-                hint = f"; did you mean {name!r} instead of {close!r}?" if close else ""
-                raise ValueError(
-                    f"splits: the experiment trains on 'train' and evaluates on 'test': no {name!r} split among "
-                    f"{', '.join(map(repr, declared))}{hint}"
-                )
+        for key, splits in (("splits", self.splits), ("covidqa_splits", self.covidqa_splits)):
+            declared = splits.names
+            for name in REQUIRED_SPLITS:
+                if name not in declared:
+                    close = closest_name(name, [split for split in declared if split not in REQUIRED_SPLITS])
+                    hint = f"; did you mean {name!r} instead of {close!r}?" if close else ""
+                    raise ValueError(
+                        f"{key}: the experiment trains on 'train' and evaluates on 'test': no {name!r} split among "
+                        f"{', '.join(map(repr, declared))}{hint}"
+                    )
         return self
 
     @property
@@ -251,14 +258,9 @@ class ReproduceConfig(StrictModel):
         return {**self.splits.fractions, "seed": self.splits.seed}
 
     @property
-    def training_split_fields(self) -> dict[str, float | int]:
-        """The ``splits:`` of a task that is trained on and never evaluated (COVID-QA, the addresses): the same
-        ``train`` share (so the same documents are trained on: splits take hash ranges in declared order), the rest
-        one held-out ``test`` split. Its validation would be unused, and a small corpus split three ways can leave a
-        split empty (6 COVID-QA articles at 0.5/0.15/0.35 give no test document)."""
-        train = self.splits.fractions["train"]
-        held_out = {"test": round(1.0 - train, 12)} if train < 1.0 else {}
-        return {"train": train, **held_out, "seed": self.splits.seed}
+    def covidqa_split_fields(self) -> dict[str, float | int]:
+        """``covidqa_splits`` as a task's ``splits:`` mapping."""
+        return {**self.covidqa_splits.fractions, "seed": self.covidqa_splits.seed}
 
 
 def reproduce_source(block: ReproduceConfig, config_dir: Path) -> dict[str, Any]:
@@ -339,21 +341,22 @@ def experiment_tasks(block: ReproduceConfig, config_dir: Path, llm_available: bo
         fields = {
             "name": f"{REPRODUCE_TASK}-covidqa",
             "source": {"kind": "squad_json", "path": str(covidqa)},
-            "splits": block.training_split_fields,
+            "splits": block.covidqa_split_fields,
             "max_documents": profile.covidqa_documents,
             "pairing": "span",
             "reformulation": True,
             "review": {"auto_accept_methods": ["mask"]},
             "license": "apache-2.0",
-            "description": "COVID-QA, split by document: the experiment trains on its train split.",
+            "description": "COVID-QA, split by document: the experiment trains on its train split and evaluates on "
+            "its test split.",
         }
-        tasks.append(ExperimentTask(fields, True, False, "COVID-QA, split by document, reformulated"))
+        tasks.append(ExperimentTask(fields, True, True, "COVID-QA papers, split by document, reformulated"))
     sotu = _corpus_path(block.sotu, DEFAULT_SOTU, config_dir)
     if sotu is not None and profile.sotu_documents != 0:
         fields = {
             "name": f"{REPRODUCE_TASK}-sotu",
             "source": {"kind": "text_folder", "path": str(sotu), "patterns": ["*.txt"]},
-            "splits": block.training_split_fields,
+            "splits": {**TRAINING_ONLY_SPLITS, "seed": block.splits.seed},
             "max_documents": profile.sotu_documents,
             "pairing": "span",
             "reformulation": False,

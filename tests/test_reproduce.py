@@ -231,25 +231,37 @@ def test_the_setup_reads_each_models_training_yaml_or_names_the_file(tmp_path: P
         trained_models(tmp_path)
 
 
-def test_train_only_tasks_split_train_and_test_with_the_evaluated_tasks_train_share(shared_data: Path) -> None:
-    """COVID-QA and the addresses are trained on, never evaluated: they keep the experiment's train share (the same
-    documents) and hold the rest out as one split. Split three ways like the evaluated task, the shipped profile's 6
-    COVID-QA articles left ``test`` empty and the whole experiment failed at publishing (SplitError)."""
+def test_the_cpu_profile_evaluates_enough_unseen_documents(shared_data: Path) -> None:
+    """The shipped profile's test sets can decide (issue 32): SQuAD and COVID-QA are trained on and evaluated, each
+    split three ways by document with no split empty, SQuAD with at least 20 test articles; the held-out generated
+    tasks keep at least 16 documents to choose on; the addresses are trained on only. Counts from the documents the
+    experiment reads (the first ``max_documents`` of each corpus), split by the rule publishing uses."""
     from conteb.reproduce import experiment_tasks
     from curation.sources import load_source
-    from curation.splits import assign_task_splits
+    from curation.sources.controlled.catalog import select_templates
+    from curation.sources.controlled.generate import doc_id_for
+    from curation.splits import assign_task_splits, split_counts
     from tests.conftest import ROOT
 
     config = load_config(ROOT / "conteb.yaml")
     tasks = {task.name: task for task in experiment_tasks(config.reproduce, ROOT, llm_available=False)}
-    covidqa, main = tasks["reproduce-covidqa"], tasks["reproduce"]
-    assert set(main.fields["splits"]) == {"train", "validation", "test", "seed"} and main.evaluates
-    assert not covidqa.evaluates and covidqa.fields["splits"] == {"train": 0.5, "test": 0.5, "seed": 0}
-    assert tasks["reproduce-sotu"].fields["splits"] == covidqa.fields["splits"]
-    source = config.reproduce_task(llm_available=False).source
-    assert Path(covidqa.fields["source"]["path"]).resolve().is_relative_to(shared_data.resolve())
-    covidqa_source = type(source).model_validate(covidqa.fields["source"])  # both squad_json
-    documents = load_source(covidqa_source).documents
-    first = [document.doc_id for document in documents][: covidqa.fields["max_documents"]]
-    fractions = {k: v for k, v in covidqa.fields["splits"].items() if k != "seed"}
-    assert sorted(assign_task_splits(covidqa.name, first, fractions, 0).values()).count("train") == 4
+    source_type = type(config.reproduce_task(llm_available=False).source)
+
+    def counts(name: str, doc_ids: list[str]) -> dict[str, int]:
+        splits = {k: v for k, v in tasks[name].fields["splits"].items() if k != "seed"}
+        return split_counts(assign_task_splits(name, doc_ids, splits, tasks[name].fields["splits"]["seed"]), splits)
+
+    for name, least_test in (("reproduce", 20), ("reproduce-covidqa", 20)):
+        task = tasks[name]
+        assert task.trains and task.evaluates
+        assert Path(task.fields["source"]["path"]).resolve().is_relative_to(shared_data.resolve())
+        documents = load_source(source_type.model_validate(task.fields["source"])).documents
+        split = counts(name, [d.doc_id for d in documents][: task.fields["max_documents"]])
+        assert set(split) == {"train", "validation", "test"} and min(split.values()) > 0
+        assert split["test"] >= least_test, split
+    assert tasks["reproduce-sotu"].trains and not tasks["reproduce-sotu"].evaluates
+    for name in ("reproduce-heldout", "reproduce-heldout-untitled"):
+        source = tasks[name].fields["source"]
+        templates = select_templates(domains=source["domains"])
+        ids = [doc_id_for(t, source["seed"], i) for t in templates for i in range(source["documents_per_template"])]
+        assert counts(name, ids)["validation"] >= 16 and not tasks[name].trains
