@@ -158,11 +158,6 @@ def named_files(folder: Path) -> set[Path]:
     return named | set(card_quarantine(folder).values())
 
 
-def missing_files(folder: Path) -> list[Path]:
-    """The files ``folder``'s card names that are not there (a damaged folder: it is not a dataset)."""
-    return sorted(path for path in named_files(folder) if not path.is_file())
-
-
 def _glob_shards(folder: Path, config: str) -> list[Path]:
     """Without a card: ``config``'s shards in ``<config>/``, else ``data/<config>/`` (the hub's layout), sorted;
     files named as we publish them are left out (they belong to a card: a first publish that did not commit)."""
