@@ -72,8 +72,8 @@ reproduce: $(STAMP)
 # fixtures built once), the longest files first (tests/support/schedule.py), one torch thread a worker
 # (tests/conftest.py). `make test TEST_WORKERS=0` runs it in one process.
 # Bytecode is written (into the ignored __pycache__/ folders) even where the environment sets
-# PYTHONDONTWRITEBYTECODE: else every worker and every process a test starts compiles the project again (collecting
-# the suite: 15.9 s of CPU without, 10.4 s with, per process).
+# PYTHONDONTWRITEBYTECODE: else every worker and every process a test starts compiles the project again (what that
+# costs: bench/BENCHMARKS.md, "Figures moved out of docstrings and comments").
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) * 2 )))
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP)

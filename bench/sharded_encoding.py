@@ -19,9 +19,9 @@ the largest absolute difference of any vector component, and nDCG@10 of both thr
 (``evaluation.runner.evaluate_task`` with the encodings; bootstrap 100), with the number of queries whose gold rank
 differs. Ratios: peak RSS ``largest shard / whole`` and wall ``sum of shards / whole`` (same run).
 
-``--model``: ``offline-minilm`` (the bundled all-MiniLM-L6-v2: the real model; ~1,300 tokens/s on this machine's two
-cores) or ``tiny`` (a random 2-layer ModernBERT from ``tests/support/tiny_models.py``: fast, for the memory curve at
-larger sizes; its numbers are meaningless as retrieval quality, only their agreement counts).
+``--model``: ``offline-minilm`` (the bundled all-MiniLM-L6-v2: the real model, slow on a CPU) or ``tiny`` (a random
+2-layer ModernBERT from ``tests/support/tiny_models.py``: fast, for the memory curve at larger sizes; its numbers are
+meaningless as retrieval quality, only their agreement counts).
 
 Usage (from the repository root)::
 

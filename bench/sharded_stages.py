@@ -1,12 +1,11 @@
 """Sharded LLM stages: peak memory and wall time of ``build_conteb`` with an LLM stage over ~1,000 documents.
 
 Corpus: SQuAD v1.1 dev (``../shared/data/squad-v1.1-dev.json.gz``, 48 articles) replicated ``--copies`` times
-(21: 1,008 documents), each copy's titles suffixed so that every document id is distinct, without its questions
-(with them, the source, span pairing and publishing of 222k questions set the build's peak memory, ~1 GB, and
-hide the LLM stage's). One
-task, ``chunk_contexts: true`` (one LLM request per chunk, showing its document cut to a 20,000-character window),
+(21: 1,008 documents), each copy's titles suffixed so that every document id is distinct, without its questions (with
+them, the source, span pairing and publishing of 222k questions set the build's peak memory and hide the LLM stage's).
+One task, ``chunk_contexts: true`` (one LLM request per chunk, showing its document cut to a 20,000-character window),
 ``answerability: false``, chunks of ``--chunk-size`` characters (4,000: a quarter of the requests of the default
-1,000 — each costs ~15 ms here, mostly the answer store's two commits — with the same 20,000-character windows,
+1,000 — each costs time of its own, mostly the answer store's two commits — with the same 20,000-character windows,
 which are most of a request's memory); span pairing and the published folder run as usual.
 
 Variants, each a fresh ``dagster job execute -m pipelines.definitions -j build_conteb`` (one task: the in-process

@@ -17,14 +17,14 @@ change of a word, a digit or a punctuation mark does.
 
 * a **text print** (:func:`text_print`): of the whole normalised text of a document or of a chunk; texts of fewer
   than :data:`MIN_WORDS` words get none (headings, salutations and sign-offs repeat across unrelated documents:
-  up to 15 words between State of the Union addresses chunked at 100-300 characters, ``bench/BENCHMARKS.md``,
-  "Train/test overlap by content");
+  ``bench/BENCHMARKS.md``, "Train/test overlap by content", "Why the thresholds");
 * **passage prints** (:func:`passage_prints`): every run of :data:`PASSAGE_WORDS` consecutive words is hashed
   (its words joined by one space) and winnowed (Schleimer, Wilkerson and Aiken, 2003): of every
   :data:`PASSAGE_WINDOW` consecutive run hashes the smallest is kept. Two texts that share a run of at least
   ``PASSAGE_WORDS + PASSAGE_WINDOW - 1`` = 60 words share a passage print, whatever surrounds it; texts that share no
-  run of :data:`PASSAGE_WORDS` words share none (a 64-bit hash collision aside). About one run in six is kept. 50
-  words is above the longest quotation measured between two State of the Union addresses (45 words, same file).
+  run of :data:`PASSAGE_WORDS` words share none (a 64-bit hash collision aside). About one run in six is kept.
+  :data:`PASSAGE_WORDS` is above the longest quotation found between two State of the Union addresses (same
+  section).
 
 **A document's text** (:func:`rebuild_text`): its chunks' original texts (``og_chunk``) placed at their
 ``char_start``, the gaps (whitespace the splitter stripped) filled with whitespace; without offsets, the chunks in

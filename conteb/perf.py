@@ -11,8 +11,8 @@ from contextlib import contextmanager
 def gc_paused() -> Iterator[None]:
     """Suspend the cyclic garbage collector while building many acyclic objects.
 
-    Parsing 10k SQuAD questions creates ~10^6 small objects, which triggers hundreds of
-    collections that find nothing to free (a third of the curation time, see bench/). Reference
+    Parsing a corpus's questions creates many small objects, which trigger collections that find nothing to free
+    (bench/BENCHMARKS.md, "Curation overhead", "What was changed after the first measurement"). Reference
     counting still frees memory; the collector resumes (without a forced pass) on exit.
     """
     was_enabled = gc.isenabled()

@@ -29,9 +29,8 @@ that ``download_mode="force_redownload"`` checks against are those cached under 
 describe the same bytes (with fixed names the cached sizes were the previous build's:
 ``NonMatchingSplitsSizesError``).
 
-**Fault hook** (for tests): with ``CONTEB_PUBLISH_KILL_AT=N`` in the environment, the process SIGKILLs itself just
-before the ``N``-th file operation of a :func:`publish_folder` call (1-based; operations: writing a temporary,
-renaming it into place, each removal). A publish with fewer operations completes normally.
+``tests/test_publish_atomic.py`` kills a publish before each of its file operations and reads the folder after each
+kill; the killing is the test's own (``tests/support/publish_child.py``), nothing here.
 """
 
 from __future__ import annotations
@@ -42,7 +41,6 @@ import glob
 import hashlib
 import os
 import re
-import signal
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -60,9 +58,6 @@ CARD = "README.md"
 QUARANTINE_KEY = "quarantine_files"
 """The card's front-matter list of the stages' quarantine tables (``[{stage, path}]``): files of the dataset folder
 that are no ``datasets`` config (a table without rows cannot be one), named by the card all the same."""
-
-KILL_AT_ENV = "CONTEB_PUBLISH_KILL_AT"
-"""Fault hook: SIGKILL this process before the N-th file operation of a publish (module docstring)."""
 
 FINGERPRINT_HEX = 16
 _PUBLISHED_NAME = re.compile(rf"^[\w.]+-[0-9a-f]{{{FINGERPRINT_HEX}}}\.parquet$")
@@ -158,11 +153,6 @@ def named_files(folder: Path) -> set[Path]:
     return named | set(card_quarantine(folder).values())
 
 
-def missing_files(folder: Path) -> list[Path]:
-    """The files ``folder``'s card names that are not there (a damaged folder: it is not a dataset)."""
-    return sorted(path for path in named_files(folder) if not path.is_file())
-
-
 def _glob_shards(folder: Path, config: str) -> list[Path]:
     """Without a card: ``config``'s shards in ``<config>/``, else ``data/<config>/`` (the hub's layout), sorted;
     files named as we publish them are left out (they belong to a card: a first publish that did not commit)."""
@@ -233,20 +223,6 @@ def unnamed_files(folder: Path, named: set[Path] | None = None) -> list[Path]:
     return sorted(path for path in candidates if path not in named)
 
 
-class _FaultHook:
-    """Counts a publish's file operations; SIGKILLs the process before the one ``$CONTEB_PUBLISH_KILL_AT`` names."""
-
-    def __init__(self) -> None:
-        value = os.environ.get(KILL_AT_ENV, "")
-        self.kill_at = int(value) if value.isdigit() else 0
-        self.count = 0
-
-    def __call__(self) -> None:
-        self.count += 1
-        if self.count == self.kill_at:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
 def _fsync_folder(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
@@ -255,15 +231,12 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_durable(data: bytes, target: Path, step: Callable[[], None]) -> Path:
+def _write_durable(data: bytes, target: Path) -> Path:
     """``data`` to ``target``: a temporary (synced to disk), renamed onto ``target``, the folder synced."""
-    with atomic_path(target) as tmp:
-        step()
-        with open(tmp, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        step()
+    with atomic_path(target) as tmp, open(tmp, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
     _fsync_folder(target.parent)
     return target
 
@@ -300,7 +273,6 @@ def publish_folder(
     Returns ``{config: {split: path}}`` plus ``{"card": {"": README.md}}``.
     """
     folder = Path(folder)
-    step = _FaultHook()
     written: dict[str, dict[str, Path]] = {}
     with _publish_lock(folder):
         for config, by_split in tables.items():
@@ -309,13 +281,12 @@ def publish_folder(
                 fingerprint = _fingerprint(data)
                 target = folder / published_file(config, split, fingerprint)
                 if not target.is_file() or _fingerprint(target.read_bytes()) != fingerprint:
-                    _write_durable(data, target, step)  # else the file holds these very bytes: kept as it is
+                    _write_durable(data, target)  # else the file holds these very bytes: kept as it is
                 written.setdefault(config, {})[split] = target
         paths = {config: {split: str(p.relative_to(folder)) for split, p in s.items()} for config, s in written.items()}
-        card = _write_durable(render_card(paths).encode("utf-8"), folder / CARD, step)  # the commit point
+        card = _write_durable(render_card(paths).encode("utf-8"), folder / CARD)  # the commit point
         keep = {path for by_split in written.values() for path in by_split.values()}
         for leftover in unnamed_files(folder, keep):
-            step()
             leftover.unlink(missing_ok=True)
         for name in PUBLISHED_FOLDERS:
             with contextlib.suppress(OSError):  # absent, or not empty (someone's own file): left alone

@@ -20,8 +20,8 @@ it in the first milliseconds may see 0 bytes and refuse it as empty, which loses
   block the writer and a killed process loses no committed transaction.
 * ``synchronous=FULL``: a commit returns once the WAL is on disk, so an acknowledged decision or paid answer
   survives a power cut, not only a killed process (NORMAL would lose the latest commits on power loss). It costs
-  one fsync per commit: 3.3 ms against 0.2 ms with NORMAL on this machine (bench/BENCHMARKS.md), nothing next to
-  an LLM call or a reviewer's click; bulk writes join one transaction (:meth:`SQLiteStore.write` nests).
+  one fsync per commit (bench/BENCHMARKS.md, "Opening the SQLite stores"), nothing next to an LLM call or a
+  reviewer's click; bulk writes join one transaction (:meth:`SQLiteStore.write` nests).
 * Busy timeout :data:`BUSY_TIMEOUT_S` for every lock wait; ``foreign_keys=ON``.
 * Autocommit (``isolation_level=None``): every statement runs in an explicit transaction, :meth:`SQLiteStore.read`
   (``BEGIN``, one snapshot) or :meth:`SQLiteStore.write` (``BEGIN IMMEDIATE``: the write lock first, so a
@@ -56,15 +56,13 @@ SQLite reads its header and schema (``SQLITE_NOTADB``: not a database; ``SQLITE_
 a file shorter than the page count in its header, https://www.sqlite.org/fileformat.html, "in-header database
 size"); its identity; ``page_count * page_size`` fits in the file plus the frames its ``-wal`` can hold (a
 truncated file whose WAL still names the full size, e.g. a copy interrupted while a writer was running); WAL mode.
-The full check reads every page, so it grows with the file: on a 1 GB answer store ``PRAGMA quick_check`` took
-0.9 s with the file in the page cache and 17 s from disk (``integrity_check`` 3.1 s and 22 s), against 0.8-1.6 ms
-for an open with the checks above and 0.4 ms for a bare connect and query (bench/BENCHMARKS.md, "Opening the
-SQLite stores"). On every open it would tax each ``conteb costs``, each ``conteb review`` command and each Dagster
-step process; once per process, still each of them, as most open the store once. So it runs where it belongs:
-:func:`check_store`, behind ``conteb llm check`` and ``conteb review check``. Damage met later, in any statement
-(``database disk image is malformed``), raises :class:`StoreFileError` naming the file and a safe next step. No
-message advises throwing a file away: a damaged one is checked, then recovered (``sqlite3 FILE .recover``) or
-restored from a backup, and only then moved aside.
+The full check reads every page, so it grows with the file: on a large answer store it costs seconds where the checks
+above cost about a millisecond (bench/BENCHMARKS.md, "Opening the SQLite stores"). On every open it would tax each
+``conteb costs``, each ``conteb review`` command and each Dagster step process; once per process, still each of them,
+as most open the store once. So it runs where it belongs: :func:`check_store`, behind ``conteb llm check`` and
+``conteb review check``. Damage met later, in any statement (``database disk image is malformed``), raises
+:class:`StoreFileError` naming the file and a safe next step. No message advises throwing a file away: a damaged one
+is checked, then recovered (``sqlite3 FILE .recover``) or restored from a backup, and only then moved aside.
 """
 
 from __future__ import annotations

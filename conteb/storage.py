@@ -147,8 +147,8 @@ def atomic_path(target: Path) -> Iterator[Path]:
 def write_parquet_atomic(table: pa.Table, target: Path, compression: str = "snappy") -> Path:
     """Write ``table`` to ``target`` as Parquet, atomically; returns ``target``.
 
-    Snappy (Parquet's default) for stage tables: 3x faster to write than zstd here. Published
-    datasets pass ``compression="zstd"`` for smaller downloads.
+    Snappy (Parquet's default) for stage tables: faster to write than zstd (bench/BENCHMARKS.md, "Curation
+    overhead"). Published datasets pass ``compression="zstd"`` for smaller downloads.
     """
     with atomic_path(target) as tmp:
         pq.write_table(table, tmp, compression=compression)

@@ -20,7 +20,7 @@ Rules (documented in the dataset card):
   5. ``near_duplicate``: Jaccard similarity of word unigrams + bigrams (normalised text)
      ``>= near_duplicate_threshold`` with a query already kept for the same document (which
      includes the same chunk). Only queries of the same document are compared, and among them only
-     those sharing a rare feature (an exact prefix filter), so ~10k candidates take well under a second.
+     those sharing a rare feature (an exact prefix filter).
 
 * **Ids.** ``synth-<chunk_id>-<k>`` where ``k`` is the query's position in the LLM's answer for
   that chunk: stable across reruns with the cached answer, and not renumbered by the filters.

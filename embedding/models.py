@@ -138,8 +138,8 @@ def set_attention_dropout(model: SentenceTransformer, probability: float) -> dic
 
     Returns the previous value per config key. Why it matters on CPU: with dropout on, PyTorch's
     ``scaled_dot_product_attention`` cannot use its fused kernel and materialises the ``[B, heads, T, T]``
-    probabilities and their mask (measured on MiniLM, 16 windows of 512 tokens: forward 11.9 s with dropout 0.1,
-    4.6 s without; bench/BENCHMARKS.md). Raises ``ValueError`` when the model has no such key.
+    probabilities and their mask, and a step is slower and larger (bench/BENCHMARKS.md, "Attention dropout and
+    gradient checkpointing on CPU"). Raises ``ValueError`` when the model has no such key.
     """
     module = model[0]
     backbone = hf_backbone(model)  # sentence-transformers 5/6: ``auto_model`` is a read-only alias of ``model``

@@ -67,15 +67,14 @@ Ownership = Literal["balanced", "earliest", "head"]
 OWNERSHIP_RULES: tuple[Ownership, ...] = ("balanced", "earliest", "head")
 DEFAULT_OWNERSHIP: Ownership = "head"
 """Which window a chunk seen in several windows takes its vector from (module docstring, "Ownership"); it matters
-only with an overlap. Measured (``bench/window_layout.py``, plain windows, overlap 2): ``head`` is never
-significantly worse than ``balanced`` and better where the head names the entity (+0.030 nDCG@10, p < 0.001, on
-generated same-template documents); ``earliest`` loses on XQuAD (-0.010, p = 0.03). Anchored windows all hold the
-head, so there ``head`` is ``balanced``."""
+only with an overlap. Chosen by measurement (``bench/window_layout.py``; bench/BENCHMARKS.md, "Window layout:
+overlap and ownership, chosen by measurement", "Decision"): ``head`` against ``balanced`` and ``earliest``, plain
+windows, overlap 2. Anchored windows all hold the head, so there ``head`` is ``balanced``."""
 DEFAULT_WINDOW_OVERLAP_CHUNKS = 0
 """Chunks consecutive windows share, in training and in evaluation alike (``TrainingConfig``, ``ModelOptions``).
-Measured (``bench/window_layout.py``, bench/BENCHMARKS.md "Window layout"): no overlap is as good as or better than
-an overlap of 1 or 2 chunks, for plain and anchored windows, on every corpus measured, at 55-84% of the tokens
-forwarded; with no overlap every chunk is in one window and the ownership rule does not apply."""
+Chosen by measurement (``bench/window_layout.py``; bench/BENCHMARKS.md, "Window layout: overlap and ownership,
+chosen by measurement"): no overlap against an overlap of 1 or 2 chunks, plain and anchored windows, for quality
+and the tokens forwarded. With no overlap every chunk is in one window and the ownership rule does not apply."""
 
 
 @dataclass(frozen=True)

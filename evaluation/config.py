@@ -21,7 +21,8 @@ Systems (``kind``):
 * ``late_interaction``: MaxSim over per-token vectors of each chunk (``context: late`` or ``independent``).
 * ``fusion``: weighted fusion of declared systems, by normalised scores (``method: score``, ``normalise: minmax`` or
   ``zscore``) or weighted reciprocal ranks (``method: rrf``), with given convex ``weights`` or weights fitted on the
-  task's validation split (``fit: validation``, the default without weights); see :mod:`evaluation.systems.fusion`.
+  task's validation split (``fit: validation``, the default without weights), never both; see
+  :mod:`evaluation.systems.fusion`.
 * ``hybrid``: reciprocal rank fusion of declared systems (``systems``, by name; Cormack, Clarke and Büttcher, SIGIR
   2009): ``score(c) = sum_s 1 / (k + rank_s(c))``, ``rank_s`` 1-based over the whole corpus in trec order,
   ``k`` default 60 (the paper's); see :mod:`evaluation.systems.hybrid`.
@@ -219,9 +220,10 @@ class FusionSystem(StrictModel):
     """Weighted fusion of the declared systems ``systems`` (none a fusion or a hybrid): see
     :mod:`evaluation.systems.fusion`. ``method: score`` sums each system's per-query normalised scores
     (``normalise: minmax`` or ``zscore`` over its retrieved list, the first ``depth`` chunks; default the evaluation's
-    ``top_k``); ``method: rrf`` sums ``w_s / (k + rank_s)``. ``weights``: convex (each >= 0, summing to 1), one per
-    system, in ``systems`` order; without them (or with ``fit: validation``) they are fitted on the task's validation
-    split by a small grid (:mod:`evaluation.select`)."""
+    ``top_k``); ``method: rrf`` sums ``w_s / (k + rank_s)``. Either ``weights`` fixes the weights (convex: each >= 0,
+    summing to 1, one per system in ``systems`` order) or ``fit: validation`` (the default without ``weights``) has
+    them fitted on the task's validation split by a small grid (:mod:`evaluation.select`); a system that sets both is
+    refused. The runner gives the fitted weights to a copy of the system, which then has both."""
 
     # fusion: a weighted fusion of other systems' scores or ranks
     kind: Literal["fusion"]
@@ -237,8 +239,9 @@ class FusionSystem(StrictModel):
     k: float = Field(60.0, ge=0.0)
     # how many retrieved chunks per system enter the fusion; null: the evaluation's top_k
     depth: int | None = Field(None, ge=1)
+    # fixed weights, one per system in `systems` order, each >= 0, summing to 1; null: fitted (fit)
     weights: tuple[float, ...] | None = None
-    # validation: fit the weights on the task's validation split even when `weights` are given
+    # validation: fit the weights on the task's validation split (the default without `weights`; refused with them)
     fit: Literal["validation"] | None = None
     role: Role | None = None  # null: a baseline when every component is one (evaluation/comparisons.py)
 

@@ -381,8 +381,9 @@ class LLMClient:
         try:
             async with asyncio.timeout(timeout_s):
                 # The SDK's generic POST, as chat.completions.create(**body) without re-validating the parameters
-                # we built ourselves (~1 ms of CPU per call, the bottleneck at 32+ in flight); the body is left
-                # unread ("stream") so that its size can be capped while it arrives.
+                # we built ourselves (CPU that limits the client at high concurrency: bench/BENCHMARKS.md, "LLM
+                # client concurrency"); the body is left unread ("stream") so that its size can be capped while it
+                # arrives.
                 # With the "stream" header the SDK returns the unread AsyncAPIResponse, not the ChatCompletion
                 # that ``cast_to`` types the call as.
                 response = cast(AsyncAPIResponse[Any], await client.post(

@@ -15,7 +15,7 @@ from project.config import ProjectConfig
 def choose_executor(config: ProjectConfig) -> dg.ExecutorDefinition:
     """``build_conteb``'s executor: in-process unless the registry is large or says otherwise (``ExecutionConfig``).
 
-    Multiprocess starts a Python process per step (~2 s each here), which dominates small runs;
+    Multiprocess starts a Python process per step, whose start-up dominates small runs;
     it pays off only when many tasks can run side by side. ``celery`` sends each step to the Celery
     workers of ``execution.celery`` (``make workers``; see ``pipelines/celery.py``).
     """

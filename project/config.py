@@ -112,7 +112,7 @@ class CeleryConfig(StrictModel):
 class ExecutionConfig(StrictModel):
     """How ``build_conteb`` (and, with ``celery``, ``evaluate_conteb``) runs its steps, and how heavy stages shard.
 
-    ``auto`` runs in process (no per-step subprocess start-up, ~2 s a step here) unless the
+    ``auto`` runs in process (no per-step subprocess start-up) unless the
     registry declares more than ``multiprocess_from_tasks`` tasks, then multiprocess. ``celery`` sends
     every step of ``build_conteb`` and ``evaluate_conteb`` to Celery workers (``execution.celery``, see
     :class:`CeleryConfig`; start them with ``make workers``); the other jobs stay in process.

@@ -12,7 +12,8 @@ that differs (:func:`fingerprint_differences`). The parts (name -> 16 hex digits
 :func:`code_version` hashes the sources of the project's packages as Python imports them (the checkout for an
 editable install, ``site-packages`` for a wheel), not ``git HEAD`` plus a dirty flag: it needs no git (images and
 wheels have none), it sees uncommitted edits exactly, and it ignores what does not run (untracked data, docs,
-tests). It costs 10 to 35 ms for the ~190 files (2 shared cores, idle to loaded: ``python -m project.fingerprint``).
+tests). ``python -m project.fingerprint`` prints what it costs (bench/BENCHMARKS.md, "Figures moved out of
+docstrings and comments").
 ``cli/`` is left out: no step runs it. Prompt files are left out of ``code`` (they are their own parts).
 """
 

@@ -1,9 +1,10 @@
 """A task folder changes in one step for every reader, and ``datasets``' cache serves the rows on disk now.
 
 The kill test republishes the sample (chunked at 1000, then at 300 characters: the same chunk ids name other texts)
-in a real subprocess killed by :mod:`conteb.published`'s fault hook (``CONTEB_PUBLISH_KILL_AT``) at every file
-operation of the publish, and reads the folder after each kill with ``datasets.load_dataset`` (its default cache) and
-with ``conteb evaluate``'s loader (:func:`evaluation.load.load_corpus`).
+in a real subprocess that SIGKILLs itself before each file operation of the publish in turn
+(:func:`tests.support.publish_child.kill_before`, an audit hook: nothing in the code under test), and reads the folder
+after each kill with ``datasets.load_dataset`` (its default cache) and with ``conteb evaluate``'s loader
+(:func:`evaluation.load.load_corpus`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from click.testing import CliRunner
 from cli.main import main
 from conteb.published import (
     CARD,
-    KILL_AT_ENV,
     CardError,
     card_quarantine,
     config_shards,
@@ -101,9 +101,9 @@ def named_by_card(folder: Path) -> set[Path]:
 
 
 def run_child(tables: Path, folder: Path, chunk_size: int, kill_at: int) -> int:
-    env = {**os.environ, KILL_AT_ENV: str(kill_at)}
+    """Publish in a subprocess that SIGKILLs itself before its ``kill_at``-th operation changing ``folder``."""
     command = [sys.executable, "-m", "tests.support.publish_child", str(tables), str(folder), str(chunk_size)]
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, timeout=120).returncode
+    return subprocess.run([*command, str(kill_at)], cwd=ROOT, capture_output=True, timeout=120).returncode
 
 
 def test_a_publish_killed_at_any_file_operation_leaves_the_old_or_the_new_dataset(
@@ -137,16 +137,16 @@ def test_a_publish_killed_at_any_file_operation_leaves_the_old_or_the_new_datase
         assert files_of(folder) == named_by_card(folder) and unnamed_files(folder) == []
     else:
         pytest.fail("the publish never completed")
-    # 4 data files and the chunking quarantine table (written, renamed), the card (written, renamed), then the 5 old
-    # files removed
-    assert len(seen) == 17 and seen == [OLD] * 12 + [NEW] * 5, seen
+    # 4 data files and the chunking quarantine table (temporary created, written, renamed), the card (the same), then
+    # the 5 old files removed
+    assert len(seen) == 23 and seen == [OLD] * 18 + [NEW] * 5, seen
     assert read_with_datasets(folder) == references[NEW] and files_of(folder) == named_by_card(folder)
 
 
 def test_status_names_leftovers_and_a_card_naming_a_missing_file(tables: Path, isolated_env: Path) -> None:
     folder = isolated_env / "conteb" / "sample"
     publish(tables, folder, OLD)
-    assert run_child(tables, folder, NEW, 4) == -9  # killed after two new data files, before the card
+    assert run_child(tables, folder, NEW, 6) == -9  # killed before the second new data file's rename, before the card
     status = CliRunner().invoke(main, ["--config", str(ROOT / "conteb.yaml"), "status"])
     lines = status.output.splitlines()
     assert f"{folder}  [128 chunks, 195 queries]" in lines[2], status.output  # the old dataset, whole
@@ -187,7 +187,8 @@ def test_datasets_default_cache_returns_the_rows_on_disk_now(tables: Path, tmp_p
 
 def test_a_first_publish_killed_before_its_card_is_no_dataset_and_is_cleaned_up(tables: Path, tmp_path: Path) -> None:
     folder = tmp_path / "sample"
-    assert run_child(tables, folder, OLD, 5) == -9  # two data files in place, no card yet
+    # the folder made, documents/ and its two files, queries/ and a temporary: killed before writing it, no card yet
+    assert run_child(tables, folder, OLD, 11) == -9
     leftovers = unnamed_files(folder)
     assert len(leftovers) == 3 and not (folder / CARD).exists()  # and the queries' temporary
     assert config_shards(folder, "documents", "train") == []  # content-named files without a card are not read

@@ -102,6 +102,11 @@ def test_evaluation_block_is_validated(tmp_path: Path) -> None:
     path.write_text(base + "evaluation:\n  systems:\n    - {name: x, kind: dense, model: m, trained: insent_model}\n")
     with pytest.raises(ConfigError, match="not both"):
         load_config(path)
+    bm25 = "    - {name: b, kind: bm25}\n    - {name: t, kind: bm25, context: title}\n"
+    fused = "    - {name: f, kind: fusion, systems: [b, t], weights: [0.5, 0.5], fit: validation}\n"
+    path.write_text(base + "evaluation:\n  systems:\n" + bm25 + fused)
+    with pytest.raises(ConfigError, match=r"evaluation.systems\[2\]: set either weights \(fixed\) or fit: validation"):
+        load_config(path)
     path.write_text(base + "evaluation:\n  chunk_sizes: {systems: [bm25, ghost]}\n")
     with pytest.raises(ConfigError, match=r"unknown system\(s\) \['ghost'\]"):
         load_config(path)

@@ -23,9 +23,10 @@ once in their document, so a chunk embedded alone cannot be told from the same p
 the question names the entity that only the document's head carries. :func:`.generate.generate_controlled` checks
 all of it and refuses (raises :class:`~curation.sources.model.SourceError`) a corpus that breaks a rule.
 
-Measured with seed 0, 20 documents per template: bodies of 4,139 to 4,521 characters, 6 chunks each at 1,000
-characters; 78% of the answers start at character 1,000 or later. Fixed prose never runs more than 44 words without
-a value unique to the document, so two documents of a template share no passage fingerprint (:mod:`conteb.content`).
+Fixed prose never runs :data:`conteb.content.PASSAGE_WORDS` words without a value unique to the document, so two
+documents of a template share no passage fingerprint (:mod:`conteb.content`; ``tests/sources/test_controlled.py``
+checks it). The corpus's sizes (document lengths, chunks, where the answers fall): bench/BENCHMARKS.md, "Figures
+moved out of docstrings and comments".
 
 Adding a template: write it in a domain module (a new module for a new domain), add it to that module's
 ``TEMPLATES`` and append that tuple to :data:`.catalog.TEMPLATES`; :meth:`.template.Template.check` runs when the
