@@ -142,7 +142,7 @@ differences): the first 40 SQuAD v1.1 dev articles (split by ``splits``: about a
 choose on, half evaluated), the first 40 COVID-QA papers (``covidqa_splits``) and 8 State of the Union addresses
 (half trained on), 12 generated documents per trained-on template, 20 per held-out template (80 per held-out task,
 ``HELDOUT_SPLITS``: at least 16 of them to choose on). MiniLM, batches of two documents, 2 epochs, chunk sizes 1000
-and 300. Two settings buy speed: windows without overlap (with ~230-token chunks in 512-token windows an overlap of
+and 300. Two settings buy speed: windows without overlap (with 1000-character chunks in 512-token windows an overlap of
 one or two chunks forwards one window per chunk, twice the windows), and no attention dropout while training (like
 the paper's ModernBERT, whose ``attention_dropout`` is 0; with dropout, CPU SDPA falls back to the unfused kernel,
 slower and far hungrier for memory), so no gradient checkpointing either (bench/BENCHMARKS.md, "Attention dropout
