@@ -3,9 +3,11 @@
 One two-process run is stopped by SIGTERM after its first checkpoint, then resumed in two processes to the end;
 one process trains in this test process over the same global batches (``grad_accumulation`` 2 where each rank has
 1: training/distributed.py). The tests read those three runs: both processes stop within seconds of the signal,
-the weights match the single process's at every checkpoint both kept, the resumed run continues from where the
-first stopped, and rank 0 alone writes (an audit hook in each worker, tests/support/audited_training.py).
-A tiny random ModernBERT (no dropout) on the sample's train split, 4 steps of 2-document batches.
+the gradient the optimizer receives at every step is the same on both ranks and the single process's, the weights
+match the single process's at every checkpoint both kept, the resumed run continues from where the first stopped,
+and rank 0 alone writes (an audit hook and a gradient dump in each worker, tests/support/audited_training.py).
+A tiny random ModernBERT (no dropout) on the sample's train split, 4 steps of 2-document batches, no gradient
+clipping (a clipped gradient, like AdamW's update, would hide a gradient that is off by a constant factor).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 import dagster as dg
 import pytest
+import torch
 import yaml
 from safetensors.torch import load_file
 
@@ -30,6 +33,7 @@ from embedding.models import offline_minilm_path
 from pipelines.definitions import build_definitions
 from project.config import load_config
 from tests.conftest import ROOT, SAMPLE_DIR
+from tests.support.audited_training import dump_gradients, gradient_file
 from tests.support.signalled_run import SignalledRun, run_then_signal
 from tests.support.tiny_models import tiny_modernbert
 from tests.training.test_data import build_sample_conteb
@@ -42,6 +46,10 @@ TOLERANCE = 1e-5
 """Largest absolute difference allowed between a weight after two processes and after one. Each step moves weights
 by up to ~1e-3 (lr 1e-3); the runs differ only in the order of float32 sums (the all-reduce, thread counts):
 measured here 0.0 at step 1 and 5.8e-7 at step 4 (one thread a worker, this test process with its own threads)."""
+GRADIENTS = 1e-5
+"""Largest difference allowed between a gradient component after two processes and after one, relative to the
+gradient's largest component. The runs differ only in the order of float32 sums (and, after step 1, by the weights'
+own differences): measured here 5e-8 at step 1, 2e-6 at step 4; a gradient twice too large gives 0.5."""
 SPLITS = {"train": 0.5, "test": 0.5}
 TORCHRUN = Path(sys.executable).with_name("torchrun")
 
@@ -59,6 +67,7 @@ def settings(root: Path, output: Path, **overrides: Any) -> dict[str, Any]:
         "eval_every": 0,
         "validation_fraction": 0.0,
         "lr": 1e-3,
+        "max_grad_norm": 1e9,  # no clipping: the optimizer receives the averaged gradient itself (see GRADIENTS)
         "device": "cpu",
         "seed": 0,
     }
@@ -72,13 +81,14 @@ def torchrun(config: Path, audit: Path, output: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def worker_env(audit: Path, output: Path) -> dict[str, str]:
+def worker_env(audit: Path, output: Path, gradients: Path) -> dict[str, str]:
     return {
         **os.environ,
         "OMP_NUM_THREADS": "1",
         "PYTHONPATH": str(ROOT),
         "WRITE_AUDIT_DIR": str(audit),
         "WRITE_AUDIT_ROOT": str(output),
+        "GRADIENT_DUMP_DIR": str(gradients),
     }
 
 
@@ -105,7 +115,7 @@ def runs(inputs: Path) -> dict[str, Any]:
     audit.mkdir()
     config = root / "ddp.yaml"
     config.write_text(yaml.safe_dump(settings(root, output)))
-    env = worker_env(audit, output)
+    env = worker_env(audit, output, root / "gradients")
 
     first_checkpoint = output / "checkpoints" / "step-1" / STATE_FILE
     stopped: SignalledRun = run_then_signal(
@@ -123,9 +133,11 @@ def runs(inputs: Path) -> dict[str, Any]:
     resume_s = time.monotonic() - started
 
     single = root / "single"
-    train(make_config(settings(root, single, grad_accumulation=2)))
+    with dump_gradients(root / "gradients-single", rank=0):
+        train(make_config(settings(root, single, grad_accumulation=2)))
     return {
         "output": output, "audit": audit, "single": single, "stopped": stopped, "killed_at": killed_at,
+        "gradients": root / "gradients", "gradients_single": root / "gradients-single",
         "summary": json.loads(resumed.stdout[resumed.stdout.index("{"):]), "resume_s": resume_s,
     }  # fmt: skip
 
@@ -136,6 +148,20 @@ def test_sigterm_stops_both_processes_within_seconds(runs: dict[str, Any]) -> No
     assert len(stopped.descendants) >= 2  # the two workers torchrun started, each in a session of its own
     assert stopped.seconds_to_stop < 10  # and every descendant gone (run_then_signal checks)
     assert runs["killed_at"] < STEPS  # stopped before its end
+
+
+def test_two_processes_average_the_gradient_one_process_accumulates(runs: dict[str, Any]) -> None:
+    """At every step, the gradient the optimizer receives: the same on both ranks (DDP's all-reduce), and the one
+    process's mean over the same global batch. A scale error (a micro-batch not divided by their number) fails it;
+    AdamW would hide it from the weights."""
+    differences = []
+    for step in range(1, STEPS + 1):
+        rank0, rank1 = (torch.load(gradient_file(runs["gradients"], rank, step)) for rank in (0, 1))
+        single = torch.load(gradient_file(runs["gradients_single"], 0, step))
+        assert torch.equal(rank0, rank1), step
+        differences.append(((rank0 - single).abs().max() / single.abs().max()).item())
+    print(f"largest gradient difference, two processes vs one, relative to the largest component: {differences}")
+    assert max(differences) <= GRADIENTS, differences
 
 
 def test_two_processes_take_the_steps_of_one_over_the_same_global_batches(runs: dict[str, Any]) -> None:
