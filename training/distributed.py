@@ -13,13 +13,17 @@ sentence-transformers modules) and DDP must see every forward that precedes a ba
 the micro-batches of a step inside :meth:`torch.nn.parallel.DistributedDataParallel.no_sync`; the last micro-batch
 synchronises (:func:`sync_unless`).
 
-A global batch: one optimizer step reads ``world_size × grad_accumulation`` batches of ``batch_docs`` whole
-documents (:func:`training.data.shard_batches` deals them round robin), and its gradient is the mean of their
-losses' gradients. Each batch's InSeNT loss is computed on its own documents only: the in-batch negatives of a
-query are the chunks of the other documents of *its* batch, never those of another rank (as in the paper, negatives
-are per device). So ``world_size`` processes with ``grad_accumulation = g`` take the same steps as one process with
-``grad_accumulation = world_size × g`` over the same batches (tests/training/test_ddp.py checks the weights), for a
-model without dropout: each rank draws its own dropout masks (seed + rank).
+A global batch: one optimizer step reads the epoch's next ``world_size × grad_accumulation`` batches of
+``batch_docs`` whole documents, dealt round robin (:func:`training.data.step_batches`; the last step of an epoch
+reads what is left, so a rank may get fewer batches or none), and its gradient is the mean of their losses'
+gradients: each rank back-propagates its batches' losses weighted by ``world_size / batches in the step`` and DDP
+averages over ranks; a rank without a batch back-propagates one at weight 0, so that it still takes part in the
+all-reduce. Each batch's InSeNT loss is computed on its own documents only: the in-batch negatives of a query are
+the chunks of the other documents of *its* batch, never those of another rank (as in the paper, negatives are per
+device). So ``world_size`` processes with ``grad_accumulation = g`` take the same steps as one process with
+``grad_accumulation = world_size × g`` over the same batches, up to the order of float sums and the end of an
+epoch included (tests/training/test_ddp.py compares each step's gradient and the weights), for a model without
+dropout: each rank draws its own dropout masks (seed + rank).
 
 ``find_unused_parameters`` only when needed (:func:`unused_parameters`): DDP then walks the autograd graph after
 every forward, which costs time; it is needed when the model has trainable parameters that the backbone's token

@@ -4,10 +4,12 @@
 and from a Dagster asset through Pipes: progress is reported only through ``on_event(kind, payload)``
 with kinds ``start``, ``step``, ``eval``, ``checkpoint`` and ``done`` (rank 0 only).
 
-One optimizer step takes ``grad_accumulation`` batches of ``batch_docs`` documents each
-(:func:`training.data.make_batches`, sharded per rank), back-propagates each batch's InSeNT loss
-divided by ``grad_accumulation``, averages gradients over ranks (DDP, :mod:`training.distributed`), clips them to
-``max_grad_norm`` and steps AdamW with a cosine schedule after ``warmup_ratio`` of the steps. Validation
+One optimizer step reads ``world_size × grad_accumulation`` batches of ``batch_docs`` documents each
+(:func:`training.data.make_batches`; fewer at the end of an epoch), dealt round robin to the ranks
+(:func:`training.data.step_batches`); its gradient is the mean of those batches' InSeNT loss gradients (each rank
+back-propagates its batches' losses weighted by ``world_size / batches in the step`` and DDP averages over ranks,
+:mod:`training.distributed`); it is clipped to ``max_grad_norm`` and AdamW steps with a cosine schedule after
+``warmup_ratio`` of the steps. Validation
 (:mod:`training.validation`) runs before training, every ``eval_every`` steps and at the end;
 checkpoints and resuming are :mod:`training.checkpoints`. The saved model gets its card
 (:mod:`training.card`).
@@ -46,8 +48,9 @@ from training.data import (
     encoder_inputs,
     load_samples,
     make_batches,
-    shard_batches,
     split_by_document,
+    step_batches,
+    steps_per_epoch,
 )
 from training.distributed import all_reduce_sum, init_distributed, sync_unless, unused_parameters, wrap
 from training.losses import InsentLoss, InsentLossModule, pad_document_tokens, pad_documents
@@ -83,10 +86,10 @@ class _Plan:
     warmup_steps: int
 
 
-def _plan(config: TrainingConfig, n_batches: int) -> _Plan:
-    steps_per_epoch = max(1, math.ceil(n_batches / config.grad_accumulation))
-    total = config.max_steps if config.max_steps is not None else steps_per_epoch * config.epochs
-    return _Plan(steps_per_epoch, total, math.ceil(config.warmup_ratio * total))
+def _plan(config: TrainingConfig, n_batches: int, world_size: int) -> _Plan:
+    per_epoch = steps_per_epoch(n_batches, world_size, config.grad_accumulation)
+    total = config.max_steps if config.max_steps is not None else per_epoch * config.epochs
+    return _Plan(per_epoch, total, math.ceil(config.warmup_ratio * total))
 
 
 def _batch_loss(
@@ -252,7 +255,7 @@ def _set_up(config: TrainingConfig, on_event: EventCallback | None, resume: bool
     )
     samples, stats, train_samples, validation = _load_data(config, encoder, config.max_length or model.max_seq_length)
     batches = make_batches(train_samples, config.batch_docs, config.seed, 0)
-    plan = _plan(config, len(shard_batches(batches, dist.rank, dist.world_size)))
+    plan = _plan(config, len(batches), dist.world_size)
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=config.lr, weight_decay=config.weight_decay)
     scheduler = get_cosine_schedule_with_warmup(optimizer, plan.warmup_steps, plan.total_steps)
@@ -313,7 +316,7 @@ def _checkpoint(run: _Run, at_step: int) -> None:
         state = {
             "step": at_step,
             "epoch": epoch,
-            "batch_position": in_epoch * config.grad_accumulation,  # next micro-batch of this epoch
+            "batch_position": in_epoch * run.dist.world_size * config.grad_accumulation,  # the epoch's next batch
             "total_steps": run.plan.total_steps,
             "loss_history": run.loss_history,
             "evals": run.evals,
@@ -332,19 +335,26 @@ def _step(run: _Run) -> tuple[dict[str, float], int, int]:
     ``run.last`` and ``run.loss_history`` move on."""
     config, plan = run.config, run.plan
     epoch, in_epoch = divmod(run.step, plan.steps_per_epoch)
-    batches = shard_batches(make_batches(run.train_samples, config.batch_docs, config.seed, epoch), *run.rank_world)
-    micro = batches[in_epoch * config.grad_accumulation : (in_epoch + 1) * config.grad_accumulation]
+    batches = make_batches(run.train_samples, config.batch_docs, config.seed, epoch)
+    mine, in_step = step_batches(batches, in_epoch, *run.rank_world, config.grad_accumulation)
+    # DDP averages over ranks, so each batch weighs world_size / in_step: the step's gradient is the mean over its
+    # batches. A rank left without one at the end of an epoch back-propagates a batch at weight 0 (its zero
+    # gradient still takes part in the all-reduce)
+    weight = run.dist.world_size / in_step
+    micro = [(batch, weight) for batch in mine] or [(batches[0], 0.0)]
     run.optimizer.zero_grad(set_to_none=True)
     totals = torch.zeros(3, dtype=torch.float64)  # loss, in_sequence, in_batch (summed over micro-batches)
     counted, tokens = 0, 0
     assert run.forward is not None
-    for position, batch in enumerate(micro):
+    for position, (batch, share) in enumerate(micro):
         docs = [run.train_samples[i] for i in batch]
-        tokens += sum(s.n_tokens or 0 for s in docs) + _query_tokens(run.encoder, [q for s in docs for q in s.queries])
+        if share:
+            tokens += sum(s.n_tokens or 0 for s in docs)
+            tokens += _query_tokens(run.encoder, [q for s in docs for q in s.queries])
         with sync_unless(run.forward, accumulating=position < len(micro) - 1):
             backward, loss = run.forward(docs)
-            (backward / len(micro)).backward()  # a batch without queries: zero gradient, every rank's backward in step
-        if loss is not None:
+            (backward * share).backward()  # a batch without queries: zero gradient, every rank's backward in step
+        if loss is not None and share:
             totals += torch.tensor([loss.total.item(), loss.in_sequence.item(), loss.in_batch.item()])
             counted += 1
     torch.nn.utils.clip_grad_norm_(run.parameters, config.max_grad_norm)
