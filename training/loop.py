@@ -37,7 +37,14 @@ from embedding.models import load_model, no_transformers_bars, set_attention_dro
 from embedding.windows import Context
 from evaluation.config import DEFAULT_TITLE_TEMPLATE
 from training.card import write_model_card
-from training.checkpoints import checkpoint_step, latest_checkpoint, restore, save_checkpoint
+from training.checkpoints import (
+    check_resume,
+    checkpoint_step,
+    latest_checkpoint,
+    restore,
+    rng_state,
+    save_checkpoint,
+)
 from training.config import TrainingConfig, config_to_dict
 from training.data import (
     DataStats,
@@ -249,6 +256,7 @@ def _set_up(config: TrainingConfig, on_event: EventCallback | None, resume: bool
             on_event(kind, payload)
 
     checkpoint = latest_checkpoint(Path(config.output)) if resume else None
+    saved = check_resume(checkpoint, config, dist.world_size) if checkpoint is not None else {}
     model, encoder, use_bf16, checkpointing = _load_encoder(config, device, checkpoint)
     loss_module = InsentLossModule(
         config.lambda_seq, config.scale, mode=config.mode, variant=config.loss, average=config.loss_average
@@ -267,7 +275,7 @@ def _set_up(config: TrainingConfig, on_event: EventCallback | None, resume: bool
         parameters, optimizer, scheduler, checkpoint, use_bf16, checkpointing,
     )  # fmt: skip
     if checkpoint is not None:
-        resumed = restore(checkpoint, config, optimizer, scheduler, device)
+        resumed = restore(checkpoint, saved, optimizer, scheduler, device, dist.rank)
         run.step, run.loss_history = resumed.step, resumed.loss_history
         run.evals, run.validation_before = resumed.evals, resumed.validation_before
     run.last = run.loss_history[-1]["loss"] if run.loss_history else None
@@ -309,13 +317,16 @@ def _evaluate(run: _Run, at_step: int) -> dict[str, float]:
 
 
 def _checkpoint(run: _Run, at_step: int) -> None:
-    """Save the model, optimizer, schedule and history at ``at_step`` (rank 0; every rank waits)."""
+    """Save the model, optimizer, schedule, history and every rank's random generators at ``at_step`` (rank 0
+    writes; every rank hands its generators over and waits)."""
+    rng_states = run.dist.gather(rng_state())
     if run.dist.main:
         config = run.config
         epoch, in_epoch = divmod(at_step, run.plan.steps_per_epoch)
         state = {
             "step": at_step,
             "epoch": epoch,
+            "world_size": run.dist.world_size,
             "batch_position": in_epoch * run.dist.world_size * config.grad_accumulation,  # the epoch's next batch
             "total_steps": run.plan.total_steps,
             "loss_history": run.loss_history,
@@ -324,8 +335,9 @@ def _checkpoint(run: _Run, at_step: int) -> None:
             "config": config_to_dict(config),
         }
         path = save_checkpoint(
-            Path(config.output), at_step, run.model, run.optimizer, run.scheduler, state, config.keep_checkpoints
-        )
+            Path(config.output), at_step, run.model, run.optimizer, run.scheduler, state, rng_states,
+            config.keep_checkpoints,
+        )  # fmt: skip
         run.emit("checkpoint", {"step": at_step, "path": str(path)})
     run.dist.barrier()
 

@@ -8,7 +8,8 @@ without Python's ``open`` (safetensors' weights) are not seen, but their folder'
 written beside them are.
 
 With ``$GRADIENT_DUMP_DIR`` set, each process also saves the gradients every optimizer step receives
-(:func:`dump_gradients`), for the tests that compare the averaged gradients of runs.
+(:func:`dump_gradients`), for the tests that compare the averaged gradients of runs; with ``$DROPOUT_DUMP_DIR``, its
+first dropout mask in training and the generator state it was drawn from (:func:`dump_first_dropout`).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -85,15 +87,51 @@ def dump_gradients(folder: Path, rank: int) -> Iterator[None]:
         handle.remove()
 
 
+def dropout_file(folder: Path, rank: int) -> Path:
+    """Where :func:`dump_first_dropout` saves ``rank``'s first dropout mask."""
+    return folder / f"dropout-rank{rank}.pt"
+
+
+@contextmanager
+def dump_first_dropout(folder: Path, rank: int) -> Iterator[None]:
+    """Inside the context, save the first mask an ``nn.Dropout`` (``p > 0``, training) draws to :func:`dropout_file`.
+
+    Global module hooks: the pre-hook takes the torch generator's state before the draw, the forward hook the mask
+    (where the output is not zero), both flattened: ``{"rng": ByteTensor, "mask": bool tensor}``.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    seen: dict[str, torch.Tensor] = {}
+
+    def drawing(module: torch.nn.Module) -> bool:
+        return isinstance(module, torch.nn.Dropout) and module.training and module.p > 0 and "mask" not in seen
+
+    def before(module: torch.nn.Module, args: Any) -> None:
+        if drawing(module):
+            seen["rng"] = torch.get_rng_state()
+
+    def after(module: torch.nn.Module, args: Any, output: torch.Tensor) -> None:
+        if drawing(module):
+            seen["mask"] = (output != 0).flatten().cpu()
+            torch.save(seen, dropout_file(folder, rank))
+
+    handles = [register_module_forward_pre_hook(before), register_module_forward_hook(after)]
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def main() -> int:
     rank = int(os.environ["RANK"])
     install(Path(os.environ["WRITE_AUDIT_ROOT"]), Path(os.environ["WRITE_AUDIT_DIR"]) / f"rank-{rank}.log")
     from training.__main__ import main as train_main
 
-    dumps = os.environ.get("GRADIENT_DUMP_DIR")
-    if dumps is None:
-        return train_main(sys.argv[1:])
-    with dump_gradients(Path(dumps), rank):
+    with ExitStack() as stack:
+        if gradients := os.environ.get("GRADIENT_DUMP_DIR"):
+            stack.enter_context(dump_gradients(Path(gradients), rank))
+        if dropout := os.environ.get("DROPOUT_DUMP_DIR"):
+            stack.enter_context(dump_first_dropout(Path(dropout), rank))
         return train_main(sys.argv[1:])
 
 

@@ -5,9 +5,12 @@ one process trains in this test process over the same global batches (``grad_acc
 1: training/distributed.py). The tests read those three runs: both processes stop within seconds of the signal,
 the gradient the optimizer receives at every step is the same on both ranks and the single process's, the weights
 match the single process's at every checkpoint both kept, the resumed run continues from where the first stopped,
-and rank 0 alone writes (an audit hook and a gradient dump in each worker, tests/support/audited_training.py).
-A tiny random ModernBERT (no dropout) on the sample's train split, 4 steps of 2-document batches, no gradient
-clipping (a clipped gradient, like AdamW's update, would hide a gradient that is off by a constant factor).
+rank 0 alone writes (an audit hook and a gradient dump in each worker, tests/support/audited_training.py) and its
+checkpoints hold each rank's own random generators, and one process refuses to resume them.
+A tiny random ModernBERT (no dropout) on the sample's train split, 5 steps of 2-document batches (7 batches an
+epoch: the 4th step ends the epoch with one batch, none for rank 1), no gradient clipping (a clipped gradient,
+like AdamW's update, would hide a gradient that is off by a constant factor). One more two-process launch resumes
+a checkpoint with dropout switched on: the ranks draw different masks (``dropout_resume``).
 """
 
 from __future__ import annotations
@@ -33,11 +36,12 @@ from embedding.models import offline_minilm_path
 from pipelines.definitions import build_definitions
 from project.config import load_config
 from tests.conftest import ROOT, SAMPLE_DIR
-from tests.support.audited_training import dump_gradients, gradient_file
+from tests.support.audited_training import dropout_file, dump_gradients, gradient_file
 from tests.support.signalled_run import SignalledRun, run_then_signal
 from tests.support.tiny_models import tiny_modernbert
 from tests.training.test_data import build_sample_conteb
-from training.checkpoints import STATE_FILE, checkpoint_step, latest_checkpoint
+from training.__main__ import main as train_main
+from training.checkpoints import STATE_FILE, checkpoint_step, latest_checkpoint, rng_file
 from training.config import make_config
 from training.loop import train
 
@@ -81,14 +85,16 @@ def torchrun(config: Path, audit: Path, output: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def worker_env(audit: Path, output: Path, gradients: Path) -> dict[str, str]:
+def worker_env(audit: Path, output: Path, **dumps: Path) -> dict[str, str]:
+    """The workers' environment: one thread each, the write audit, and ``dumps`` (``GRADIENT_DUMP_DIR=...``)."""
+    audit.mkdir(exist_ok=True)
     return {
         **os.environ,
         "OMP_NUM_THREADS": "1",
         "PYTHONPATH": str(ROOT),
         "WRITE_AUDIT_DIR": str(audit),
         "WRITE_AUDIT_ROOT": str(output),
-        "GRADIENT_DUMP_DIR": str(gradients),
+        **{name: str(folder) for name, folder in dumps.items()},
     }
 
 
@@ -112,10 +118,9 @@ def runs(inputs: Path) -> dict[str, Any]:
     """The interrupted two-process run, its two-process resume and the one-process reference (module docstring)."""
     root = inputs
     output, audit = root / "ddp", root / "audit"
-    audit.mkdir()
     config = root / "ddp.yaml"
     config.write_text(yaml.safe_dump(settings(root, output)))
-    env = worker_env(audit, output, root / "gradients")
+    env = worker_env(audit, output, GRADIENT_DUMP_DIR=root / "gradients")
 
     first_checkpoint = output / "checkpoints" / "step-1" / STATE_FILE
     stopped: SignalledRun = run_then_signal(
@@ -180,6 +185,7 @@ def test_resume_in_two_processes_continues_where_it_stopped(runs: dict[str, Any]
     state = json.loads((runs["output"] / "checkpoints" / f"step-{STEPS}" / STATE_FILE).read_text())
     reference = json.loads((runs["single"] / "checkpoints" / f"step-{STEPS}" / STATE_FILE).read_text())
     assert [r["step"] for r in state["loss_history"]] == list(range(1, STEPS + 1))
+    assert (state["world_size"], reference["world_size"]) == (2, 1)
     for ours, theirs in zip(state["loss_history"], reference["loss_history"], strict=True):
         assert ours["loss"] == pytest.approx(theirs["loss"], rel=1e-5)  # mean over both ranks' batches
         assert ours["lr"] == pytest.approx(theirs["lr"])
@@ -196,6 +202,72 @@ def test_rank_zero_alone_writes(runs: dict[str, Any]) -> None:
     assert (output / "model.safetensors").is_file()
     assert "insent" in (output / "README.md").read_text()
     assert not list((output / "checkpoints").glob(".tmp-*"))
+    for checkpoint in (output / "checkpoints").glob("step-*"):  # rank 1's generators too, written by rank 0
+        states = [torch.load(rng_file(checkpoint, rank), weights_only=False)["torch"] for rank in (0, 1)]
+        assert not torch.equal(*states) and not (checkpoint / "rng.pt").exists()
+
+
+def test_one_process_cannot_resume_a_two_process_checkpoint(
+    runs: dict[str, Any], inputs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The data order depends on the number of processes: refused, in one line naming the checkpoint, both numbers
+    and what to do, before anything is loaded or written."""
+    output = tmp_path / "one"
+    checkpoint = output / "checkpoints" / f"step-{STEPS}"
+    shutil.copytree(runs["output"] / "checkpoints" / f"step-{STEPS}", checkpoint)
+    config = tmp_path / "one.yaml"
+    config.write_text(yaml.safe_dump(settings(inputs, output)))
+    assert train_main(["--config", str(config), "--no-progress", "--resume"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"error: cannot resume from {checkpoint}: it was written by 2 process(es), this run has 1, and the data "
+        "order depends on it; resume with 2 process(es) (torchrun --nproc-per-node) or start a new output folder"
+    )
+    assert sorted(p.name for p in output.iterdir()) == ["checkpoints"]
+
+
+@pytest.fixture(scope="module")
+def dropout_resume(inputs: Path, runs: dict[str, Any]) -> dict[str, Any]:
+    """Two processes resume the two-process run's first checkpoint for one step, with dropout switched on in its
+    model (embedding and MLP dropout 0.1) and each rank's saved torch generator moved on by 1000 draws (as a run with
+    dropout leaves it; a freshly seeded generator differs). Each rank records its first dropout mask and the state
+    it was drawn from (tests/support/audited_training.py). The one torchrun launch of this module that is not
+    ``runs``': a resume with dropout needs a model with dropout, which the weight equality above must not have."""
+    root = inputs
+    output = root / "dropout"
+    checkpoint = output / "checkpoints" / "step-1"
+    shutil.copytree(runs["output"] / "checkpoints" / "step-1", checkpoint)
+    model_config = checkpoint / "model" / "config.json"
+    model_config.write_text(
+        json.dumps({**json.loads(model_config.read_text()), "embedding_dropout": 0.1, "mlp_dropout": 0.1})
+    )
+    for rank in (0, 1):
+        states = torch.load(rng_file(checkpoint, rank), weights_only=False)
+        generator = torch.Generator()
+        generator.set_state(states["torch"])
+        torch.rand(1000, generator=generator)
+        torch.save({**states, "torch": generator.get_state()}, rng_file(checkpoint, rank))
+    config = root / "dropout.yaml"
+    config.write_text(yaml.safe_dump(settings(root, output, max_steps=2, checkpoint_every=0)))
+    env = worker_env(root / "audit-dropout", output, DROPOUT_DUMP_DIR=root / "dropout-masks")
+    resumed = subprocess.run(
+        torchrun(config, root / "audit-dropout", output, "--resume"), env=env, cwd=ROOT, capture_output=True,
+        text=True, timeout=180,
+    )  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-5000:]
+    recorded = {rank: torch.load(dropout_file(root / "dropout-masks", rank)) for rank in (0, 1)}
+    saved = {rank: torch.load(rng_file(checkpoint, rank), weights_only=False)["torch"] for rank in (0, 1)}
+    return {"recorded": recorded, "saved": saved}
+
+
+def test_each_rank_draws_its_own_dropout_masks_after_a_resume(dropout_resume: dict[str, Any]) -> None:
+    recorded, saved = dropout_resume["recorded"], dropout_resume["saved"]
+    masks = [recorded[rank]["mask"] for rank in (0, 1)]
+    n = min(len(mask) for mask in masks)
+    agree = (masks[0][:n] == masks[1][:n]).float().mean().item()
+    print(f"first dropout masks after the resume: {agree:.3f} of the first {n} units agree between the ranks")
+    assert not torch.equal(masks[0][:n], masks[1][:n])  # the same generator state would draw the same first units
+    for rank in (0, 1):  # each rank's own generator, restored: neither rank 0's nor a freshly seeded one
+        assert torch.equal(recorded[rank]["rng"], saved[rank]), rank
 
 
 def test_the_training_asset_launches_torchrun_through_pipes(inputs: Path, isolated_env: Path, tmp_path: Path) -> None:
