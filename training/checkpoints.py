@@ -7,12 +7,12 @@ evaluations, the config), written last: a folder without it is incomplete and ig
 folder renamed into place; only the newest ``keep`` checkpoints are kept. One process writes it all (rank 0, with
 every rank's generator states gathered to it).
 
-Data order is a pure function of ``(seed, epoch)`` and the number of processes (:mod:`training.data`), so the step
-count is the data position: a run resumed from step N sees exactly the batches an uninterrupted run would see
-next, and each rank continues its own random generators, provided the run has as many processes as the checkpoint
-and the fields of :data:`RESUME_FIXED` are unchanged (:func:`check_resume`, which refuses anything else with a
-:class:`ResumeError`, and a checkpoint that records no ``world_size``: one written before the random states were
-saved per rank, whose one ``rng.pt`` was rank 0's).
+The batch order is a pure function of ``(seed, epoch)`` and a step reads ``world_size × grad_accumulation`` batches
+of it (:mod:`training.data`), so for a given number of processes the step count is the data position: a run resumed
+from step N sees exactly the batches an uninterrupted run would see next, and each rank continues its own random
+generators, provided the run has as many processes as the checkpoint and the fields of :data:`RESUME_FIXED` are
+unchanged. :func:`check_resume` refuses anything else with a :class:`ResumeError`, as it does a checkpoint that records
+no ``world_size`` (written before the random states were saved per rank: its one ``rng.pt`` was rank 0's).
 """
 
 from __future__ import annotations

@@ -9,9 +9,8 @@ One optimizer step reads ``world_size × grad_accumulation`` batches of ``batch_
 (:func:`training.data.step_batches`); its gradient is the mean of those batches' InSeNT loss gradients (each rank
 back-propagates its batches' losses weighted by ``world_size / batches in the step`` and DDP averages over ranks,
 :mod:`training.distributed`); it is clipped to ``max_grad_norm`` and AdamW steps with a cosine schedule after
-``warmup_ratio`` of the steps. Validation
-(:mod:`training.validation`) runs before training, every ``eval_every`` steps and at the end;
-checkpoints and resuming are :mod:`training.checkpoints`. The saved model gets its card
+``warmup_ratio`` of the steps. Validation (:mod:`training.validation`) runs before training, every ``eval_every``
+steps and at the end; checkpoints and resuming are :mod:`training.checkpoints`. The saved model gets its card
 (:mod:`training.card`).
 """
 
@@ -458,8 +457,9 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
     """Train ``config.base_model`` with InSeNT on ``config.data`` and save it to ``config.output``.
 
     ``resume``: continue from the latest checkpoint in ``<output>/checkpoints`` (a fresh start when
-    there is none). Events go to ``on_event(kind, payload)`` on rank 0. The steps: set up, validate before training,
-    optimizer steps (each with its log, validation and checkpoint), then finish (final validation, model, card).
+    there is none; :class:`training.checkpoints.ResumeError` when this run cannot continue it exactly). Events go to
+    ``on_event(kind, payload)`` on rank 0. The steps: set up, validate before training, optimizer steps (each with
+    its log, validation and checkpoint), then finish (final validation, model, card).
     """
     started = time.perf_counter()
     run = _set_up(config, on_event, resume)
