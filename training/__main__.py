@@ -21,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     from embedding.encoder import progress_desc
+    from training.checkpoints import ResumeError
     from training.loop import train
 
     bar: tqdm | None = None
@@ -54,9 +55,15 @@ def main(argv: list[str] | None = None) -> int:
         elif kind == "done" and bar is not None:
             bar.close()
 
-    result = train(config, on_event=on_event, resume=args.resume)
-    if int(os.environ.get("RANK", "0")) != 0:
-        return 0  # under torchrun, rank 0 reports
+    main_rank = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 reports
+    try:
+        result = train(config, on_event=on_event, resume=args.resume)
+    except ResumeError as error:  # a checkpoint this run cannot continue: one line, exit status 2
+        if main_rank:
+            print(f"error: {error}", file=sys.stderr)
+        return 2
+    if not main_rank:
+        return 0
     summary = {
         "model_path": str(result.model_path),
         "steps": result.steps,

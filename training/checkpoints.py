@@ -1,14 +1,18 @@
 """Training checkpoints: writing ``<output>/checkpoints/step-N``, finding the latest, resuming from it.
 
 A checkpoint folder holds ``model/`` (sentence-transformers), ``optimizer.pt``, ``scheduler.pt``,
-``rng.pt`` (Python, NumPy, torch and CUDA generator states) and :data:`STATE_FILE`
-(``trainer_state.json``: step, epoch, loss history, evaluations, the config), written last: a folder
-without it is incomplete and ignored. Writes go to a temporary folder renamed into place; only the
-newest ``keep`` checkpoints are kept.
+``rng-rank<r>.pt`` for each rank ``r`` (its Python, NumPy, torch and CUDA generator states: :func:`rng_file`) and
+:data:`STATE_FILE` (``trainer_state.json``: step, epoch, the number of processes ``world_size``, loss history,
+evaluations, the config), written last: a folder without it is incomplete and ignored. Writes go to a temporary
+folder renamed into place; only the newest ``keep`` checkpoints are kept. One process writes it all (rank 0, with
+every rank's generator states gathered to it).
 
-Data order is a pure function of ``(seed, epoch)`` (:mod:`training.data`), so the step count is the
-data position: a run resumed from step N sees exactly the batches an uninterrupted run would see
-next, provided the fields of :data:`RESUME_FIXED` are unchanged (:func:`check_resumable`).
+The batch order is a pure function of ``(seed, epoch)`` and a step reads ``world_size × grad_accumulation`` batches
+of it (:mod:`training.data`), so for a given number of processes the step count is the data position: a run resumed
+from step N sees exactly the batches an uninterrupted run would see next, and each rank continues its own random
+generators, provided the run has as many processes as the checkpoint and the fields of :data:`RESUME_FIXED` are
+unchanged. :func:`check_resume` refuses anything else with a :class:`ResumeError`, as it does a checkpoint that records
+no ``world_size`` (written before the random states were saved per rank: its one ``rng.pt`` was rank 0's).
 """
 
 from __future__ import annotations
@@ -45,6 +49,10 @@ RESUME_FIXED = (
 """Fields that fix the data order or the model's output: a resumed run must not change them."""
 
 
+class ResumeError(ValueError):
+    """A checkpoint this run cannot continue exactly; the message is one line naming it and what to do."""
+
+
 @dataclass
 class ResumedState:
     """What a checkpoint restores besides the weights (those are loaded from ``<checkpoint>/model``)."""
@@ -55,7 +63,13 @@ class ResumedState:
     validation_before: dict[str, float]
 
 
-def _rng_state() -> dict[str, Any]:
+def rng_file(checkpoint: Path, rank: int) -> Path:
+    """The file of ``rank``'s random generator states in ``checkpoint``."""
+    return checkpoint / f"rng-rank{rank}.pt"
+
+
+def rng_state() -> dict[str, Any]:
+    """This process's Python, NumPy, torch and (where available) CUDA generator states."""
     state: dict[str, Any] = {
         "python": random.getstate(),
         "numpy": np.random.get_state(),
@@ -105,12 +119,16 @@ def save_checkpoint(
     optimizer: torch.optim.Optimizer,
     scheduler: Any,
     state: dict[str, Any],
+    rng_states: list[dict[str, Any]],
     keep: int,
 ) -> Path:
     """Write ``<output>/checkpoints/step-<step>`` atomically (tmp folder + rename); prune all but the ``keep`` newest.
 
+    ``rng_states``: every rank's :func:`rng_state`, in rank order (one a rank, ``state["world_size"]`` of them).
     ``state`` is written as :data:`STATE_FILE` (JSON), last: it marks the checkpoint complete.
     """
+    if len(rng_states) != state["world_size"]:
+        raise ValueError(f"{len(rng_states)} random states for {state['world_size']} processes")
     folder = Path(output) / CHECKPOINTS
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"step-{step}"
@@ -122,7 +140,8 @@ def save_checkpoint(
         model.save(str(tmp / "model"))
     torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
     torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
-    torch.save(_rng_state(), tmp / "rng.pt")
+    for rank, rng in enumerate(rng_states):
+        torch.save(rng, rng_file(tmp, rank))
     (tmp / STATE_FILE).write_text(json.dumps(state, indent=1), encoding="utf-8")  # written last: marks complete
     if target.exists():
         shutil.rmtree(target)
@@ -133,31 +152,47 @@ def save_checkpoint(
     return target
 
 
-def check_resumable(config: TrainingConfig, saved: dict[str, Any], checkpoint: Path) -> None:
-    """Raise ``ValueError`` naming the fields of :data:`RESUME_FIXED` that ``config`` changes from ``saved``."""
-    current = config_to_dict(config)
+def check_resume(checkpoint: Path, config: TrainingConfig, world_size: int) -> dict[str, Any]:
+    """``checkpoint``'s :data:`STATE_FILE`, when a run of ``world_size`` processes with ``config`` can continue it.
+
+    Raises :class:`ResumeError` when the checkpoint records no ``world_size`` (written before the random states were
+    saved per rank), records another one (the data order and each rank's generators depend on it), or when
+    ``config`` changes a field of :data:`RESUME_FIXED`.
+    """
+    state: dict[str, Any] = json.loads((checkpoint / STATE_FILE).read_text(encoding="utf-8"))
+    saved_world = state.get("world_size")
+    if saved_world is None:
+        raise ResumeError(
+            f"cannot resume from {checkpoint}: it records neither its number of processes nor each one's random "
+            "state (written by an earlier version); start a new output folder"
+        )
+    if saved_world != world_size:
+        raise ResumeError(
+            f"cannot resume from {checkpoint}: it was written by {saved_world} process(es), this run has "
+            f"{world_size}, and the data order depends on it; resume with {saved_world} process(es) "
+            "(torchrun --nproc-per-node) or start a new output folder"
+        )
+    saved, current = state.get("config", {}), config_to_dict(config)
     changed = [name for name in RESUME_FIXED if name in saved and saved[name] != current[name]]
     if changed:
         details = ", ".join(f"{name}: {saved[name]!r} -> {current[name]!r}" for name in changed)
-        raise ValueError(f"cannot resume from {checkpoint}: changed {details} (start a new output folder)")
+        raise ResumeError(f"cannot resume from {checkpoint}: changed {details} (start a new output folder)")
+    return state
 
 
 def restore(
     checkpoint: Path,
-    config: TrainingConfig,
+    state: dict[str, Any],
     optimizer: torch.optim.Optimizer,
     scheduler: Any,
     device: torch.device,
+    rank: int,
 ) -> ResumedState:
-    """Restore ``optimizer``, ``scheduler`` and the random generators from ``checkpoint``; return its state.
-
-    Raises ``ValueError`` when ``config`` changes a field of :data:`RESUME_FIXED`.
-    """
-    state = json.loads((checkpoint / STATE_FILE).read_text(encoding="utf-8"))
-    check_resumable(config, state.get("config", {}), checkpoint)
+    """Restore ``optimizer``, ``scheduler`` and ``rank``'s own random generators from ``checkpoint`` (its
+    :data:`STATE_FILE` already read and accepted as ``state`` by :func:`check_resume`); return what it holds."""
     optimizer.load_state_dict(torch.load(checkpoint / "optimizer.pt", map_location=device, weights_only=False))
     scheduler.load_state_dict(torch.load(checkpoint / "scheduler.pt", weights_only=False))
-    _set_rng_state(torch.load(checkpoint / "rng.pt", weights_only=False))
+    _set_rng_state(torch.load(rng_file(checkpoint, rank), weights_only=False))
     return ResumedState(
         step=state["step"],
         loss_history=state["loss_history"],

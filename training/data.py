@@ -15,7 +15,9 @@ Rules (also stated in the model card):
 * The validation split is by document and seeded; it is drawn from documents that have queries
   (documents without queries stay in training as negatives), and leaves at least one for training.
 * A batch is ``batch_docs`` documents; the order is a seeded shuffle per epoch. A trailing batch of a
-  single document (no in-batch negatives) joins the previous batch.
+  single document (no in-batch negatives) joins the previous batch. An optimizer step reads the epoch's next
+  ``world_size × grad_accumulation`` batches, dealt round robin to the ranks (:func:`step_batches`); the last step
+  of an epoch reads what is left, so every batch is read once an epoch whatever the number of processes.
 * Several task folders: documents keep their ``doc_id``; a ``doc_id`` seen in two folders is
   qualified as ``<folder name>/<doc_id>``, and so are its ``chunk_ids`` (``source_doc_id`` keeps the
   published id), so that ids stay unique across the samples.
@@ -363,13 +365,23 @@ def make_batches(samples: Sequence[TrainingSample], batch_docs: int, seed: int, 
     return batches
 
 
-def shard_batches(batches: list[list[int]], rank: int, world_size: int) -> list[list[int]]:
-    """This rank's batches (round robin); padded by wrapping so every rank gets the same number."""
-    if world_size <= 1:
-        return batches
-    per_rank = math.ceil(len(batches) / world_size)
-    padded = [batches[index % len(batches)] for index in range(per_rank * world_size)]
-    return padded[rank::world_size]
+def steps_per_epoch(n_batches: int, world_size: int, grad_accumulation: int) -> int:
+    """Optimizer steps that read an epoch's ``n_batches`` (:func:`step_batches`): at least one."""
+    return max(1, math.ceil(n_batches / (world_size * grad_accumulation)))
+
+
+def step_batches(
+    batches: list[list[int]], in_epoch: int, rank: int, world_size: int, grad_accumulation: int
+) -> tuple[list[list[int]], int]:
+    """``(this rank's batches, the step's batches on all ranks)`` of step ``in_epoch`` of an epoch.
+
+    The step reads the epoch's next ``world_size × grad_accumulation`` batches (fewer at the end of an epoch, none
+    read twice), dealt round robin: rank ``r`` takes the step's batches ``r``, ``r + world_size``, ... -- none when
+    the step has fewer batches than ranks.
+    """
+    per_step = world_size * grad_accumulation
+    step = batches[in_epoch * per_step : (in_epoch + 1) * per_step]
+    return step[rank::world_size], len(step)
 
 
 def validation_groups(samples: Sequence[TrainingSample], batch_docs: int) -> list[list[TrainingSample]]:

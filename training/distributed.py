@@ -13,13 +13,18 @@ sentence-transformers modules) and DDP must see every forward that precedes a ba
 the micro-batches of a step inside :meth:`torch.nn.parallel.DistributedDataParallel.no_sync`; the last micro-batch
 synchronises (:func:`sync_unless`).
 
-A global batch: one optimizer step reads ``world_size × grad_accumulation`` batches of ``batch_docs`` whole
-documents (:func:`training.data.shard_batches` deals them round robin), and its gradient is the mean of their
-losses' gradients. Each batch's InSeNT loss is computed on its own documents only: the in-batch negatives of a
-query are the chunks of the other documents of *its* batch, never those of another rank (as in the paper, negatives
-are per device). So ``world_size`` processes with ``grad_accumulation = g`` take the same steps as one process with
-``grad_accumulation = world_size × g`` over the same batches (tests/training/test_ddp.py checks the weights), for a
-model without dropout: each rank draws its own dropout masks (seed + rank).
+A global batch: one optimizer step reads the epoch's next ``world_size × grad_accumulation`` batches of
+``batch_docs`` whole documents, dealt round robin (:func:`training.data.step_batches`; the last step of an epoch
+reads what is left, so a rank may get fewer batches or none), and its gradient is the mean of their losses'
+gradients: each rank back-propagates its batches' losses weighted by ``world_size / batches in the step`` and DDP
+averages over ranks; a rank without a batch back-propagates one at weight 0, so that it still takes part in the
+all-reduce. Each batch's InSeNT loss is computed on its own documents only: the in-batch negatives of a query are
+the chunks of the other documents of *its* batch, never those of another rank (as in the paper, negatives are per
+device). So ``world_size`` processes with ``grad_accumulation = g`` take the same steps as one process with
+``grad_accumulation = world_size × g`` over the same batches, up to the order of float sums and the end of an
+epoch included (tests/training/test_ddp.py compares each step's gradient and the weights), for a model without
+dropout: each rank draws its own dropout masks (its generators seeded with seed + rank), and a resumed rank continues
+its own generators (:mod:`training.checkpoints`; tests/training/test_ddp.py compares the ranks' masks after a resume).
 
 ``find_unused_parameters`` only when needed (:func:`unused_parameters`): DDP then walks the autograd graph after
 every forward, which costs time; it is needed when the model has trainable parameters that the backbone's token
@@ -29,7 +34,8 @@ No buffer sync at each forward (``forward_sync_buffers=False``, formerly ``broad
 trained here have no running statistics (no batch norm); their buffers (position ids, rotary frequencies) are
 constant, and DDP already copies rank 0's parameters and buffers to every rank when it wraps the module.
 
-Rank 0 evaluates, checkpoints and saves; the others wait at :meth:`Distributed.barrier`.
+Rank 0 evaluates, checkpoints and saves; the others wait at :meth:`Distributed.barrier`. A checkpoint holds every
+rank's random generator states, gathered to rank 0 (:meth:`Distributed.gather`), so that rank 0 alone writes.
 """
 
 from __future__ import annotations
@@ -63,6 +69,15 @@ class Distributed:
         """Wait for every rank (a no-op in a single process)."""
         if self.world_size > 1:
             torch.distributed.barrier()
+
+    def gather(self, value: Any) -> list[Any]:
+        """Every rank's ``value`` (picklable), in rank order, on every rank (``all_gather_object``, a collective:
+        every rank calls it); ``[value]`` in a single process."""
+        if self.world_size <= 1:
+            return [value]
+        gathered: list[Any] = [None] * self.world_size
+        torch.distributed.all_gather_object(gathered, value)
+        return gathered
 
 
 def init_distributed(device: str | None) -> tuple[Distributed, torch.device]:

@@ -4,12 +4,13 @@
 and from a Dagster asset through Pipes: progress is reported only through ``on_event(kind, payload)``
 with kinds ``start``, ``step``, ``eval``, ``checkpoint`` and ``done`` (rank 0 only).
 
-One optimizer step takes ``grad_accumulation`` batches of ``batch_docs`` documents each
-(:func:`training.data.make_batches`, sharded per rank), back-propagates each batch's InSeNT loss
-divided by ``grad_accumulation``, averages gradients over ranks (DDP, :mod:`training.distributed`), clips them to
-``max_grad_norm`` and steps AdamW with a cosine schedule after ``warmup_ratio`` of the steps. Validation
-(:mod:`training.validation`) runs before training, every ``eval_every`` steps and at the end;
-checkpoints and resuming are :mod:`training.checkpoints`. The saved model gets its card
+One optimizer step reads ``world_size × grad_accumulation`` batches of ``batch_docs`` documents each
+(:func:`training.data.make_batches`; fewer at the end of an epoch), dealt round robin to the ranks
+(:func:`training.data.step_batches`); its gradient is the mean of those batches' InSeNT loss gradients (each rank
+back-propagates its batches' losses weighted by ``world_size / batches in the step`` and DDP averages over ranks,
+:mod:`training.distributed`); it is clipped to ``max_grad_norm`` and AdamW steps with a cosine schedule after
+``warmup_ratio`` of the steps. Validation (:mod:`training.validation`) runs before training, every ``eval_every``
+steps and at the end; checkpoints and resuming are :mod:`training.checkpoints`. The saved model gets its card
 (:mod:`training.card`).
 """
 
@@ -35,7 +36,14 @@ from embedding.models import load_model, no_transformers_bars, set_attention_dro
 from embedding.windows import Context
 from evaluation.config import DEFAULT_TITLE_TEMPLATE
 from training.card import write_model_card
-from training.checkpoints import checkpoint_step, latest_checkpoint, restore, save_checkpoint
+from training.checkpoints import (
+    check_resume,
+    checkpoint_step,
+    latest_checkpoint,
+    restore,
+    rng_state,
+    save_checkpoint,
+)
 from training.config import TrainingConfig, config_to_dict
 from training.data import (
     DataStats,
@@ -46,8 +54,9 @@ from training.data import (
     encoder_inputs,
     load_samples,
     make_batches,
-    shard_batches,
     split_by_document,
+    step_batches,
+    steps_per_epoch,
 )
 from training.distributed import all_reduce_sum, init_distributed, sync_unless, unused_parameters, wrap
 from training.losses import InsentLoss, InsentLossModule, pad_document_tokens, pad_documents
@@ -83,10 +92,10 @@ class _Plan:
     warmup_steps: int
 
 
-def _plan(config: TrainingConfig, n_batches: int) -> _Plan:
-    steps_per_epoch = max(1, math.ceil(n_batches / config.grad_accumulation))
-    total = config.max_steps if config.max_steps is not None else steps_per_epoch * config.epochs
-    return _Plan(steps_per_epoch, total, math.ceil(config.warmup_ratio * total))
+def _plan(config: TrainingConfig, n_batches: int, world_size: int) -> _Plan:
+    per_epoch = steps_per_epoch(n_batches, world_size, config.grad_accumulation)
+    total = config.max_steps if config.max_steps is not None else per_epoch * config.epochs
+    return _Plan(per_epoch, total, math.ceil(config.warmup_ratio * total))
 
 
 def _batch_loss(
@@ -246,13 +255,14 @@ def _set_up(config: TrainingConfig, on_event: EventCallback | None, resume: bool
             on_event(kind, payload)
 
     checkpoint = latest_checkpoint(Path(config.output)) if resume else None
+    saved = check_resume(checkpoint, config, dist.world_size) if checkpoint is not None else {}
     model, encoder, use_bf16, checkpointing = _load_encoder(config, device, checkpoint)
     loss_module = InsentLossModule(
         config.lambda_seq, config.scale, mode=config.mode, variant=config.loss, average=config.loss_average
     )
     samples, stats, train_samples, validation = _load_data(config, encoder, config.max_length or model.max_seq_length)
     batches = make_batches(train_samples, config.batch_docs, config.seed, 0)
-    plan = _plan(config, len(shard_batches(batches, dist.rank, dist.world_size)))
+    plan = _plan(config, len(batches), dist.world_size)
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=config.lr, weight_decay=config.weight_decay)
     scheduler = get_cosine_schedule_with_warmup(optimizer, plan.warmup_steps, plan.total_steps)
@@ -264,7 +274,7 @@ def _set_up(config: TrainingConfig, on_event: EventCallback | None, resume: bool
         parameters, optimizer, scheduler, checkpoint, use_bf16, checkpointing,
     )  # fmt: skip
     if checkpoint is not None:
-        resumed = restore(checkpoint, config, optimizer, scheduler, device)
+        resumed = restore(checkpoint, saved, optimizer, scheduler, device, dist.rank)
         run.step, run.loss_history = resumed.step, resumed.loss_history
         run.evals, run.validation_before = resumed.evals, resumed.validation_before
     run.last = run.loss_history[-1]["loss"] if run.loss_history else None
@@ -306,14 +316,17 @@ def _evaluate(run: _Run, at_step: int) -> dict[str, float]:
 
 
 def _checkpoint(run: _Run, at_step: int) -> None:
-    """Save the model, optimizer, schedule and history at ``at_step`` (rank 0; every rank waits)."""
+    """Save the model, optimizer, schedule, history and every rank's random generators at ``at_step`` (rank 0
+    writes; every rank hands its generators over and waits)."""
+    rng_states = run.dist.gather(rng_state())
     if run.dist.main:
         config = run.config
         epoch, in_epoch = divmod(at_step, run.plan.steps_per_epoch)
         state = {
             "step": at_step,
             "epoch": epoch,
-            "batch_position": in_epoch * config.grad_accumulation,  # next micro-batch of this epoch
+            "world_size": run.dist.world_size,
+            "batch_position": in_epoch * run.dist.world_size * config.grad_accumulation,  # the epoch's next batch
             "total_steps": run.plan.total_steps,
             "loss_history": run.loss_history,
             "evals": run.evals,
@@ -321,8 +334,9 @@ def _checkpoint(run: _Run, at_step: int) -> None:
             "config": config_to_dict(config),
         }
         path = save_checkpoint(
-            Path(config.output), at_step, run.model, run.optimizer, run.scheduler, state, config.keep_checkpoints
-        )
+            Path(config.output), at_step, run.model, run.optimizer, run.scheduler, state, rng_states,
+            config.keep_checkpoints,
+        )  # fmt: skip
         run.emit("checkpoint", {"step": at_step, "path": str(path)})
     run.dist.barrier()
 
@@ -332,19 +346,26 @@ def _step(run: _Run) -> tuple[dict[str, float], int, int]:
     ``run.last`` and ``run.loss_history`` move on."""
     config, plan = run.config, run.plan
     epoch, in_epoch = divmod(run.step, plan.steps_per_epoch)
-    batches = shard_batches(make_batches(run.train_samples, config.batch_docs, config.seed, epoch), *run.rank_world)
-    micro = batches[in_epoch * config.grad_accumulation : (in_epoch + 1) * config.grad_accumulation]
+    batches = make_batches(run.train_samples, config.batch_docs, config.seed, epoch)
+    mine, in_step = step_batches(batches, in_epoch, *run.rank_world, config.grad_accumulation)
+    # DDP averages over ranks, so each batch weighs world_size / in_step: the step's gradient is the mean over its
+    # batches. A rank left without one at the end of an epoch back-propagates a batch at weight 0 (its zero
+    # gradient still takes part in the all-reduce)
+    weight = run.dist.world_size / in_step
+    micro = [(batch, weight) for batch in mine] or [(batches[0], 0.0)]
     run.optimizer.zero_grad(set_to_none=True)
     totals = torch.zeros(3, dtype=torch.float64)  # loss, in_sequence, in_batch (summed over micro-batches)
     counted, tokens = 0, 0
     assert run.forward is not None
-    for position, batch in enumerate(micro):
+    for position, (batch, share) in enumerate(micro):
         docs = [run.train_samples[i] for i in batch]
-        tokens += sum(s.n_tokens or 0 for s in docs) + _query_tokens(run.encoder, [q for s in docs for q in s.queries])
+        if share:
+            tokens += sum(s.n_tokens or 0 for s in docs)
+            tokens += _query_tokens(run.encoder, [q for s in docs for q in s.queries])
         with sync_unless(run.forward, accumulating=position < len(micro) - 1):
             backward, loss = run.forward(docs)
-            (backward / len(micro)).backward()  # a batch without queries: zero gradient, every rank's backward in step
-        if loss is not None:
+            (backward * share).backward()  # a batch without queries: zero gradient, every rank's backward in step
+        if loss is not None and share:
             totals += torch.tensor([loss.total.item(), loss.in_sequence.item(), loss.in_batch.item()])
             counted += 1
     torch.nn.utils.clip_grad_norm_(run.parameters, config.max_grad_norm)
@@ -436,8 +457,9 @@ def train(config: TrainingConfig, on_event: EventCallback | None = None, resume:
     """Train ``config.base_model`` with InSeNT on ``config.data`` and save it to ``config.output``.
 
     ``resume``: continue from the latest checkpoint in ``<output>/checkpoints`` (a fresh start when
-    there is none). Events go to ``on_event(kind, payload)`` on rank 0. The steps: set up, validate before training,
-    optimizer steps (each with its log, validation and checkpoint), then finish (final validation, model, card).
+    there is none; :class:`training.checkpoints.ResumeError` when this run cannot continue it exactly). Events go to
+    ``on_event(kind, payload)`` on rank 0. The steps: set up, validate before training, optimizer steps (each with
+    its log, validation and checkpoint), then finish (final validation, model, card).
     """
     started = time.perf_counter()
     run = _set_up(config, on_event, resume)

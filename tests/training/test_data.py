@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,8 +23,9 @@ from training.data import (
     documents_seen,
     load_samples,
     make_batches,
-    shard_batches,
     split_by_document,
+    step_batches,
+    steps_per_epoch,
     validation_groups,
 )
 
@@ -202,13 +202,30 @@ def test_batches_are_k_documents_seeded_per_epoch(tmp_path: Path) -> None:
     assert make_batches(samples, 5, seed=0, epoch=1) != batches
     lone = N_DOCUMENTS - 1  # N - 1 documents a batch leave one alone: it joins the previous batch
     assert [len(b) for b in make_batches(samples, lone, seed=0, epoch=0)] == [N_DOCUMENTS]
-    odd = batches[:3]  # an odd number of batches on two ranks: the second wraps round to the first batch
-    shards = [shard_batches(odd, rank, 2) for rank in range(2)]
-    assert shards == [[odd[0], odd[2]], [odd[1], odd[0]]]
-    assert Counter(tuple(b) for s in shards for b in s).keys() == {tuple(b) for b in odd}
     groups = validation_groups(samples, 5)
     full, rest = divmod(N_DOCUMENTS, 5)
     assert [len(g) for g in groups] == [5] * full + ([rest] if rest else [])  # groups keep a lone document
+
+
+def test_a_step_reads_the_next_batches_of_the_epoch_dealt_round_robin() -> None:
+    """Every batch is read once an epoch, whatever the number of ranks; the last step reads what is left."""
+    batches = [[i] for i in range(7)]
+    one_step = [step_batches(batches, 3, rank, 2, 1) for rank in range(2)]  # 2 ranks, 1 batch each: 4 steps
+    assert steps_per_epoch(7, 2, 1) == 4 and one_step == [([[6]], 1), ([], 1)]  # rank 1 has none left
+    two = [[step_batches(batches, step, rank, 2, 2) for rank in range(2)] for step in range(2)]
+    assert two == [[([[0], [2]], 4), ([[1], [3]], 4)], [([[4], [6]], 3), ([[5]], 3)]]
+    for world_size, accumulation in [(1, 1), (1, 3), (2, 1), (2, 3), (3, 2), (4, 1), (8, 1)]:
+        steps = steps_per_epoch(len(batches), world_size, accumulation)
+        read = [
+            batch
+            for step in range(steps)
+            for rank in range(world_size)
+            for batch in step_batches(batches, step, rank, world_size, accumulation)[0]
+        ]
+        assert sorted(read) == batches, (world_size, accumulation)
+        sizes = {step_batches(batches, steps - 1, 0, world_size, accumulation)[1]}
+        assert sizes == {len(batches) - (steps - 1) * world_size * accumulation}
+    assert steps_per_epoch(0, 2, 1) == 1
 
 
 def test_token_counts_flag_windowed_documents(tmp_path: Path) -> None:
