@@ -1,1 +1,2 @@
-"""InSeNT training: late-chunking encoder, losses, batching and the training loop (no Dagster import)."""
+"""InSeNT training: losses, batching, the training loop, checkpoints and data parallelism over the late-chunking
+encoder of :mod:`embedding.encoder` (no Dagster import)."""

@@ -1,4 +1,5 @@
-"""The InSeNT training loop: late-chunking encoder + InSeNT loss over batches of whole documents.
+"""The InSeNT training loop: the late-chunking encoder (:mod:`embedding.encoder`) + InSeNT loss over batches of
+whole documents.
 
 ``train(config, on_event)`` runs alone, under ``torchrun`` (data parallel, :mod:`training.distributed`)
 and from a Dagster asset through Pipes: progress is reported only through ``on_event(kind, payload)``
