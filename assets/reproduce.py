@@ -280,7 +280,10 @@ def _comparison_asset(
             [(task.name, queries_of(task), titles_declared(task)) for about, task in tasks if about.evaluates],
         )
         setup = setup_lines(block, tasks, trained_models(experiment_models_dir(data)), evaluations)
-        paths = write_reproduce_report(comparison, evaluation, reports_dir(data), setup, targets, pipeline_targets)
+        selections = [(e.task, e.selection) for e in evaluations if e.selection is not None]
+        paths = write_reproduce_report(
+            comparison, evaluation, reports_dir(data), setup, targets, pipeline_targets, selections
+        )
         for line in comparison.summary:
             context.log.info(line)
         for target in targets:
@@ -289,7 +292,7 @@ def _comparison_asset(
         for pipeline in pipeline_targets:
             for line in pipeline_target_sentences(pipeline):
                 context.log.info(line)
-        document = reproduce_document(comparison, evaluation, setup, {}, targets, pipeline_targets)
+        document = reproduce_document(comparison, evaluation, setup, {}, targets, pipeline_targets, selections)
         metadata: dict[str, object] = {
             "report": dg.MetadataValue.md(render_markdown(document)),
             **{f"path/{name}": dg.MetadataValue.path(str(path)) for name, path in paths.items()},

@@ -208,16 +208,29 @@ class ChunkSizePoint:
 
 
 SELECTION_RULE = (
-    "the highest nDCG@10 on its needs_context queries, then on all its queries (ties: the first candidate); fusion "
-    "weights fitted there; no test label read"
+    "the simplest candidate (a cheap baseline, then one model, then a fusion with a model) unless a more complex one "
+    "leads on nDCG@10 of the needs_context queries (else all) by a margin the document bootstrap supports "
+    "(one-sided 95% bound above 0, Bonferroni over its tier, at least 5 documents); fitted fusions scored by "
+    "cross-validation over validation documents, their weights shrunk toward equal (one-standard-error rule); exact "
+    "ties to the simpler, then by name; no test label read"
 )
 """How :mod:`evaluation.select` chooses, in words (after "chosen on the validation split: ")."""
+
+EARLIER_RULE = "earlier rule"
+RULES = (EARLIER_RULE, "shrunk weights", "cross-validated scores", "tie rule", "simplicity")
+"""``Selection.by_rule``'s keys, in the order the rules are added (:mod:`evaluation.choice`): the earlier rule's
+choice (the highest in-sample score, ties to the first declared), then the choice with fusion weights shrunk toward
+equal, with fitted fusions scored out of fold, with ties to the simpler, and with the simplicity preference."""
 
 
 @dataclass
 class Selection:
     """The pipeline the product chose on the validation split (:mod:`evaluation.select`), and why. Test numbers of
-    the chosen system are its :class:`SystemRun`'s."""
+    the chosen system are its :class:`SystemRun`'s.
+
+    ``validation``: the scores the choice compared (a fitted fusion's cross-validated, out of fold); ``in_sample``:
+    a fitted fusion's score with its weights on the queries they were fitted to. A file written before these
+    (``folds`` 0) holds in-sample scores of fitted fusions in ``validation`` and no record."""
 
     split: str  # the split chosen on ("validation")
     candidates: list[str] = field(default_factory=list)  # evaluation.select, in declared order
@@ -227,8 +240,23 @@ class Selection:
     n_documents: int = 0
     n_queries: int = 0
     n_needs_context: int | None = None
-    notes: list[str] = field(default_factory=list)  # candidates that did not run on validation, and why
+    notes: list[str] = field(default_factory=list)  # candidates left out and why; ties the split cannot decide
     rule: str = SELECTION_RULE
+    in_sample: dict[str, dict[str, float]] = field(default_factory=dict)  # fitted fusion -> {subset: mean nDCG@10}
+    grid_best: dict[str, dict[str, float]] = field(default_factory=dict)  # fusion -> weights before the shrinkage
+    tiers: dict[str, int] = field(default_factory=dict)  # candidate -> 0 cheap baseline, 1 one model, 2 fusion
+    folds: int = 0  # cross-validation folds of whole documents; 0: a file written before
+    decision: str = ""  # the rule that decided, in words
+    by_rule: dict[str, str | None] = field(default_factory=dict)  # RULES -> the choice after that rule
+
+    def changed_by(self) -> list[str]:
+        """The rules of :data:`RULES` that changed the choice of the rule before them."""
+        steps = [self.by_rule.get(rule) for rule in RULES] if EARLIER_RULE in self.by_rule else []
+        return [rule for rule, a, b in zip(RULES[1:], steps, steps[1:], strict=False) if a != b]
+
+    def shrunk(self) -> list[str]:
+        """The fitted fusions whose weights the shrinkage moved away from the grid's best point."""
+        return [name for name, weights in self.grid_best.items() if weights != self.fitted_weights.get(name)]
 
 
 @dataclass
@@ -302,9 +330,10 @@ def from_json(text: str) -> TaskEvaluation:
     chunk_sizes = [ChunkSizePoint(**{k: _nan(v) for k, v in c.items()}) for c in raw.pop("chunk_sizes")]
     selected = raw.pop("selection", None)
     if selected is not None:
-        selected["validation"] = {
-            name: {k: _nan(v) for k, v in means.items()} for name, means in selected["validation"].items()
-        }
+        for scores in ("validation", "in_sample"):
+            selected[scores] = {
+                name: {k: _nan(v) for k, v in means.items()} for name, means in selected.get(scores, {}).items()
+            }
         selected = Selection(**selected)
     return TaskEvaluation(
         **raw,

@@ -1,10 +1,12 @@
-"""The product chooses its pipeline on the validation split: fusion weights fitted there, the best candidate picked
-there, both from the validation corpus alone (test labels are never an input here).
+"""The product chooses its pipeline on the validation split: fusion weights fitted there, the candidate chosen there,
+both from the validation corpus alone (test labels are never an input here).
 
-Criterion (the same for fitting and choosing): the mean nDCG@10 over the validation queries labelled
-``needs_context`` (``curation/necessity.py``), then the mean over all validation queries as the tie-break; a corpus
-without labels (or without such queries) compares all queries only. Exact ties keep the earlier option: the first
-declared candidate, the grid point nearest equal weights.
+Scores: nDCG@10 per validation query; the criterion (:func:`evaluation.weights.criterion`) is the mean over the queries
+labelled ``needs_context`` (``curation/necessity.py``), then the mean over all as the tie-break; a corpus without
+labels compares all queries only. Fitting (:mod:`evaluation.weights`): the grid's best point, shrunk toward equal
+weights by the one-standard-error rule over documents, and the cross-validated (out-of-fold) score of that fit over
+folds of whole documents. Choosing (:mod:`evaluation.choice`): the simplest candidate unless a more complex one leads
+by a margin the document bootstrap supports, fitted fusions compared by their out-of-fold scores.
 
 Why a small grid fits the weights: a fusion has one to three free parameters (convex weights of two to four
 systems); nDCG@10 is piecewise constant in them (it changes only where two chunks swap places in some query's
@@ -14,8 +16,8 @@ fit can adapt to the noise of a small validation split.
 
 Reuse: every system is prepared once on the validation corpus (the ``prepare`` callback: the runner keeps prepared
 systems), each component's full score matrix is computed once, and a fusion's grid reuses its components' normalised
-scores (:func:`evaluation.systems.fusion.component_features`); only the weighted sum and the gold rank are recomputed
-per grid point.
+scores (:func:`evaluation.systems.fusion.component_features`); only the weighted sum and the gold rank are computed
+per grid point, once: cross-validation reads rows of the grid's per-query values.
 """
 
 from __future__ import annotations
@@ -25,19 +27,18 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from evaluation.choice import Candidate, choose, complexity
 from evaluation.config import EvaluationConfig, FusionSystem, SystemConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.indexed import IndexedSystem, NotRunnable
 from evaluation.metrics.retrieval import metrics_from_gold_rank
-from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, Selection
+from evaluation.results import ALL, EARLIER_RULE, HEADLINE, NEEDS_CONTEXT, Selection
 from evaluation.systems.fusion import component_features, fuse_features
 from evaluation.systems.ranking import tie_order
+from evaluation.weights import FOLDS, Fit, criterion, document_folds, fit_weights
 
 GRID_DIVISIONS = {2: 10, 3: 5, 4: 4}
 """Grid steps per number of fused systems: weights in multiples of 1/divisions (module docstring)."""
-
-Criterion = tuple[float, float]
-"""(mean nDCG@10 on needs_context queries, mean on all queries); the first is the second without labels."""
 
 
 def weight_grid(n_systems: int) -> list[tuple[float, ...]]:
@@ -67,19 +68,6 @@ def gold_ranks(scores: np.ndarray, gold: np.ndarray, key: np.ndarray) -> np.ndar
     return 1 + np.count_nonzero(above | tied, axis=1)
 
 
-def criterion(per_query: np.ndarray, needs_context: np.ndarray | None) -> Criterion:
-    """The module docstring's criterion of per-query nDCG@10 values."""
-    overall = float(np.mean(per_query)) if len(per_query) else float("nan")
-    if needs_context is None or not needs_context.any():
-        return overall, overall
-    return float(np.mean(per_query[needs_context])), overall
-
-
-def _better(a: Criterion, b: Criterion | None) -> bool:
-    """``a`` strictly beats ``b`` (rounded to 12 decimals, so float noise never decides)."""
-    return b is None or tuple(round(x, 12) for x in a) > tuple(round(x, 12) for x in b)
-
-
 class _Validation:
     """The validation corpus with its labels, and the per-system score matrices computed once."""
 
@@ -88,6 +76,7 @@ class _Validation:
         self.key = tie_order(corpus.chunk_ids)
         mask = corpus.needs_context
         self.needs_context = mask if mask is not None and mask.any() else None
+        self.documents = np.asarray(corpus.query_documents)
         self.scores: dict[str, np.ndarray] = {}
 
     def system_scores(self, system: SystemConfig) -> np.ndarray:
@@ -98,9 +87,10 @@ class _Validation:
             self.scores[system.name] = np.asarray(indexed.score_block(rows), dtype=np.float32)
         return self.scores[system.name]
 
-    def judge(self, scores: np.ndarray) -> Criterion:
+    def per_query(self, scores: np.ndarray) -> np.ndarray:
+        """float64 ``[Q]``: nDCG@10 of each validation query under ``scores`` (float32 ``[Q, C]``)."""
         ranks = gold_ranks(scores, np.asarray(self.corpus.gold), self.key)
-        return criterion(metrics_from_gold_rank(ranks, (10,))[HEADLINE], self.needs_context)
+        return metrics_from_gold_rank(ranks, (10,))[HEADLINE]
 
     def features(self, fusion: FusionSystem) -> list[np.ndarray]:
         depth = fusion.depth or self.config.top_k
@@ -109,20 +99,36 @@ class _Validation:
             for part in self.config.components(fusion)
         ]
 
-    def fit(self, fusion: FusionSystem) -> tuple[tuple[float, ...], Criterion]:
-        """The grid point with the best criterion (module docstring) and that criterion."""
+    def fit(self, fusion: FusionSystem) -> Fit:
+        """``fusion``'s weights fitted on validation, shrunk, and cross-validated (:mod:`evaluation.weights`)."""
         features = self.features(fusion)
-        best: tuple[tuple[float, ...], Criterion] | None = None
-        for weights in weight_grid(len(features)):
-            value = self.judge(fuse_features(features, weights))
-            if best is None or _better(value, best[1]):
-                best = (weights, value)
-        assert best is not None
-        return best
+        grid = weight_grid(len(features))
+        values = np.stack([self.per_query(fuse_features(features, weights)) for weights in grid])
+        return fit_weights(grid, values, self.needs_context, self.documents, self.config.bootstrap.seed)
+
+    def candidate(self, system: SystemConfig, fits: Mapping[str, Fit]) -> Candidate:
+        """``system`` as a candidate of the choice (a fusion with its given or fitted weights; raises
+        :class:`NotRunnable`)."""
+        tier, parts = complexity(system, self.config)
+        fit = fits.get(system.name)
+        if fit is not None:
+            return Candidate(system.name, tier, parts, fit.out_of_fold, fit.in_sample, fit.values[fit.best])
+        if isinstance(system, FusionSystem):
+            if system.weights is None:
+                raise NotRunnable("its weights were not fitted")
+            values = self.per_query(fuse_features(self.features(system), system.weights))
+        else:
+            values = self.per_query(self.system_scores(system))
+        return Candidate(system.name, tier, parts, values, values, values)
 
 
-def _means(value: Criterion, labelled: bool) -> dict[str, float]:
-    return {NEEDS_CONTEXT: value[0], ALL: value[1]} if labelled else {ALL: value[1]}
+def _means(values: np.ndarray, needs_context: np.ndarray | None) -> dict[str, float]:
+    value = criterion(values, needs_context)
+    return {NEEDS_CONTEXT: value[0], ALL: value[1]} if needs_context is not None else {ALL: value[1]}
+
+
+def _weights(fusion: SystemConfig, weights: tuple[float, ...]) -> dict[str, float]:
+    return dict(zip(fusion.systems, weights, strict=True))  # type: ignore[union-attr]
 
 
 def fit_and_select(
@@ -134,24 +140,24 @@ def fit_and_select(
     log: Callable[[str], None] = lambda message: None,
 ) -> tuple[dict[str, tuple[float, ...]], Selection | None]:
     """Fit the weights of ``fusions`` (those with ``fit: validation``) and choose among ``config.select`` on the
-    validation ``corpus``: ``({fusion: weights}, selection)`` (selection None when nothing is to be chosen).
+    validation ``corpus``: ``({fusion: weights used on test}, selection)`` (selection None when nothing is to be
+    chosen).
 
     ``prepare`` returns a system prepared on ``corpus`` (raises :class:`NotRunnable`); a candidate or fusion whose
     systems cannot run is left out with the reason in ``Selection.notes`` (or the log). Reads ``corpus`` only.
     """
     validation = _Validation(corpus, prepare, config)
-    labelled = validation.needs_context is not None
-    fitted: dict[str, tuple[float, ...]] = {}
+    fits: dict[str, Fit] = {}
     fit_notes: dict[str, str] = {}
     for fusion in fusions:
         try:
-            fitted[fusion.name], value = validation.fit(fusion)
+            fits[fusion.name] = fit = validation.fit(fusion)
         except NotRunnable as reason:
             fit_notes[fusion.name] = f"{fusion.name}: weights not fitted: {reason}"
             log(fit_notes[fusion.name])
             continue
-        log(f"{fusion.name}: weights {dict(zip(fusion.systems, fitted[fusion.name], strict=True))} fitted on "
-            f"validation, nDCG@10 {value[0]:.3f} / {value[1]:.3f} (needs_context / all)")  # fmt: skip
+        log(_fit_line(fusion, fit, validation.needs_context))
+    fitted = {name: fit.weights for name, fit in fits.items()}
     if not config.select:
         return fitted, None
     selection = Selection(
@@ -160,36 +166,58 @@ def fit_and_select(
         n_documents=corpus.n_documents,
         n_queries=corpus.n_queries,
         n_needs_context=corpus.n_needs_context,
-        fitted_weights={
-            name: dict(zip(config.system(name).systems, weights, strict=True))  # type: ignore[union-attr]
-            for name, weights in fitted.items()
-        },
+        fitted_weights={name: _weights(config.system(name), fit.weights) for name, fit in fits.items()},
+        grid_best={name: _weights(config.system(name), fit.best_weights) for name, fit in fits.items()},
+        folds=int(document_folds(validation.documents, FOLDS, config.bootstrap.seed).max(initial=0)) + 1,
     )
-    best: Criterion | None = None
+    candidates = []
     for name in config.select:
-        system = config.system(name)
         try:
-            value = _judge_candidate(validation, system, fitted)
+            candidate = validation.candidate(config.system(name), fits)
         except NotRunnable as reason:
             selection.notes.append(fit_notes.get(name) or f"{name}: not run on validation: {reason}")
             continue
-        selection.validation[name] = _means(value, labelled)
-        if _better(value, best):
-            selection.chosen, best = name, value
-    log(f"{corpus.name}: chose {selection.chosen} on {corpus.split} ({corpus.n_queries} queries)")
+        candidates.append(candidate)
+        selection.tiers[name] = candidate.tier
+        if candidate.values is None:
+            selection.notes.append(f"{name}: no cross-validated score (fewer than two validation documents)")
+        else:
+            selection.validation[name] = _means(candidate.values, validation.needs_context)
+        if name in fits:
+            selection.in_sample[name] = _means(candidate.in_sample, validation.needs_context)
+    choice = choose(
+        candidates,
+        validation.needs_context,
+        validation.documents,
+        resamples=config.bootstrap.resamples,
+        seed=config.bootstrap.seed,
+    )
+    selection.chosen, selection.decision, selection.by_rule = choice.chosen, choice.decision, choice.by_rule
+    selection.notes += choice.notes
+    log(f"{corpus.name}: chose {selection.chosen} on {corpus.split} ({corpus.n_documents} documents, "
+        f"{corpus.n_queries} queries): {selection.decision}")  # fmt: skip
+    for note in choice.notes:
+        log(f"{corpus.name}: {note}")
+    if selection.changed_by():
+        log(f"{corpus.name}: the earlier rule would have chosen {selection.by_rule[EARLIER_RULE]}; changed by "
+            f"{', '.join(selection.changed_by())}")  # fmt: skip
     return fitted, selection
 
 
-def _judge_candidate(
-    validation: _Validation, system: SystemConfig, fitted: Mapping[str, tuple[float, ...]]
-) -> Criterion:
-    """The criterion of one candidate on validation (a fusion with its given or fitted weights)."""
-    if isinstance(system, FusionSystem):
-        weights = system.weights if system.weights is not None else fitted.get(system.name)
-        if weights is None:
-            raise NotRunnable("its weights were not fitted")
-        return validation.judge(fuse_features(validation.features(system), weights))
-    return validation.judge(validation.system_scores(system))
+def _fit_line(fusion: FusionSystem, fit: Fit, needs_context: np.ndarray | None) -> str:
+    """The log line of one fitted fusion: its weights (and the grid's best, when shrunk), in-sample and
+    cross-validated."""
+    shrunk = "" if fit.chosen == fit.best else f" (shrunk from {_weights(fusion, fit.best_weights)})"
+    inside = criterion(fit.in_sample, needs_context)
+    outside = (
+        ""
+        if fit.out_of_fold is None
+        else ", cross-validated {:.3f} / {:.3f}".format(*criterion(fit.out_of_fold, needs_context))
+    )
+    return (
+        f"{fusion.name}: weights {_weights(fusion, fit.weights)}{shrunk} fitted on validation, nDCG@10 in-sample "
+        f"{inside[0]:.3f} / {inside[1]:.3f}{outside} (needs_context / all)"
+    )
 
 
 def with_weights(system: SystemConfig, config: EvaluationConfig, fitted: Mapping[str, tuple[float, ...]]):

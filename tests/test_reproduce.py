@@ -137,6 +137,15 @@ def test_reproduce_job_end_to_end(tmp_path: Path, isolated_env: Path) -> None:
     assert "the paper reports +14.6" in report and "the authors measured no anchored windows" in report
     assert "## Against the best cheap baseline" in report and f"**{metadata['best_baseline']}**" in report
     assert (reports / "report.html").is_file() and (reports / "effects.png").stat().st_size > 1000
+    # how the pipeline was chosen on each task's validation split, and how often each rule changed the choice
+    choice = comparison["choice_rules"]
+    # (the sample's main task is too small here for a validation document: no choice there)
+    assert {"reproduce-heldout", "reproduce-heldout-untitled"} <= choice["tasks"].keys()
+    chose = len(choice["tasks"])
+    assert choice["changed"]["recorded"] == chose and all(t["decision"] for t in choice["tasks"].values())
+    assert (
+        "## How the pipeline was chosen, task by task" in report and f"Across {chose} task(s) with a choice" in report
+    )
     shown = instance.get_latest_materialization_event(dg.AssetKey(["reproduce", "paper_comparison"]))
     shown_metadata = shown.asset_materialization.metadata
     assert "verdict/late_chunking/all" in shown_metadata and "What reproduces here" in shown_metadata["report"].value

@@ -4,15 +4,17 @@ From :attr:`~evaluation.results.TaskEvaluation.selection` (chosen on the validat
 and the test runs: the recommended pipeline (a fusion with its weights), whether it contains a model trained here, its
 test nDCG@10 on all queries and on the needs_context ones with 95% bootstrap intervals, and its margin against the
 best cheap baseline on the same test queries with the paired test (the runner's ``best_baseline`` comparisons,
-:mod:`evaluation.comparisons`), then the candidates' validation numbers it was chosen by.
+:mod:`evaluation.comparisons`), then how it was chosen on validation
+(:func:`evaluation.reports.selection.validation_blocks`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evaluation.reports.document import Block, BulletList, Heading, Paragraph, Span, Table, number, text
+from evaluation.reports.document import Block, BulletList, Heading, Paragraph, Span
 from evaluation.reports.formatting import format_metric, format_p, format_signed, format_summary
+from evaluation.reports.selection import validation_blocks
 from evaluation.results import (
     ALL,
     BEST_BASELINE,
@@ -91,24 +93,9 @@ def answer_blocks(evaluation: TaskEvaluation) -> list[Block]:
         "Against the best cheap baseline on the same test queries: "
         + "; ".join(_margin(evaluation, run.system, subset) for subset in (ALL, NEEDS_CONTEXT))
         + ".",
-        f"Chosen on the {selection.split} split ({selection.n_documents:,} documents, {selection.n_queries:,} queries, "
-        f"disjoint from train and test): {selection.rule}.",
     ]
     blocks: list[Block] = [Heading(HEADING, 2), *(Paragraph((Span(line),)) for line in lines)]
-    rows = tuple(
-        (
-            text(name + (" (chosen)" if name == selection.chosen else "")),
-            number(format_metric(means.get(NEEDS_CONTEXT))),
-            number(format_metric(means.get(ALL))),
-        )
-        for name, means in selection.validation.items()
-    )
-    if rows:
-        header = ("Candidate", "Validation needs_context", "Validation all")
-        blocks.append(Table("recommended-validation", header, rows))
-    if selection.notes:
-        blocks.append(Paragraph((Span("Left out: " + "; ".join(selection.notes) + "."),)))
-    return blocks
+    return blocks + validation_blocks(selection)
 
 
 def overall_answer_blocks(evaluations: Sequence[TaskEvaluation]) -> list[Block]:

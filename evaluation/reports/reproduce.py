@@ -53,8 +53,9 @@ from evaluation.reports.paper import (
 from evaluation.reports.pipeline_target import TARGET_HEADER as PIPELINE_HEADER
 from evaluation.reports.pipeline_target import TARGET_RULE as PIPELINE_RULE
 from evaluation.reports.pipeline_target import PipelineTarget, pipeline_target, pipeline_target_sentences, target_row
+from evaluation.reports.selection import rule_count_blocks, rule_counts
 from evaluation.reports.target import REFERENCE, TARGET_SYSTEM, TOLERANCE, TaskTarget, target_sentences, task_target
-from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, TaskEvaluation
+from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, Selection, TaskEvaluation
 from evaluation.runner import load_evaluation, read_per_query
 
 REPORT_FOLDER = "reproduce"
@@ -318,6 +319,7 @@ def reproduce_document(
     images: dict[str, str],
     targets: Sequence[TaskTarget] = (),
     pipeline_targets: Sequence[PipelineTarget] = (),
+    selections: Sequence[tuple[str, Selection]] = (),
 ) -> Document:
     """The report: the reading first, the target on every evaluated task, then the effects table, each tested system
     against the best cheap baseline (all queries, needs_context), systems (with their models' provenance), the
@@ -325,6 +327,7 @@ def reproduce_document(
     blocks: list[Block] = [
         *answer_blocks(evaluation),
         *pipeline_target_blocks(pipeline_targets),
+        *rule_count_blocks(selections),
         Heading("What reproduces here", 2),
         BulletList(tuple((Span(line),) for line in comparison.summary) or ((Span("nothing was measured"),),)),
     ]
@@ -421,6 +424,7 @@ def write_reproduce_report(
     setup: Sequence[str],
     targets: Sequence[TaskTarget] = (),
     pipeline_targets: Sequence[PipelineTarget] = (),
+    selections: Sequence[tuple[str, Selection]] = (),
 ) -> dict[str, Path]:
     """Write ``comparison.json``, ``effects.png``, ``chunk_sizes.png`` (when studied), ``report.md`` and ``.html``,
     all together or none (:func:`conteb.staging.staged_tree`)."""
@@ -434,7 +438,7 @@ def write_reproduce_report(
         if chunk_sizes is not None:
             paths["chunk_sizes.png"] = write_bytes_atomic(chunk_sizes, folder / "chunk_sizes.png")
             images["chunk_sizes"] = "chunk_sizes.png"
-        document = reproduce_document(comparison, evaluation, setup, images, targets, pipeline_targets)
+        document = reproduce_document(comparison, evaluation, setup, images, targets, pipeline_targets, selections)
         record = {
             "sources": SOURCES,
             "paper_effects": [dataclasses.asdict(e) for e in PAPER_EFFECTS],
@@ -444,6 +448,10 @@ def write_reproduce_report(
         record["pipeline_targets"] = [
             {**dataclasses.asdict(t), "met": t.met, "verdict": pipeline_target_sentences(t)} for t in pipeline_targets
         ]
+        record["choice_rules"] = {
+            "changed": rule_counts([selection for _, selection in selections]),
+            "tasks": {task: dataclasses.asdict(selection) for task, selection in selections},
+        }
         record["setup"] = list(setup)
         paths["comparison.json"] = write_text_atomic(json.dumps(record, indent=2), folder / "comparison.json")
         paths["report.md"] = write_text_atomic(render_markdown(document), folder / "report.md")
