@@ -55,7 +55,7 @@ from evaluation.reports.formatting import (
 )
 from evaluation.reports.ranking import chunk_size_systems, ranked_runs
 from evaluation.reports.reading import task_reading_parts
-from evaluation.reports.significance import sizes_cell
+from evaluation.reports.significance import sizes_cell, sizes_text
 from evaluation.results import HEADLINE, SystemRun, TaskEvaluation, is_missing
 
 
@@ -280,12 +280,15 @@ def scaling_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> list[B
 
 
 def chunk_size_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> list[Block]:
-    """The task re-chunked at each size: nDCG@10 [95% CI] per system (table and plot), and the study's note."""
+    """The task re-chunked at each size: nDCG@10 [95% CI] per system (table and plot), and the study's note. The
+    queries and their documents: in the sentence above the table when every size has the same, else a column."""
     e = evaluation
     blocks: list[Block] = [Heading("Chunk-size robustness")]
     if e.chunk_sizes:
+        counts = {(c.n_queries, c.n_documents) for c in e.chunk_sizes}
+        same = f" over the same {sizes_text(*next(iter(counts)))} at every size" if len(counts) == 1 else ""
         blocks.append(
-            Paragraph((Span("The task re-chunked at each size (characters); nDCG@10 [95% CI over documents]."),))
+            Paragraph((Span(f"The task re-chunked at each size (characters); nDCG@10 [95% CI over documents]{same}."),))
         )
         systems = chunk_size_systems(e)
         rows = []
@@ -296,11 +299,8 @@ def chunk_size_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> lis
             present = [c for c in at_size if c is not None]
             top = best_formatted(c.value for c in present)
             first = present[0]
-            cells = [
-                number(f"{size:,}"),
-                number(f"{first.n_chunks:,}"),
-                number(sizes_cell(first.n_queries, first.n_documents)),
-            ]
+            cells = [number(f"{size:,}"), number(f"{first.n_chunks:,}")]
+            cells += [] if same else [number(sizes_cell(first.n_queries, first.n_documents))]
             for c in at_size:
                 cells.append(
                     number(DASH)
@@ -308,7 +308,7 @@ def chunk_size_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> lis
                     else number(format_ci(c.value, c.ci_low, c.ci_high), bold=format_metric(c.value) == top)
                 )
             rows.append(tuple(cells))
-        header = ("Chunk size", "Chunks", "Queries (documents)", *systems)
+        header = ("Chunk size", "Chunks", *([] if same else ["Queries (documents)"]), *systems)
         blocks.append(Table("chunk-sizes", header, tuple(rows)))
         if "chunk_sizes" in images:
             blocks.append(Image("nDCG@10 vs chunk size", images["chunk_sizes"]))

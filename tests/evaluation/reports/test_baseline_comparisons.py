@@ -89,24 +89,26 @@ def test_task_report_shows_each_tested_system_against_the_best_baseline():
         ("late-chunking", ("hybrid", True)),
     ]
     header = [cell for cell, _ in tables["baseline-comparisons"][0]]
-    assert header[5:11] == [
+    assert header[3:10] == [
+        "Mean (tested / baseline)",
         "Δ (tested − baseline) [95% CI over documents]", "p (Holm-adjusted)", "p (documents, unadjusted)",
         "Queries (documents)", "Detectable Δ (80% power)", "Verdict (adjusted p < 0.05)",
     ]  # fmt: skip
     assert header[-1] == "Query-level p (queries as units, secondary)"
     # a negative difference with a small adjusted p reads "significantly worse", never a bare "yes"
-    assert rows[1][5:11] == [
+    assert rows[1][3:10] == [
+        ("0.630 / 0.860", False),
         ("-0.230 [-0.260, -0.200]", False), ("≤ 4.0e-04", True), ("≤ 1.0e-04", False), ("50 (25)", False),
         ("±0.050", False), ("significantly worse", True),
     ]  # fmt: skip
-    assert rows[0][10] == ("no measurable difference", False)
+    assert rows[0][9] == ("no measurable difference", False)
     assert not any(cell in {"yes", "no", "yes, worse", "yes, better"} for row in rows for cell, _ in row)
-    assert rows[1][11][0] == "bm25 0.840, title-prefix 0.750, hybrid 0.860"
+    assert rows[1][10][0] == "bm25 0.840, title-prefix 0.750, hybrid 0.860"
     # The configured pairs stay in their own table, without the best-baseline rows.
     assert [(r[0][0], r[1][0]) for r in tables["comparisons"][1:]] == [("late-chunking", "independent")]
     # On the queries that need context: the best baseline of those queries.
     subset_rows = tables["baseline-comparisons-needs_context"][1:]
-    assert [(r[0][0], r[1][0], r[8][0]) for r in subset_rows] == [("late-chunking", "title-prefix", "20 (10)")]
+    assert [(r[0][0], r[1][0], r[7][0]) for r in subset_rows] == [("late-chunking", "title-prefix", "20 (10)")]
     assert "bm25 0.690, title-prefix 0.720, hybrid 0.700" in markdown
 
 

@@ -73,7 +73,8 @@ def test_a_task_report_shows_documents_intervals_over_documents_adjusted_p_and_t
     assert systems["late-chunking"][3][0] == format_summary(late) and format_summary(late) in markdown
     # the comparisons: every figure over documents, the adjusted p as the p, the query-level p last and labelled
     header = [cell for cell, _ in tables["comparisons"][0]]
-    assert header[5:10] == [
+    assert header[3:9] == [
+        "Mean A / B",
         "Δ (A − B) [95% CI over documents]", "p (Holm-adjusted)", "p (documents, unadjusted)", "Queries (documents)",
         "Detectable Δ (80% power)",
     ]  # fmt: skip
@@ -84,11 +85,12 @@ def test_a_task_report_shows_documents_intervals_over_documents_adjusted_p_and_t
     )
     for c, row in zip(evaluation.comparisons, tables["comparisons"][1:], strict=True):
         cells = [cell for cell, _ in row]
-        assert cells[5] == interval_text(c) and cells[6] == p_adjusted_text(c)
-        assert cells[7] == p_unadjusted_text(c) and cells[8] == f"{len(DOCUMENTS)} ({N_DOCUMENTS})"
-        assert cells[9] == format_mdd(c.mdd, c.n_documents) and cells[9].startswith("±")
+        assert cells[3] == f"{c.mean_a:.3f} / {c.mean_b:.3f}"
+        assert cells[4] == interval_text(c) and cells[5] == p_adjusted_text(c)
+        assert cells[6] == p_unadjusted_text(c) and cells[7] == f"{len(DOCUMENTS)} ({N_DOCUMENTS})"
+        assert cells[8] == format_mdd(c.mdd, c.n_documents) and cells[8].startswith("±")
         assert cells[header.index(VERDICT)] == c.direction() and cells[-1] == p_query_text(c)
-        assert f"| {cells[5]} | " in markdown and f"| {cells[9]} |" in markdown
+        assert f"| {cells[4]} | " in markdown and f"| {cells[8]} |" in markdown
     assert "Holm-adjusted over the task's 3 comparisons" in markdown and "bootstrap over documents" in html
 
 
