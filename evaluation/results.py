@@ -282,6 +282,12 @@ def to_json(evaluation: TaskEvaluation) -> str:
     return json.dumps(_clean(dataclasses.asdict(evaluation)), indent=2, allow_nan=False)
 
 
+def json_ready(value: Any) -> Any:
+    """``value`` (dicts, lists, numbers) as strict JSON takes it: NaN -> None, infinity -> ``"inf"`` (a
+    comparison's detectable difference can be one), as ``evaluation.json`` writes them."""
+    return _clean(value)
+
+
 def _clean(value: Any) -> Any:
     if isinstance(value, float) and is_missing(value):
         return None

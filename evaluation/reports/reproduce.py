@@ -73,7 +73,7 @@ from evaluation.reports.target import (
     target_sentences,
     task_target,
 )
-from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, TaskEvaluation
+from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, TaskEvaluation, json_ready
 from evaluation.runner import load_evaluation, read_per_query, read_query_documents
 
 REPORT_FOLDER = "reproduce"
@@ -526,7 +526,9 @@ def write_reproduce_report(
             {**dataclasses.asdict(t), "met": t.met, "verdict": pipeline_target_sentences(t)} for t in pipeline_targets
         ]
         record["setup"] = list(setup)
-        paths["comparison.json"] = write_text_atomic(json.dumps(record, indent=2), folder / "comparison.json")
+        paths["comparison.json"] = write_text_atomic(
+            json.dumps(json_ready(record), indent=2, allow_nan=False), folder / "comparison.json"
+        )
         paths["report.md"] = write_text_atomic(render_markdown(document), folder / "report.md")
         paths["report.html"] = write_text_atomic(render_html(document), folder / "report.html")
     return {name: staged.final(path) for name, path in paths.items()}

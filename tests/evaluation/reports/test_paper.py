@@ -3,6 +3,7 @@ summary."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -255,3 +256,23 @@ def test_holm_over_the_effect_table_changes_a_verdict() -> None:
     assert late.verdict == "inconclusive" and "inconclusive: no measurable difference" in comparison.summary[0]
     measured = [r for r in comparison.effects if r.verdict != "not measured"]
     assert len(measured) == 4 and all(r.p_adjusted >= r.p_value for r in measured)
+
+
+def test_comparison_json_is_strict_json_when_no_difference_is_detectable(tmp_path) -> None:
+    """Four documents: the detectable difference is infinite, written "inf" as evaluation.json writes it."""
+    from evaluation.reports.reproduce import write_reproduce_report
+
+    ids = ["q0", "q1", "q2", "q3"]
+    per_query = {s: {q: 0.1 * (i + 1) * (n + 1) for i, q in enumerate(ids)} for n, s in enumerate(
+        ("independent", "late-chunking", "insent", "finetune-control")
+    )}  # fmt: skip
+    comparison = compare_with_paper(_evaluation(), per_query, None, documents(4, 1), resamples=200)
+    assert any(r.mdd_points == float("inf") for r in comparison.effects)
+    paths = write_reproduce_report(comparison, _evaluation(), tmp_path, [])
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} in comparison.json")
+
+    record = json.loads(paths["comparison.json"].read_text(), parse_constant=refuse)
+    late = next(e for e in record["effects"] if (e["effect"], e["subset"]) == ("late_chunking", "all"))
+    assert late["mdd_points"] == "inf" and late["n_documents"] == 4 and late["p_adjusted"] >= late["p_value"]
