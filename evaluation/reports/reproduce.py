@@ -231,7 +231,10 @@ def plot_effects(comparison: PaperComparison, dpi: int = 110) -> bytes:
     axis.axvline(0, color="#999999", linewidth=0.8)
     axis.set_yticks(ys, [mark.label for mark in marks], fontsize=7)
     axis.invert_yaxis()
-    axis.set_xlabel("nDCG@10 difference (points); dots: ours with 95% CI, diamond: the paper, square: the release post")
+    axis.set_xlabel(
+        "nDCG@10 difference (points); dots: ours with 95% CI over documents, diamond: the paper, square: the release "
+        "post"
+    )
     handles, names = axis.get_legend_handles_labels()
     unique = dict(zip(names, handles, strict=True))
     axis.legend(unique.values(), unique.keys(), fontsize=7, loc="lower right")
