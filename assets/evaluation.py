@@ -58,10 +58,11 @@ def _upstream(config: ProjectConfig, target: EvalTarget) -> list[dg.AssetKey]:
 def run_metadata(evaluation: TaskEvaluation) -> dict[str, object]:
     """Numeric nDCG@10 per system (Dagster plots it across materializations), counts, reasons, each model's
     provenance (``provenance/<system>``: ``provenance unknown: ...`` for a model without training_data.json), the
-    pipeline recommended on validation (``recommended``) and the p-value of every comparison: ``p_value/<a>_vs_<b>``
-    for a configured pair, ``p_value/<tested>_vs_best_baseline`` (with ``difference/...`` and the baseline's name
-    under ``best_baseline``) against the best cheap baseline; the ``needs_context`` subset's with ``/needs_context``
-    appended."""
+    pipeline recommended on validation (``recommended``) and, for every comparison, ``p_adjusted/<a>_vs_<b>`` (the
+    Holm-adjusted document-level p, what every verdict reads), ``verdict/<a>_vs_<b>`` (significantly better,
+    significantly worse or no measurable difference) and ``p_value/<a>_vs_<b>`` (the document-level p before the
+    adjustment), ``<tested>_vs_best_baseline`` against the best cheap baseline (with ``difference/...`` and the
+    baseline's name under ``best_baseline``); the ``needs_context`` subset's with ``/needs_context`` appended."""
     metadata: dict[str, object] = {
         "documents": evaluation.n_documents,
         "chunks": evaluation.n_chunks,
@@ -86,7 +87,10 @@ def run_metadata(evaluation: TaskEvaluation) -> dict[str, object]:
         # the baseline itself under best_baseline
         against = "best_baseline" if comparison.plan == BEST_BASELINE else comparison.system_b
         where = "" if comparison.subset == ALL else f"/{comparison.subset}"
-        metadata[f"p_value/{comparison.system_a}_vs_{against}{where}"] = dg.MetadataValue.float(comparison.p_value)
+        pair = f"{comparison.system_a}_vs_{against}{where}"
+        metadata[f"p_adjusted/{pair}"] = dg.MetadataValue.float(comparison.p_adjusted)
+        metadata[f"verdict/{pair}"] = dg.MetadataValue.text(comparison.direction())
+        metadata[f"p_value/{pair}"] = dg.MetadataValue.float(comparison.p_value)
         if comparison.plan == BEST_BASELINE:
             metadata[f"difference/{comparison.system_a}_vs_best_baseline{where}"] = dg.MetadataValue.float(
                 round(comparison.difference, 6)

@@ -49,6 +49,7 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
     # Imported after the checks above: an unknown name is told before torch and the models load.
     from evaluation.load import CorpusError
     from evaluation.reports.publish import write_reports
+    from evaluation.reports.significance import figures_text, sizes_text, verdict_text
     from evaluation.results import BEST_BASELINE, HEADLINE
     from evaluation.runner import load_evaluation
     from evaluation.targets import evaluate_target, evaluation_targets, find_target
@@ -83,7 +84,8 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
         for run in evaluation.runs:
             if run.status == "ok":
                 m = run.metrics[HEADLINE]
-                click.echo(f"  {run.system:<20} nDCG@10 {m.value:.3f} [{m.ci_low:.3f}, {m.ci_high:.3f}]")
+                sizes = sizes_text(m.n_queries, m.n_documents)
+                click.echo(f"  {run.system:<20} nDCG@10 {m.value:.3f} [{m.ci_low:.3f}, {m.ci_high:.3f}] ({sizes})")
             else:
                 click.echo(f"  {run.system:<20} {run.status}: {run.reason}")
                 failed = failed or run.status == "failed"
@@ -91,10 +93,7 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
             against = comparison.system_b
             if comparison.plan == BEST_BASELINE:
                 against = f"the best cheap baseline ({comparison.system_b})"
-            click.echo(
-                f"  {comparison.system_a} vs {against}: {comparison.difference:+.3f} "
-                f"(p = {comparison.p_value:.4f}, {comparison.n_queries} queries)"
-            )
+            click.echo(f"  {comparison.system_a} vs {against}: {figures_text(comparison)}: {verdict_text(comparison)}")
     if not evaluated:  # nothing new: the reports of earlier evaluations stay as they are
         sys.exit(1)
     names = list(

@@ -295,9 +295,10 @@ class ExternalTask(StrictModel):
 
 
 class BootstrapConfig(StrictModel):
-    """Bootstrap confidence intervals of every reported metric (resampling the queries)."""
+    """Bootstrap confidence intervals of every reported metric (resampling whole documents, each with all its queries:
+    :mod:`evaluation.metrics.stats`)."""
 
-    # bootstrap resamples of the queries for each confidence interval
+    # bootstrap resamples of the documents for each confidence interval
     resamples: int = Field(2000, ge=100)
     # the intervals' confidence level
     confidence: float = Field(0.95, gt=0.5, lt=1.0)
@@ -314,9 +315,9 @@ class SignificanceConfig(StrictModel):
     model holds plain strings, as for names read from ``conteb.yaml``.
     """
 
-    # randomization: paired permutation test; bootstrap: paired bootstrap test
+    # randomization: paired sign-flip test over whole documents; bootstrap: shifted bootstrap test over documents
     method: Literal["randomization", "bootstrap"] = "randomization"
-    # permutations or resamples of each test
+    # random sign vectors or resamples of each test (randomization over few documents: every sign vector, exactly)
     resamples: int = Field(10000, ge=100)
     # the per-query metric compared (default nDCG@10)
     metric: str = HEADLINE

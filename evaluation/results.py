@@ -66,6 +66,27 @@ def is_missing(value: float | None) -> bool:
     return value is None or (isinstance(value, numbers.Real) and math.isnan(value))
 
 
+SIGNIFICANTLY_BETTER = "significantly better"
+SIGNIFICANTLY_WORSE = "significantly worse"
+NO_MEASURABLE_DIFFERENCE = "no measurable difference"
+"""The three verdicts of a paired test in words (:func:`direction_words`)."""
+
+
+def is_significant(p_adjusted: float | None) -> bool:
+    """``p_adjusted < SIGNIFICANCE_LEVEL``; a missing p-value is not significant. Every verdict and count reads the
+    Holm-adjusted p (:func:`evaluation.metrics.stats.holm`)."""
+    return not is_missing(p_adjusted) and p_adjusted is not None and p_adjusted < SIGNIFICANCE_LEVEL
+
+
+def direction_words(p_adjusted: float | None, difference: float) -> str:
+    """A paired test's verdict in words, ``a`` − ``b`` = ``difference``: :data:`SIGNIFICANTLY_BETTER` or
+    :data:`SIGNIFICANTLY_WORSE` when ``p_adjusted`` is significant (:func:`is_significant`), else
+    :data:`NO_MEASURABLE_DIFFERENCE`."""
+    if not is_significant(p_adjusted):
+        return NO_MEASURABLE_DIFFERENCE
+    return SIGNIFICANTLY_BETTER if difference > 0 else SIGNIFICANTLY_WORSE
+
+
 @dataclass(frozen=True)
 class LLMUsage:
     """What a task's LLM chunk contexts cost (from the LLM ledger), shown beside the contextual score."""
@@ -182,14 +203,12 @@ class Comparison:
 
     def significant(self) -> bool:
         """``p_adjusted < SIGNIFICANCE_LEVEL`` (a missing p-value is not significant)."""
-        return not is_missing(self.p_adjusted) and self.p_adjusted < SIGNIFICANCE_LEVEL
+        return is_significant(self.p_adjusted)
 
     def direction(self) -> str:
         """The verdict in words: ``significantly better``, ``significantly worse`` (``system_a`` against
         ``system_b``, Holm-adjusted) or ``no measurable difference``."""
-        if not self.significant():
-            return "no measurable difference"
-        return "significantly better" if self.difference > 0 else "significantly worse"
+        return direction_words(self.p_adjusted, self.difference)
 
 
 @dataclass
@@ -291,6 +310,12 @@ def to_json(evaluation: TaskEvaluation) -> str:
     return json.dumps(_clean(dataclasses.asdict(evaluation)), indent=2, allow_nan=False)
 
 
+def json_ready(value: Any) -> Any:
+    """``value`` (dicts, lists, numbers) as strict JSON takes it: NaN -> None, infinity -> ``"inf"`` (a
+    comparison's detectable difference can be one), as ``evaluation.json`` writes them."""
+    return _clean(value)
+
+
 def _clean(value: Any) -> Any:
     if isinstance(value, float) and is_missing(value):
         return None
@@ -354,19 +379,20 @@ def _nan(value: Any) -> Any:
 def results_records(evaluations: list[TaskEvaluation]) -> list[dict[str, Any]]:
     """The fixed machine-readable layout of ``results.json``: one record per (task, system, metric).
 
-    Keys: ``task``, ``system``, ``metric``, ``value``, ``ci_low``, ``ci_high``, ``n_queries`` (NaN ->
-    null) and ``subset``: ``"all"`` (every query) or ``"needs_context"`` (the queries labelled so,
+    Keys: ``task``, ``system``, ``metric``, ``value``, ``ci_low``, ``ci_high``, ``n_queries``, ``n_documents`` (the
+    documents those queries come from, the units the interval resampled; null in a file written before documents
+    were counted; NaN -> null) and ``subset``: ``"all"`` (every query) or ``"needs_context"`` (the queries labelled so,
     ``curation/necessity.py``: every metric of the run again, when the task is labelled and the subset
     non-empty). Metrics: every metric of every ok run (``ndcg@10``, ``map@5``, ...), then
 
     * ``doc_ndcg@10``: document-level nDCG@10 (with its CI);
     * ``ndcg@10@position=<p>``: queries whose gold chunk is at position ``p`` (with CI);
     * ``ndcg@10@n_docs=<n>``: random corpora of ``n`` documents; here ``ci_low`` / ``ci_high`` are
-      mean - std / mean + std over the subsets (not a confidence interval) and ``n_queries`` the mean
-      number of queries per subset (may be fractional);
+      mean - std / mean + std over the subsets (not a confidence interval), ``n_queries`` the mean
+      number of queries per subset (may be fractional) and ``n_documents`` is ``n``;
     * ``ndcg@10@chunk_size=<s>``: the task re-chunked at ``s`` characters (every chunk-size point);
     * ``documents_per_second``, ``index_seconds``, ``llm_usd``, ``llm_tokens``: when known; ``ci_low``,
-      ``ci_high`` and ``n_queries`` null.
+      ``ci_high``, ``n_queries`` and ``n_documents`` null.
     """
     records: list[dict[str, Any]] = []
 
@@ -379,6 +405,7 @@ def results_records(evaluations: list[TaskEvaluation]) -> list[dict[str, Any]]:
         high: Any = None,
         n: Any = None,
         subset: str = ALL,
+        documents: Any = None,
     ) -> None:
         records.append(
             {
@@ -389,6 +416,7 @@ def results_records(evaluations: list[TaskEvaluation]) -> list[dict[str, Any]]:
                 "ci_low": _clean(low),
                 "ci_high": _clean(high),
                 "n_queries": _clean(n),
+                "n_documents": _clean(documents),
                 "subset": subset,
             }
         )
@@ -399,23 +427,26 @@ def results_records(evaluations: list[TaskEvaluation]) -> list[dict[str, Any]]:
             if run.status != "ok":
                 continue
             for metric, s in run.metrics.items():
-                add(task, run.system, metric, s.value, s.ci_low, s.ci_high, s.n_queries)
+                add(task, run.system, metric, s.value, s.ci_low, s.ci_high, s.n_queries, documents=s.n_documents)
             for subset, metrics in run.subset_metrics.items():
                 for metric, s in metrics.items():
-                    add(task, run.system, metric, s.value, s.ci_low, s.ci_high, s.n_queries, subset)
+                    add(task, run.system, metric, s.value, s.ci_low, s.ci_high, s.n_queries, subset, s.n_documents)
             if run.document_ndcg10 is not None:
                 s = run.document_ndcg10
-                add(task, run.system, "doc_ndcg@10", s.value, s.ci_low, s.ci_high, s.n_queries)
+                add(task, run.system, "doc_ndcg@10", s.value, s.ci_low, s.ci_high, s.n_queries, documents=s.n_documents)
             for p in sorted(run.by_position, key=lambda p: p.position):
-                add(task, run.system, f"ndcg@10@position={p.position}", p.value, p.ci_low, p.ci_high, p.n_queries)
+                name = f"ndcg@10@position={p.position}"
+                add(task, run.system, name, p.value, p.ci_low, p.ci_high, p.n_queries, documents=p.n_documents)
             for point in sorted(run.scaling, key=lambda point: point.n_documents):
                 std = point.std
                 low, high = (point.value - std, point.value + std) if not is_missing(std) else (None, None)
-                add(task, run.system, f"ndcg@10@n_docs={point.n_documents}", point.value, low, high, point.n_queries)
+                name = f"ndcg@10@n_docs={point.n_documents}"
+                add(task, run.system, name, point.value, low, high, point.n_queries, documents=point.n_documents)
             for name in ("documents_per_second", "index_seconds", "llm_usd", "llm_tokens"):
                 value = getattr(run, name)
                 if value is not None:
                     add(task, run.system, name, value)
         for c in evaluation.chunk_sizes:
-            add(task, c.system, f"ndcg@10@chunk_size={c.chunk_size}", c.value, c.ci_low, c.ci_high, c.n_queries)
+            name = f"ndcg@10@chunk_size={c.chunk_size}"
+            add(task, c.system, name, c.value, c.ci_low, c.ci_high, c.n_queries, documents=c.n_documents)
     return records

@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from conteb.ids import split_chunk_id
 from conteb.schemas import per_query_metrics_schema
 from conteb.storage import write_parquet_atomic, write_text_atomic
 from evaluation.comparisons import comparison_plan
@@ -94,6 +95,17 @@ def read_per_query(reports_dir: Path, task: str, system: str, metric: str) -> di
         return None
     table = pq.read_table(path, columns=["query_id", metric])
     return dict(zip(table.column("query_id").to_pylist(), table.column(metric).to_pylist(), strict=True))
+
+
+def read_query_documents(reports_dir: Path, task: str) -> dict[str, str] | None:
+    """query id -> its document, the unit of every document-level test: the document part of its gold chunk id in the
+    task's ``qrels.trec`` (:func:`conteb.ids.split_chunk_id`; the first gold chunk when there are several); None when
+    the task wrote no qrels."""
+    path = runs_dir(reports_dir, task) / "qrels.trec"
+    if not path.is_file():
+        return None
+    judged = trec.read_qrels(path)
+    return {qid: split_chunk_id(min(c for c, rel in gold.items() if rel > 0))[0] for qid, gold in judged.items()}
 
 
 def load_evaluation(reports_dir: Path, task: str) -> TaskEvaluation | None:

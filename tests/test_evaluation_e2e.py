@@ -113,7 +113,7 @@ def test_evaluate_conteb_on_the_sample(
     # The fixed layout other tools read.
     records = json.loads((reports / "results.json").read_text())
     assert {tuple(sorted(r)) for r in records} == {
-        ("ci_high", "ci_low", "metric", "n_queries", "subset", "system", "task", "value")
+        ("ci_high", "ci_low", "metric", "n_documents", "n_queries", "subset", "system", "task", "value")
     }
     ndcg = {r["system"]: r["value"] for r in records if r["task"] == "sample" and r["metric"] == "ndcg@10"}
     qrels = read_qrels(reports / "runs" / "sample" / "qrels.trec")

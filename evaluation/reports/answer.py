@@ -2,9 +2,10 @@
 
 From :attr:`~evaluation.results.TaskEvaluation.selection` (chosen on the validation split, :mod:`evaluation.select`)
 and the test runs: the recommended pipeline (a fusion with its weights), whether it contains a model trained here, its
-test nDCG@10 on all queries and on the needs_context ones with 95% bootstrap intervals, and its margin against the
-best cheap baseline on the same test queries with the paired test (the runner's ``best_baseline`` comparisons,
-:mod:`evaluation.comparisons`), then how it was chosen on validation
+test nDCG@10 on all queries and on the needs_context ones with 95% intervals from a bootstrap over documents (queries
+and documents counted), and its margin against the best cheap baseline on the same test queries with the paired test
+over documents, its Holm-adjusted p and the verdict in words (the runner's ``best_baseline`` comparisons,
+:mod:`evaluation.comparisons`; wording: :mod:`evaluation.reports.significance`), then how it was chosen on validation
 (:func:`evaluation.reports.selection.validation_blocks`).
 """
 
@@ -13,16 +14,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evaluation.reports.document import Block, BulletList, Heading, Paragraph, Span
-from evaluation.reports.formatting import format_metric, format_p, format_signed, format_summary
+from evaluation.reports.formatting import format_metric, format_summary
 from evaluation.reports.selection import validation_blocks
+from evaluation.reports.significance import adjusted_p_words, interval_text, sizes_text, verdict_text
 from evaluation.results import (
     ALL,
     BEST_BASELINE,
     HEADLINE,
     NEEDS_CONTEXT,
     PROVENANCE_RECORDED,
-    SIGNIFICANCE_LEVEL,
     Comparison,
+    Summary,
     SystemRun,
     TaskEvaluation,
 )
@@ -63,11 +65,18 @@ def _margin(evaluation: TaskEvaluation, chosen: str, subset: str) -> str:
         if any(c.system_b == chosen for c in tests):
             return f"{label}: it is the best cheap baseline on these test queries"
         return f"{label}: no cheap baseline ran"
-    verdict = "significant" if found.p_value < SIGNIFICANCE_LEVEL else "not significant"
     return (
-        f"{label}: {format_signed(found.difference)} against {found.system_b} ({format_metric(found.mean_b)}), "
-        f"p = {format_p(found.p_value)} ({verdict}, {found.method}, {found.n_queries:,} queries)"
+        f"{label}: {interval_text(found)} against {found.system_b} ({format_metric(found.mean_b)}), "
+        f"{verdict_text(found)}, {adjusted_p_words(found)} ({found.method} over documents, "
+        f"{sizes_text(found.n_queries, found.n_documents)})"
     )
+
+
+def _test_figure(summary: Summary | None, n_queries: int | None) -> str:
+    """``0.959 [0.930, 0.983] (85 queries of 13 documents)``: a test score with its document-level interval."""
+    counted = summary.n_queries if summary is not None else n_queries or 0
+    documents = summary.n_documents if summary is not None else None
+    return f"{format_summary(summary)} ({sizes_text(counted, documents)})"
 
 
 def answer_blocks(evaluation: TaskEvaluation) -> list[Block]:
@@ -84,9 +93,9 @@ def answer_blocks(evaluation: TaskEvaluation) -> list[Block]:
     lines = [
         f"Recommended: {_pipeline(run)}.",
         "Contains the model trained here: " + (f"yes ({', '.join(trained)})." if trained else "no."),
-        f"Test nDCG@10 (95% CI): all queries {format_summary(run.summary(HEADLINE))} ({evaluation.n_queries:,})"
+        f"Test nDCG@10 (95% CI over documents): all queries {_test_figure(run.summary(HEADLINE), evaluation.n_queries)}"
         + (
-            f"; needs_context {format_summary(run.summary(HEADLINE, NEEDS_CONTEXT))} ({evaluation.n_needs_context:,})."
+            f"; needs_context {_test_figure(run.summary(HEADLINE, NEEDS_CONTEXT), evaluation.n_needs_context)}."
             if run.summary(HEADLINE, NEEDS_CONTEXT) is not None and evaluation.n_needs_context
             else "; no needs_context label."
         ),

@@ -17,8 +17,20 @@ from collections.abc import Iterable, Sequence
 from conteb.names import SystemName
 from evaluation.comparisons import BASELINE, BEST_BASELINE_RULE, TESTED
 from evaluation.reports.document import Block, BulletList, Cell, Heading, Paragraph, Span, Table, number, text
-from evaluation.reports.formatting import format_metric, format_p, format_signed
+from evaluation.reports.formatting import format_metric
 from evaluation.reports.ranking import by_score
+from evaluation.reports.significance import (
+    P_ADJUSTED,
+    P_UNADJUSTED,
+    QUERY_LEVEL_P,
+    format_mdd,
+    interval_text,
+    p_adjusted_text,
+    p_query_text,
+    p_unadjusted_text,
+    sizes_cell,
+    verdict_cell,
+)
 from evaluation.results import (
     ALL,
     BEST_BASELINE,
@@ -42,18 +54,61 @@ REASON_LIMIT = 600
 
 _STATUS_TEXT = {"ok": "ok", "not_run": "not run", "failed": "failed"}
 
+TEST_COLUMNS = (
+    P_ADJUSTED,
+    P_UNADJUSTED,
+    "Queries (documents)",
+    "Detectable Δ (80% power)",
+)
+"""The columns every table of paired tests shows after the difference (:func:`test_cells`)."""
+VERDICT_COLUMN = f"Verdict (adjusted p < {SIGNIFICANCE_LEVEL})"
+QUERY_LEVEL_COLUMN = QUERY_LEVEL_P[0].upper() + QUERY_LEVEL_P[1:]
+
 COMPARISON_HEADER = (
     "System A",
     "System B",
     "Metric",
-    "Mean A",
-    "Mean B",
-    "Δ (A − B)",
-    "p-value",
-    "Queries",
+    "Mean A / B",
+    "Δ (A − B) [95% CI over documents]",
+    *TEST_COLUMNS,
     "Test",
-    f"Significant (p < {SIGNIFICANCE_LEVEL})",
+    VERDICT_COLUMN,
+    QUERY_LEVEL_COLUMN,
 )
+
+
+def means_text(c: Comparison) -> str:
+    """``0.710 / 0.650``: the means of both systems on the compared queries."""
+    return f"{format_metric(c.mean_a)} / {format_metric(c.mean_b)}"
+
+
+def family_size(evaluation: TaskEvaluation) -> int:
+    """How many paired comparisons of ``evaluation`` (both subsets) Holm's adjustment counted: those with a p."""
+    return sum(1 for c in (*evaluation.comparisons, *evaluation.subset_comparisons) if not is_missing(c.p_value))
+
+
+def tests_note(family: str) -> str:
+    """How every table of paired tests reads, ``family`` naming the Holm family (``the task's 5 comparisons``)."""
+    return (
+        "Paired two-sided tests on the same queries with whole documents as the units (the queries of one document "
+        "are not independent): Δ with its 95% confidence interval from a bootstrap over documents; p from the paired "
+        f"test that flips (or resamples) whole documents, Holm-adjusted over {family} (all queries and needs_context); "
+        f"the verdict reads the adjusted p (significant below {SIGNIFICANCE_LEVEL}, in bold). Detectable Δ: the "
+        'smallest true difference this test set detects with 80% power at 0.05; "none": too few documents for any '
+        "difference to reach 0.05. The query-level p treats every query as independent and overstates the evidence: "
+        "shown for comparison only, it decides nothing (docs/evaluation.md, Statistics)."
+    )
+
+
+def test_cells(c: Comparison) -> list[Cell]:
+    """The cells under :data:`TEST_COLUMNS`: adjusted p (bold when significant), unadjusted p, queries (documents),
+    detectable difference."""
+    return [
+        number(p_adjusted_text(c), bold=c.significant()),
+        number(p_unadjusted_text(c)),
+        number(sizes_cell(c.n_queries, c.n_documents)),
+        number(format_mdd(c.mdd, c.n_documents)),
+    ]
 
 
 def status_text(status: str) -> str:
@@ -82,18 +137,16 @@ def comparison_rows(comparisons: Sequence[Comparison], with_task: bool) -> tuple
     """Rows under :data:`COMPARISON_HEADER` (a first ``task`` cell when ``with_task``)."""
     rows = []
     for c in comparisons:
-        significant = c.significant()
         cells = [
             text(c.system_a),
             text(c.system_b),
             text(c.metric),
-            number(format_metric(c.mean_a)),
-            number(format_metric(c.mean_b)),
-            number(format_signed(c.difference)),
-            number(format_p(c.p_value), bold=significant),
-            number(str(c.n_queries)),
-            text(f"{c.method} ({c.resamples:,})"),
-            text("yes" if significant else "no", bold=significant),
+            number(means_text(c)),
+            number(interval_text(c)),
+            *test_cells(c),
+            text(f"{c.method} over documents ({c.resamples:,})"),
+            text(verdict_cell(c), bold=c.significant()),
+            number(p_query_text(c)),
         ]
         rows.append(tuple([text(c.task), *cells] if with_task else cells))
     return tuple(rows)
@@ -118,13 +171,12 @@ BASELINE_HEADER = (
     "Tested system",
     "Best cheap baseline",
     "Metric",
-    "Mean (tested)",
-    "Mean (baseline)",
-    "Δ (tested − baseline)",
-    "p-value",
-    "Queries",
-    f"Significant (p < {SIGNIFICANCE_LEVEL})",
+    "Mean (tested / baseline)",
+    "Δ (tested − baseline) [95% CI over documents]",
+    *TEST_COLUMNS,
+    VERDICT_COLUMN,
     "Baselines considered (mean on these queries)",
+    QUERY_LEVEL_COLUMN,
 )
 
 
@@ -135,19 +187,17 @@ def baseline_rows(comparisons: Sequence[Comparison], with_task: bool) -> tuple[t
     for c in comparisons:
         if c.plan != BEST_BASELINE:
             continue
-        significant = c.significant()
         considered = ", ".join(f"{name} {format_metric(mean)}" for name, mean in c.baselines.items())
         cells = [
             text(c.system_a),
             text(c.system_b, bold=True),
             text(c.metric),
-            number(format_metric(c.mean_a)),
-            number(format_metric(c.mean_b)),
-            number(format_signed(c.difference)),
-            number(format_p(c.p_value), bold=significant),
-            number(str(c.n_queries)),
-            text(("yes, better" if c.difference > 0 else "yes, worse") if significant else "no", bold=significant),
+            number(means_text(c)),
+            number(interval_text(c)),
+            *test_cells(c),
+            text(verdict_cell(c), bold=c.significant()),
             text(considered),
+            number(p_query_text(c)),
         ]
         rows.append(tuple([text(c.task), *cells] if with_task else cells))
     return tuple(rows)

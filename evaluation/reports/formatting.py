@@ -36,11 +36,13 @@ def format_summary(summary: Summary | None) -> str:
     return DASH if summary is None else format_ci(summary.value, summary.ci_low, summary.ci_high)
 
 
-def format_p(p: float | None) -> str:
-    """A p-value: 3 decimals, scientific below 0.001."""
+def format_p(p: float | None, bound: bool = False) -> str:
+    """A p-value: 3 decimals, scientific below 0.001; ``bound``: the value is only an upper bound (a Monte-Carlo
+    test's floor, :func:`evaluation.reports.significance.at_floor`), written ``≤ 1.0e-04``."""
     if p is None or is_missing(p):
         return DASH
-    return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
+    shown = f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
+    return f"≤ {shown}" if bound else shown
 
 
 def format_signed(value: float | None) -> str:

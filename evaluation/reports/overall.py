@@ -22,6 +22,7 @@ from evaluation.reports.blocks import (
     provenance_blocks,
     reason_text,
     status_text,
+    tests_note,
     untested_comparisons,
 )
 from evaluation.reports.document import (
@@ -45,7 +46,7 @@ from evaluation.reports.ranking import (
     task_scores,
 )
 from evaluation.reports.reading import overall_reading_parts
-from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, TaskEvaluation
+from evaluation.results import HEADLINE, TaskEvaluation
 
 
 def overall_document(
@@ -86,9 +87,9 @@ def _about_results(evaluations: list[TaskEvaluation]) -> Paragraph:
         (
             Span(
                 f"{len(evaluations)} task(s), {len(_systems(evaluations))} system(s), best mean first (systems that "
-                "did not run last, with why). nDCG@10 with its 95% bootstrap confidence interval; the best system of "
-                "each task in bold. The mean is over the tasks a system ran on (compare systems that ran on every "
-                "task)."
+                "did not run last, with why). nDCG@10 with its 95% confidence interval from a bootstrap over "
+                "documents (each drawn document brings all its queries); the best system of each task in bold. The "
+                "mean is over the tasks a system ran on (compare systems that ran on every task)."
             ),
         )
     )
@@ -159,9 +160,9 @@ def comparison_blocks(evaluations: list[TaskEvaluation]) -> list[Block]:
         Paragraph(
             (
                 Span(
-                    "Paired two-sided tests on the same queries: each tested system against the best cheap baseline "
-                    "of its task, then the configured pairs (late chunking vs independent, InSeNT vs late chunking "
-                    f"first); significant when p < {SIGNIFICANCE_LEVEL}."
+                    "Each tested system against the best cheap baseline of its task, then the configured pairs (late "
+                    "chunking vs independent, InSeNT vs late chunking first). "
+                    + tests_note("each task's comparisons (one family per task)")
                 ),
             )
         ),
@@ -179,8 +180,8 @@ def comparison_blocks(evaluations: list[TaskEvaluation]) -> list[Block]:
 
 
 OVERVIEW_CAPTION = (
-    "nDCG@10 [95% CI] per task (columns) and system (rows, best mean first), coloured by family; the dashed line is "
-    "each task's best cheap baseline (its name in bold)."
+    "nDCG@10 [95% CI over documents] per task (columns) and system (rows, best mean first), coloured by family; the "
+    "dashed line is each task's best cheap baseline (its name in bold)."
 )
 
 

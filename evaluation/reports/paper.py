@@ -16,17 +16,20 @@ numbers alone.
 Our side of each effect is measured on one task (the experiment's test split), on all queries and on the queries
 labelled ``needs_context``:
 
-* paired effects (``system_a`` − ``system_b``): mean difference of per-query nDCG@10 in points (× 100), its 95%
-  percentile-bootstrap CI (:func:`evaluation.metrics.stats.summarize` of the paired differences), the two-sided paired
-  randomization p-value (:func:`evaluation.metrics.stats.paired_test`);
+* paired effects (``system_a`` − ``system_b``): mean difference of per-query nDCG@10 in points (× 100), with whole
+  documents as the units (:func:`evaluation.metrics.stats.paired`): its 95% CI from a bootstrap over documents, the
+  two-sided paired randomization p-value flipping whole documents, the query-level p (secondary) and the smallest
+  difference the test set detects with 80% power (points); the effects of one task (every effect on every subset)
+  are one family, their p-values Holm-adjusted together (:func:`compare_with_paper`);
 * the chunk-size effect: each system's *retention*, nDCG@10 at the smallest studied size over nDCG@10 at 1000
   characters (the default size); "flatter" means a larger retention than independent chunks (no test: the points
   come from re-chunked corpora, not paired queries).
 
-Verdict of a paired effect the authors measured (every one is an improvement): ``reproduces`` when our difference is
-positive with p < ``ALPHA``; ``opposite`` when negative with p < ``ALPHA``; ``inconclusive`` otherwise. Of an effect
-only we measure: ``gain``, ``loss`` or ``inconclusive`` by the same test. ``not measured`` when a system did not run
-(with why). The size of the effect is shown beside the authors', not judged: one small model on one task is not
+Verdict of a paired effect the authors measured (every one is an improvement), from the Holm-adjusted p:
+``reproduces`` when our difference is positive with adjusted p < ``ALPHA``; ``opposite`` when negative with adjusted
+p < ``ALPHA``; ``inconclusive`` otherwise (said with the difference the test set detects). Of an effect only we
+measure: ``gain``, ``loss`` or ``inconclusive`` by the same test. ``not measured`` when a system did not run (with
+why). The size of the effect is shown beside the authors', not judged: one small model on one task is not
 their ConTEB average.
 """
 
@@ -38,7 +41,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from conteb.names import SystemName
-from evaluation.metrics.stats import paired_test, summarize
+from evaluation.metrics.stats import holm, paired
+from evaluation.reports.formatting import format_p
+from evaluation.reports.significance import at_floor, detectable_text, p_is, sizes_text
 from evaluation.results import ALL, NEEDS_CONTEXT, ChunkSizePoint, TaskEvaluation
 
 ALPHA = 0.05
@@ -154,14 +159,28 @@ class EffectResult:
     verdict: str  # reproduces | opposite | inconclusive (the authors' effects) | gain | loss | inconclusive (ours)
     # | not measured
     points: float | None = None  # mean(a - b) x 100
-    ci_low: float | None = None
+    ci_low: float | None = None  # the 95% CI over documents, points
     ci_high: float | None = None
-    p_value: float | None = None
+    p_value: float | None = None  # the paired test with documents as units
     mean_a: float | None = None
     mean_b: float | None = None
     n_queries: int = 0
     reason: str | None = None  # why not measured
     paper_source: str | None = None  # PAPER | RELEASE_POST; None: the authors did not measure the effect
+    p_adjusted: float | None = None  # Holm over the task's effects: what the verdict reads
+    p_query: float | None = None  # each query its own unit (secondary)
+    mdd_points: float | None = None  # the smallest difference the test set detects at 80% power, points (inf: none)
+    n_documents: int = 0
+    resamples: int = 0  # of the paired test
+
+    def p_text(self, p: float | None) -> str:
+        """``p`` (one of this effect's p-values) formatted, a bound (``≤``) at the Monte-Carlo floor."""
+        return format_p(p, at_floor(self.p_value, self.resamples))
+
+    def detectable(self) -> str:
+        """The smallest difference this effect's test set detects, in words (points)."""
+        mdd = None if self.mdd_points is None else self.mdd_points / 100.0
+        return detectable_text(mdd, self.n_documents, scale=100.0, digits=1)
 
 
 @dataclass
@@ -186,12 +205,14 @@ class PaperComparison:
     effects: list[EffectResult] = field(default_factory=list)
     retention: list[RetentionResult] = field(default_factory=list)
     subsets: dict[str, int] = field(default_factory=dict)  # subset -> queries
+    documents: dict[str, int] = field(default_factory=dict)  # subset -> the documents of its queries
     summary: list[str] = field(default_factory=list)
 
 
 def verdict_of(points: float, p_value: float, alpha: float = ALPHA, *, authors_measured: bool = True) -> str:
     """``reproduces`` / ``opposite`` / ``inconclusive`` for an effect the authors report as an improvement; for one
-    only we measure (``authors_measured`` false), ``gain`` / ``loss`` / ``inconclusive``."""
+    only we measure (``authors_measured`` false), ``gain`` / ``loss`` / ``inconclusive``. ``p_value``: the effect's
+    Holm-adjusted p (:func:`adjust_effects`; alone, its own)."""
     if not np.isfinite(p_value) or p_value >= alpha or points == 0:
         return "inconclusive"
     if authors_measured:
@@ -204,12 +225,15 @@ def paired_effect(
     subset: str,
     per_query: Mapping[str, Mapping[str, float]],
     query_ids: Sequence[str],
+    documents: Mapping[str, str],
     not_run: Mapping[str, str],
     *,
     resamples: int = 10000,
     seed: int = 0,
 ) -> EffectResult:
-    """``effect`` measured on ``query_ids`` from per-query nDCG@10 (``per_query[system][query_id]``)."""
+    """``effect`` measured on ``query_ids`` from per-query nDCG@10 (``per_query[system][query_id]``), whole documents
+    (``documents``: query id -> its document) the units; alone, its adjusted p is its own (a family of one:
+    :func:`compare_with_paper` adjusts the task's effects together)."""
     result = EffectResult(
         effect.name,
         effect.claim,
@@ -229,14 +253,24 @@ def paired_effect(
         return result
     a = np.array([per_query[effect.system_a][q] for q in query_ids], dtype=np.float64)
     b = np.array([per_query[effect.system_b][q] for q in query_ids], dtype=np.float64)
-    difference = summarize(a - b, resamples=2000, confidence=0.95, seed=seed)
-    p_value = paired_test(a, b, None, "randomization", resamples, seed)
-    points = 100.0 * difference.value
-    result.verdict = verdict_of(points, p_value, authors_measured=effect.source is not None)
-    result.points, result.ci_low, result.ci_high = points, 100.0 * difference.ci_low, 100.0 * difference.ci_high
-    result.p_value, result.mean_a, result.mean_b = float(p_value), float(a.mean()), float(b.mean())
-    result.n_queries = len(query_ids)
+    test = paired(a, b, [documents[q] for q in query_ids], "randomization", resamples, 2000, 0.95, seed)
+    result.points, result.ci_low, result.ci_high = 100.0 * test.difference, 100.0 * test.ci_low, 100.0 * test.ci_high
+    result.p_value, result.p_adjusted, result.p_query = test.p_value, test.p_value, test.p_query
+    result.mdd_points = 100.0 * test.mdd
+    result.mean_a, result.mean_b = float(a.mean()), float(b.mean())
+    result.n_queries, result.n_documents, result.resamples = test.n_queries, test.n_documents, resamples
+    result.verdict = verdict_of(result.points, test.p_value, authors_measured=effect.source is not None)
     return result
+
+
+def adjust_effects(effects: Sequence[EffectResult]) -> None:
+    """Holm's adjustment over the measured ``effects`` (one family: a task's effect table); each verdict read
+    again from its adjusted p."""
+    measured = [r for r in effects if r.verdict != "not measured" and r.p_value is not None]
+    for result, p in zip(measured, holm([float(r.p_value) for r in measured if r.p_value is not None]), strict=True):
+        result.p_adjusted = p
+        points = result.points if result.points is not None else 0.0
+        result.verdict = verdict_of(points, p, authors_measured=result.paper_source is not None)
 
 
 def retention(points: Sequence[ChunkSizePoint], systems: Sequence[str] = FLATTER_SYSTEMS) -> list[RetentionResult]:
@@ -287,18 +321,24 @@ VERDICT_WORDS = {
     "opposite": "does not reproduce: the difference goes the other way",
     "gain": "a significant gain here",
     "loss": "a significant loss here",
-    "inconclusive": "inconclusive: the difference is not significant",
+    "inconclusive": "inconclusive: no measurable difference",
 }
+
+
+def _figures(result: EffectResult) -> str:
+    """``+10.0 points [+8.1, +11.9] over documents, adjusted p = 1.0e-04, 400 queries of 20 documents``, and the
+    difference the test set detects when the verdict is inconclusive."""
+    figures = (
+        f"{result.points:+.1f} points [{result.ci_low:+.1f}, {result.ci_high:+.1f}] over documents, "
+        f"{p_is('adjusted p', result.p_text(result.p_adjusted))}, {sizes_text(result.n_queries, result.n_documents)}"
+    )
+    return figures + (f"; {result.detectable()}" if result.verdict == "inconclusive" else "")
 
 
 def _sentence(result: EffectResult) -> str:
     if result.verdict == "not measured":
         return f"{result.claim}: not measured ({result.reason})."
-    measured = (
-        f"{result.points:+.1f} points [{result.ci_low:+.1f}, {result.ci_high:+.1f}], p = {result.p_value:.3g}, "
-        f"n = {result.n_queries:,}; {_authors_words(result)}"
-    )
-    return f"{result.claim} — {VERDICT_WORDS[result.verdict]} ({measured})."
+    return f"{result.claim} — {VERDICT_WORDS[result.verdict]} ({_figures(result)}; {_authors_words(result)})."
 
 
 def summarize_comparison(comparison: PaperComparison) -> list[str]:
@@ -312,10 +352,7 @@ def summarize_comparison(comparison: PaperComparison) -> list[str]:
         line = _sentence(overall)
         subset = by_key.get((effect.name, NEEDS_CONTEXT))
         if subset is not None and subset.verdict != "not measured":
-            line += (
-                f" On the {subset.n_queries:,} queries that need context: {subset.points:+.1f} points "
-                f"[{subset.ci_low:+.1f}, {subset.ci_high:+.1f}], p = {subset.p_value:.3g} ({subset.verdict})."
-            )
+            line += f" On the queries that need context: {_figures(subset)} ({subset.verdict})."
         lines.append(line)
     for kept in comparison.retention:
         if kept.independent_retention is None:
@@ -332,14 +369,16 @@ def compare_with_paper(
     evaluation: TaskEvaluation,
     per_query: Mapping[str, Mapping[str, float]],
     needs_context: Mapping[str, bool] | None,
+    documents: Mapping[str, str],
     *,
     resamples: int = 10000,
     seed: int = 0,
 ) -> PaperComparison:
-    """Every paired effect on all queries and on the ``needs_context`` subset, the chunk-size effect, the summary.
+    """Every paired effect on all queries and on the ``needs_context`` subset (one Holm family,
+    :func:`adjust_effects`), the chunk-size effect, the summary.
 
     ``per_query``: system -> query id -> nDCG@10 of the systems that ran; ``needs_context``: query id -> label
-    (None: the task is unlabelled, the subset is left out).
+    (None: the task is unlabelled, the subset is left out); ``documents``: query id -> its document (the units).
     """
     query_ids = sorted(next(iter(per_query.values())).keys()) if per_query else []
     subsets = {ALL: query_ids}
@@ -348,11 +387,13 @@ def compare_with_paper(
     not_run = {run.system: run.reason or run.status for run in evaluation.runs if run.status != "ok"}
     comparison = PaperComparison(task=evaluation.task, split=evaluation.split)
     comparison.subsets = {name: len(ids) for name, ids in subsets.items()}
+    comparison.documents = {name: len({documents[q] for q in ids}) for name, ids in subsets.items()}
     for effect in PAPER_EFFECTS:
         for subset, ids in subsets.items():
             comparison.effects.append(
-                paired_effect(effect, subset, per_query, ids, not_run, resamples=resamples, seed=seed)
+                paired_effect(effect, subset, per_query, ids, documents, not_run, resamples=resamples, seed=seed)
             )
+    adjust_effects(comparison.effects)
     comparison.retention = retention(evaluation.chunk_sizes)
     comparison.summary = summarize_comparison(comparison)
     return comparison

@@ -177,7 +177,7 @@ def overview_figure(evaluations: list[TaskEvaluation]) -> Figure:
             )
         axis.set_title(_plain(evaluation.task), fontsize=10)
         axis.set_xlim(*limits)
-        axis.set_xlabel("nDCG@10 (95% CI)", fontsize=9)
+        axis.set_xlabel("nDCG@10 (95% CI over documents)", fontsize=9)
         axis.grid(axis="both", alpha=0.25)
         axis.tick_params(axis="y", length=0)
     first = panels[0]
@@ -332,7 +332,7 @@ def positions_figure(evaluation: TaskEvaluation) -> Figure:
         )
     figure, grid = _family_grid([("", series, _reference(series, evaluation))], log_x=False)
     _right_room(grid[0], log_x=False)
-    grid[0][0].set_ylabel("nDCG@10 (95% CI)")
+    grid[0][0].set_ylabel("nDCG@10 (95% CI over documents)")
     for axis in grid[0]:
         axis.set_xlabel("gold-chunk position (0 = first)", fontsize=9)
         axis.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -405,7 +405,7 @@ def chunk_sizes_figure(evaluations: list[TaskEvaluation]) -> Figure | None:
         rows.append((evaluation.task if len(tasks) > 1 else "", series, _reference(series, evaluation)))
     figure, grid = _family_grid(rows, log_x=True)
     for row in grid:
-        row[0].set_ylabel("nDCG@10 (95% CI)")
+        row[0].set_ylabel("nDCG@10 (95% CI over documents)")
         for axis in row:
             axis.set_xticks(sizes, [str(s) for s in sizes], fontsize=8)
             axis.xaxis.set_minor_locator(NullLocator())

@@ -8,10 +8,11 @@ late-chunking sentences; the reports put it at the top (the groups as small tabl
 one rule, a function below that states its precondition. Two principles hold throughout:
 
 * nothing is called better, best, lower or a loss unless a paired comparison of the same report
-  (:class:`evaluation.results.Comparison` on nDCG@10, significant by :meth:`~evaluation.results.Comparison.significant`,
-  p < 0.05) finds it, in that direction; otherwise the sentence names the comparison with its p-value, or says that
-  no paired test of the two was run (point estimates and overlapping CIs are given as such); a comparison with the
-  best cheap baseline names it so (``evaluation/comparisons.py``);
+  (:class:`evaluation.results.Comparison` on nDCG@10, significant by :meth:`~evaluation.results.Comparison.significant`:
+  the document-level test, Holm-adjusted p < 0.05) finds it, in that direction; otherwise the sentence names the
+  comparison with its figures (:func:`evaluation.reports.significance.figures_text`) and the difference the test set
+  detects, or says that no paired test of the two was run (point estimates and overlapping CIs are given as such); a
+  comparison with the best cheap baseline names it so (``evaluation/comparisons.py``);
 * a cause of a late-chunking loss is named only when the same report measures it; the causes it does not measure
   are listed as "not shown", with why.
 
@@ -31,8 +32,8 @@ Task rules (the report shows 1, 3 and 4 first, then the groups of 2 and 5, then 
 5. the same on the needs_context subset (one group). Precondition: some queries need context.
 6. :func:`late_versus_baseline` — per late-chunking run (``details["context"] == "late"``) that scores below its
    independent-chunk baseline (:func:`baseline_of`): a loss, with its causes, only when their paired comparison is
-   significant; else the difference, not significant or not tested, and no cause. The causes of a loss, each named
-   only when its precondition holds:
+   significant; else the difference, with no measurable difference (and what the test set detects) or not tested,
+   and no cause. The causes of a loss, each named only when its precondition holds:
 
    * :func:`cause_long_documents` — ``details["windows"]`` (windows forwarded while indexing,
      ``evaluation/systems/dense.py``) over the task's documents > 1; exactly 1 rules the cause out; not recorded: not
@@ -43,8 +44,9 @@ Task rules (the report shows 1, 3 and 4 first, then the groups of 2 and 5, then 
      paired comparison of a trained late-chunking run with it is significant, trained higher.
 
 Overall rules: :func:`overall_lead` (the highest mean over the tasks every system ran on: a mean over tasks has no
-paired test, and says so), :func:`overall_comparisons` (how many of every task's comparisons are
-significant; each one is a line of its group, naming its task, the non-significant ones too), :func:`overall_necessity`
+paired test, and says so), :func:`overall_comparisons` (how many of every task's comparisons are significantly better,
+significantly worse, or show no measurable difference, by the adjusted p; each one is a line of its group, naming its
+task, the non-significant ones too), :func:`overall_necessity`
 (the share over the labelled tasks, the unlabelled ones and why), :func:`overall_subset` (the highest on the
 needs_context queries per task) and rule 6 per task.
 
@@ -58,12 +60,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from conteb.names import SystemName
-from evaluation.reports.formatting import format_metric, format_p, format_signed, format_summary
+from evaluation.reports.formatting import format_metric, format_summary
 from evaluation.reports.reading_groups import ON_NEEDS_CONTEXT, ComparisonGroup, overall_groups, task_groups
+from evaluation.reports.significance import detectable_text, figures_text
 from evaluation.results import (
     HEADLINE,
     NEEDS_CONTEXT,
     SIGNIFICANCE_LEVEL,
+    SIGNIFICANTLY_BETTER,
+    SIGNIFICANTLY_WORSE,
     Comparison,
     Summary,
     SystemRun,
@@ -114,9 +119,14 @@ def _shows_higher(comparison: Comparison | None, a: str) -> bool:
 
 
 def _test_text(comparison: Comparison, a: str) -> str:
-    """``+0.075, p = 1.0e-04, 200 queries`` seen from ``a``."""
-    difference = format_signed(_difference(comparison, a))
-    return f"{difference}, p = {format_p(comparison.p_value)}, {comparison.n_queries:,} queries"
+    """``+0.075 [+0.050, +0.101], adjusted p = 1.0e-04, 200 queries of 40 documents`` seen from ``a``."""
+    return figures_text(comparison, flip=comparison.system_a != a)
+
+
+def _no_difference(comparison: Comparison, a: str) -> str:
+    """``no measurable difference (<figures seen from a>; this test set detects ...)``."""
+    detectable = detectable_text(comparison.mdd, comparison.n_documents)
+    return f"no measurable difference ({_test_text(comparison, a)}; {detectable})"
 
 
 # --- task rules ----------------------------------------------------------------------------------
@@ -126,13 +136,15 @@ def lead(evaluation: TaskEvaluation) -> str | None:
     """Rule 1: the highest nDCG@10 and the runner-up; ``None`` when no run was scored (the caller says so).
 
     "Best system" only when the paired comparison of the two is significant in the leader's favour; not significant:
-    "Highest nDCG@10 ..., not significantly different"; not tested: the point estimates and whether the CIs overlap.
+    "Highest nDCG@10 ..., no measurable difference (figures; what the test set detects)"; not tested: the point
+    estimates and whether the CIs overlap.
     """
     scored = _scored(evaluation)
     if not scored:
         return None
     best_run, best = scored[0]
-    figures = f"{best_run.system}, nDCG@10 {format_summary(best)} over {best.n_queries:,} queries"
+    over = f"{best.n_queries:,} queries" + ("" if best.n_documents is None else f" of {best.n_documents:,} documents")
+    figures = f"{best_run.system}, nDCG@10 {format_summary(best)} over {over}"
     if len(scored) == 1:
         return f"Only system scored: {figures}."
     second_run, second = scored[1]
@@ -144,8 +156,8 @@ def lead(evaluation: TaskEvaluation) -> str | None:
         )
     if test is not None:
         return (
-            f"Highest nDCG@10: {figures}; next {second_run.system} {format_metric(second.value)}, not significantly "
-            f"different ({_test_text(test, best_run.system)}): no system is shown best."
+            f"Highest nDCG@10: {figures}; next {second_run.system} {format_metric(second.value)}, "
+            f"{_no_difference(test, best_run.system)}: no system is shown best."
         )
     overlap = "the CIs overlap" if second.ci_high >= best.ci_low else "outside the leader's CI"
     return (
@@ -241,15 +253,17 @@ def _cause_from_rivals(
     evaluation: TaskEvaluation, late: SystemRun, rivals: Sequence[SystemRun], cause: str, label: str, absent: str
 ) -> Cause:
     """``cause`` named when one of ``rivals`` scores significantly above ``late`` in the report's comparisons; else
-    ``label`` not shown, with the first rival's comparison (not significant, or significantly lower) or ``absent``."""
+    ``label`` not shown, with the first rival's comparison (no measurable difference, or significantly lower) or
+    ``absent``."""
     tests = [(r.system, t) for r in rivals if (t := between(evaluation.comparisons, r.system, late.system)) is not None]
     for system, test in tests:
         if _shows_higher(test, system):
             return f"{cause}: {system} scores above it ({_test_text(test, system)})", None
     if tests:
         system, test = tests[0]
-        verdict = "significantly lower" if test.significant() else "not significant"
-        return None, f"{label} ({system} vs {late.system} {_test_text(test, system)}: {verdict})"
+        if test.significant():
+            return None, f"{label} ({system} vs {late.system} {_test_text(test, system)}: significantly lower)"
+        return None, f"{label} ({system} vs {late.system}: {_no_difference(test, system)})"
     return None, f"{label} ({absent})"
 
 
@@ -311,8 +325,8 @@ def late_versus_baseline(evaluation: TaskEvaluation, late: SystemRun) -> str | N
         )
     if not _shows_higher(test, base.system):
         return (
-            f"{late.system} scores below {base.system} ({scores}), not significantly "
-            f"({_test_text(test, late.system)}): no loss to explain."
+            f"{late.system} scores below {base.system} ({scores}) with {_no_difference(test, late.system)}: no loss "
+            "to explain."
         )
     causes = [cause(evaluation, late) for cause in CAUSES]
     named = [text for text, _ in causes if text]
@@ -388,13 +402,19 @@ def overall_lead(evaluations: Sequence[TaskEvaluation]) -> str:
 
 
 def overall_comparisons(evaluations: Sequence[TaskEvaluation]) -> str:
-    """How many of every task's paired comparisons are significant (each one is a line of its group); none run: says
-    so."""
+    """How many of every task's paired comparisons on all queries are significantly better, significantly worse (the
+    first system against the second) or show no measurable difference, by the Holm-adjusted p (each one is a line of
+    its group); none run: says so."""
     tested = [c for e in evaluations for c in e.comparisons]
     if not tested:
         return "No paired comparison was run."
-    significant = sum(1 for c in tested if c.significant())
-    return f"{significant} of {len(tested)} paired comparisons are significant (p < {SIGNIFICANCE_LEVEL})."
+    better = sum(1 for c in tested if c.direction() == SIGNIFICANTLY_BETTER)
+    worse = sum(1 for c in tested if c.direction() == SIGNIFICANTLY_WORSE)
+    return (
+        f"Of {len(tested)} paired comparisons on all queries (the first system against the second; Holm-adjusted p < "
+        f"{SIGNIFICANCE_LEVEL}, one family per task): {better} significantly better, {worse} significantly worse, "
+        f"{len(tested) - better - worse} with no measurable difference."
+    )
 
 
 def overall_necessity(evaluations: Sequence[TaskEvaluation]) -> str:

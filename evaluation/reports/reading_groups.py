@@ -9,9 +9,12 @@ into short groups (:class:`ComparisonGroup`), in this order, each comparison in 
 3. :data:`OTHER_PAIRS` — every other configured pair (late chunking vs independent chunks, ...);
 4. :data:`ON_NEEDS_CONTEXT` — every comparison on the queries that need context.
 
-Empty groups are left out; within a group the significant comparisons (p < 0.05) come first. :func:`comparison_line`
-is one comparison in words (the Dagster ``reading`` metadata and the tests read it); the reports show each group as a
-small table (:mod:`evaluation.reports.subsets`). Numbers are formatted as the reports format them.
+Empty groups are left out; within a group the significant comparisons (Holm-adjusted p < 0.05,
+:meth:`~evaluation.results.Comparison.significant`) come first. :func:`comparison_line` is one comparison in words
+(:mod:`evaluation.reports.significance`: the document-level interval, the adjusted p, queries and documents, the
+direction, and the detectable difference beside "no measurable difference"; the Dagster ``reading`` metadata and the
+tests read it); the reports show each group as a small table (:mod:`evaluation.reports.subsets`). Numbers are
+formatted as the reports format them.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evaluation.comparisons import BASELINE
-from evaluation.reports.formatting import format_p
-from evaluation.results import BEST_BASELINE, HEADLINE, SIGNIFICANCE_LEVEL, Comparison, TaskEvaluation
+from evaluation.reports.significance import adjusted_p_words, interval_text, sizes_text, verdict_text
+from evaluation.results import BEST_BASELINE, HEADLINE, Comparison, TaskEvaluation
 
 AGAINST_BASELINES = "Contextual systems vs the cheap baselines"
 TRAINED = "Trained vs untrained"
@@ -50,15 +53,17 @@ def against_text(c: Comparison) -> str:
 
 
 def comparison_text(c: Comparison) -> str:
-    """``A vs B +0.123 (p = 1.0e-04, 200 queries)`` (the metric named when it is not nDCG@10)."""
+    """``A vs B +0.123 [+0.101, +0.145] (adjusted p = 1.0e-04, 200 queries of 40 documents)`` (the metric named when
+    it is not nDCG@10; the interval over documents)."""
     metric = "" if c.metric == HEADLINE else f" on {c.metric}"
-    return f"{against_text(c)}{metric} {c.difference:+.3f} (p = {format_p(c.p_value)}, {c.n_queries:,} queries)"
+    sizes = sizes_text(c.n_queries, c.n_documents)
+    return f"{against_text(c)}{metric} {interval_text(c)} ({adjusted_p_words(c)}, {sizes})"
 
 
 def comparison_line(c: Comparison, with_task: bool = False) -> str:
-    """One comparison in words, with its verdict (significant when p < 0.05)."""
-    verdict = f"significant (p < {SIGNIFICANCE_LEVEL})" if c.significant() else "not significant"
-    return f"{c.task + ': ' if with_task else ''}{comparison_text(c)}, {verdict}."
+    """One comparison in words, with its verdict from the adjusted p (:func:`evaluation.reports.significance.
+    verdict_text`: a direction, or no measurable difference with the difference the test set detects)."""
+    return f"{c.task + ': ' if with_task else ''}{comparison_text(c)}: {verdict_text(c)}."
 
 
 def _kind(evaluation: TaskEvaluation, c: Comparison) -> str:

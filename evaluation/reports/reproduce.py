@@ -37,7 +37,6 @@ from evaluation.reports.document import (
     number,
     text,
 )
-from evaluation.reports.formatting import format_p
 from evaluation.reports.html import render_html
 from evaluation.reports.markdown import render_markdown
 from evaluation.reports.paper import (
@@ -54,9 +53,29 @@ from evaluation.reports.pipeline_target import TARGET_HEADER as PIPELINE_HEADER
 from evaluation.reports.pipeline_target import TARGET_RULE as PIPELINE_RULE
 from evaluation.reports.pipeline_target import PipelineTarget, pipeline_target, pipeline_target_sentences, target_row
 from evaluation.reports.selection import rule_count_blocks, rule_counts
-from evaluation.reports.target import REFERENCE, TARGET_SYSTEM, TOLERANCE, TaskTarget, target_sentences, task_target
-from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, Selection, TaskEvaluation
-from evaluation.runner import load_evaluation, read_per_query
+from evaluation.reports.significance import (
+    P_ADJUSTED,
+    P_UNADJUSTED,
+    QUERY_LEVEL_P,
+    format_mdd,
+    interval_text,
+    p_adjusted_text,
+    p_query_text,
+    p_unadjusted_text,
+    sizes_cell,
+    sizes_text,
+)
+from evaluation.reports.target import (
+    REFERENCE,
+    TARGET_SYSTEM,
+    TOLERANCE,
+    Margin,
+    TaskTarget,
+    target_sentences,
+    task_target,
+)
+from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, Selection, TaskEvaluation, json_ready
+from evaluation.runner import load_evaluation, read_per_query, read_query_documents
 
 REPORT_FOLDER = "reproduce"
 
@@ -71,6 +90,15 @@ def per_query_of_runs(
         if values is not None:
             out[run.system] = values
     return out
+
+
+def documents_of(reports_dir: Path, task: str) -> dict[str, str]:
+    """query id -> its document for ``task`` (:func:`evaluation.runner.read_query_documents`), the unit of every
+    test and interval here; raises FileNotFoundError when the task wrote no qrels."""
+    documents = read_query_documents(reports_dir, task)
+    if documents is None:
+        raise FileNotFoundError(f"no qrels of task {task!r} under {reports_dir}: evaluate it first")
+    return documents
 
 
 def read_needs_context(queries_file: Path | None) -> dict[str, bool] | None:
@@ -88,18 +116,42 @@ def _points(value: float | None) -> str:
     return "–" if value is None or not math.isfinite(value) else f"{value:+.1f}"
 
 
+EFFECTS_HEADER = (
+    "effect",
+    "queries",
+    "authors (source)",
+    "ours (points)",
+    "95% CI over documents",
+    P_ADJUSTED,
+    P_UNADJUSTED,
+    "queries (documents)",
+    "detectable (points, 80% power)",
+    "verdict",
+    QUERY_LEVEL_P,
+)
+
+
 def _effect_row(result: EffectResult):
+    """One row under :data:`EFFECTS_HEADER`."""
+    measured = result.verdict != "not measured"
+    significant = result.verdict not in ("inconclusive", "not measured")
     ci = "–" if result.ci_low is None else f"[{result.ci_low:+.1f}, {result.ci_high:+.1f}]"
-    p = "–" if result.p_value is None else f"{result.p_value:.3g}"
+    mdd = None if result.mdd_points is None else result.mdd_points / 100.0
     return (
         text(result.claim),
         text(result.subset),
         number(authors_figure(result)),
         number(_points(result.points)),
         number(ci),
-        number(p),
-        number(f"{result.n_queries:,}" if result.n_queries else "–"),
-        text(result.verdict if result.verdict != "not measured" else f"not measured: {result.reason}"),
+        number(
+            result.p_text(result.p_adjusted) if measured else "–",
+            bold=significant,
+        ),
+        number(result.p_text(result.p_value) if measured else "–"),
+        number(sizes_cell(result.n_queries, result.n_documents) if measured else "–"),
+        number(format_mdd(mdd, result.n_documents, 100.0, 1) if measured else "–"),
+        text(result.verdict if measured else f"not measured: {result.reason}"),
+        number(result.p_text(result.p_query) if measured else "–"),
     )
 
 
@@ -180,7 +232,10 @@ def plot_effects(comparison: PaperComparison, dpi: int = 110) -> bytes:
     axis.axvline(0, color="#999999", linewidth=0.8)
     axis.set_yticks(ys, [mark.label for mark in marks], fontsize=7)
     axis.invert_yaxis()
-    axis.set_xlabel("nDCG@10 difference (points); dots: ours with 95% CI, diamond: the paper, square: the release post")
+    axis.set_xlabel(
+        "nDCG@10 difference (points); dots: ours with 95% CI over documents, diamond: the paper, square: the release "
+        "post"
+    )
     handles, names = axis.get_legend_handles_labels()
     unique = dict(zip(names, handles, strict=True))
     axis.legend(unique.values(), unique.keys(), fontsize=7, loc="lower right")
@@ -191,8 +246,10 @@ def plot_effects(comparison: PaperComparison, dpi: int = 110) -> bytes:
 TARGET_RULE = (
     f"The target on every evaluated task: {TARGET_SYSTEM} (InSeNT, anchored windows) is the best system on the "
     f"needs_context queries, and loses at most {TOLERANCE} nDCG@10 to {REFERENCE} chunks on all queries (point "
-    "estimates; the paired randomization test and the 95% CI of each difference say how sure). A cause is named "
-    "only when the same task measures it (evaluation/reports/target.py). No setting was tuned on a test split."
+    "estimates; how sure: each difference's paired randomization test over whole documents, Holm-adjusted over the "
+    "task's margins, and its 95% CI from a bootstrap over documents; detectable: the smallest difference the test "
+    "set detects with 80% power). A cause is named only when the same task measures it, by the adjusted p "
+    "(evaluation/reports/target.py). No setting was tuned on a test split."
 )
 
 
@@ -209,10 +266,11 @@ def target_blocks(targets: Sequence[TaskTarget]) -> list[Block]:
         needs = t.means.get(NEEDS_CONTEXT, {})
         on_all = t.means.get(ALL, {})
         best = t.best_on_needs_context
+        sizes = [sizes_cell(t.queries.get(s, 0), t.documents.get(s)) for s in (ALL, NEEDS_CONTEXT)]
         rows.append(
             (
                 text(t.task),
-                number(f"{t.queries.get(ALL, 0):,} / {t.queries.get(NEEDS_CONTEXT, 0):,}"),
+                number(" / ".join(sizes)),
                 number(
                     f"{on_all[TARGET_SYSTEM]:.3f} / "
                     + (f"{needs[TARGET_SYSTEM]:.3f}" if TARGET_SYSTEM in needs else "–")
@@ -230,7 +288,7 @@ def target_blocks(targets: Sequence[TaskTarget]) -> list[Block]:
             "target",
             (
                 "task",
-                "queries (all / needs_context)",
+                "queries (documents): all / needs_context",
                 f"{TARGET_SYSTEM} all / needs_context",
                 f"{REFERENCE}, all",
                 "best on needs_context",
@@ -245,24 +303,38 @@ def target_blocks(targets: Sequence[TaskTarget]) -> list[Block]:
         if not t.margins:
             continue
         blocks.append(Heading(f"{t.task}: the trained models against every other system", 3))
-        blocks.append(
-            Table(
-                f"margins-{t.task}",
-                ("trained", "against", "queries", "difference [95% CI]", "p", "n"),
-                tuple(
-                    (
-                        text(m.system),
-                        text(m.rival),
-                        text(m.subset),
-                        number(f"{m.difference:+.3f} [{m.ci_low:+.3f}, {m.ci_high:+.3f}]"),
-                        number(format_p(m.p_value)),
-                        number(f"{m.n_queries:,}"),
-                    )
-                    for m in t.margins
-                ),
-            )
-        )
+        blocks.append(Table(f"margins-{t.task}", MARGINS_HEADER, tuple(_margin_row(m) for m in t.margins)))
     return blocks
+
+
+MARGINS_HEADER = (
+    "trained",
+    "against",
+    "queries",
+    "difference [95% CI over documents]",
+    P_ADJUSTED,
+    P_UNADJUSTED,
+    "queries (documents)",
+    "detectable Δ (80% power)",
+    "verdict",
+    QUERY_LEVEL_P,
+)
+
+
+def _margin_row(m: Margin):
+    """One row under :data:`MARGINS_HEADER`."""
+    return (
+        text(m.system),
+        text(m.rival),
+        text(m.subset),
+        number(interval_text(m)),
+        number(p_adjusted_text(m), bold=m.significant),
+        number(p_unadjusted_text(m)),
+        number(sizes_cell(m.n_queries, m.n_documents)),
+        number(format_mdd(m.mdd, m.n_documents)),
+        text(m.direction(), bold=m.significant),
+        number(p_query_text(m)),
+    )
 
 
 def pipeline_target_blocks(targets: Sequence[PipelineTarget]) -> list[Block]:
@@ -294,8 +366,8 @@ def build_pipeline_targets(
         baselines = [r.system for r in evaluation.runs if r.role == "baseline" and r.status == "ok"]
         trained = bool(run is not None and trained_parts(evaluation, run))
         per_query = per_query_of_runs(reports_dir, evaluation)
-        labels = read_needs_context(queries_file)
-        targets.append(pipeline_target(task, chosen, trained, baselines, per_query, labels, titles_declared))
+        labels, documents = read_needs_context(queries_file), documents_of(reports_dir, task)
+        targets.append(pipeline_target(task, chosen, trained, baselines, per_query, labels, documents, titles_declared))
     return targets
 
 
@@ -308,7 +380,8 @@ def build_targets(reports_dir: Path, tasks: Sequence[tuple[str, str, Path | None
         if evaluation is None:
             raise FileNotFoundError(f"no evaluation of task {task!r} under {reports_dir}: evaluate it first")
         per_query = per_query_of_runs(reports_dir, evaluation)
-        targets.append(task_target(task, about, per_query, read_needs_context(queries_file)))
+        documents = documents_of(reports_dir, task)
+        targets.append(task_target(task, about, per_query, read_needs_context(queries_file), documents))
     return targets
 
 
@@ -339,19 +412,22 @@ def reproduce_document(
             (
                 Span(
                     f"Differences in nDCG@10 points on the {evaluation.split} split of task {evaluation.task} "
-                    f"({comparison.subsets.get(ALL, 0):,} queries; "
-                    f"{comparison.subsets.get(NEEDS_CONTEXT, 0):,} labelled needs_context). The authors' figures "
+                    f"({sizes_text(comparison.subsets.get(ALL, 0), comparison.documents.get(ALL))}; "
+                    f"{sizes_text(comparison.subsets.get(NEEDS_CONTEXT, 0), comparison.documents.get(NEEDS_CONTEXT))} "
+                    "labelled needs_context). The authors' figures "
                     f"(ConTEB averages), each marked with its source: paper = {SOURCES[PAPER]} (ModernBERT); release "
                     f"post = {SOURCES[RELEASE_POST]}. The authors measured no anchored windows (this project's own "
                     "rule): no figure stands beside those effects, whose verdicts (gain, loss) are about our numbers "
-                    "only. "
-                    "Verdicts: paired randomization test, p < 0.05."
+                    "only. Ours: the 95% CI from a bootstrap over documents; the paired randomization test flips "
+                    "whole documents; verdicts read its p Holm-adjusted over this table's effects (adjusted p < 0.05); "
+                    "detectable: the smallest difference the test set detects with 80% power; the query-level p "
+                    "treats every query as independent and decides nothing."
                 ),
             )
         ),
         Table(
             "effects",
-            ("effect", "queries", "authors (source)", "ours", "95% CI", "p", "n", "verdict"),
+            EFFECTS_HEADER,
             tuple(_effect_row(r) for r in comparison.effects),
         ),
     ]
@@ -370,13 +446,18 @@ def reproduce_document(
             (
                 text(run.system),
                 number(value),
+                number("–" if summary is None else sizes_cell(summary.n_queries, summary.n_documents)),
                 text(run.description or (run.reason or run.status)),
                 text(provenance_cell(run)),
             )
         )
     blocks += [
         Heading("Systems", 2),
-        Table("systems", ("system", "nDCG@10 [95% CI], all queries", "what", "provenance"), tuple(rows)),
+        Table(
+            "systems",
+            ("system", "nDCG@10 [95% CI over documents], all queries", "queries (documents)", "what", "provenance"),
+            tuple(rows),
+        ),
     ]
     blocks += provenance_blocks((("", run) for run in evaluation.runs), 3)
     blocks.append(Heading("Chunk-size curve", 2))
@@ -412,7 +493,10 @@ def build_comparison(reports_dir: Path, task: str, queries_file: Path | None) ->
     if evaluation is None:
         raise FileNotFoundError(f"no evaluation of task {task!r} under {reports_dir}: evaluate it first")
     comparison = compare_with_paper(
-        evaluation, per_query_of_runs(reports_dir, evaluation), read_needs_context(queries_file)
+        evaluation,
+        per_query_of_runs(reports_dir, evaluation),
+        read_needs_context(queries_file),
+        documents_of(reports_dir, task),
     )
     return comparison, evaluation
 
@@ -453,7 +537,9 @@ def write_reproduce_report(
             "tasks": {task: dataclasses.asdict(selection) for task, selection in selections},
         }
         record["setup"] = list(setup)
-        paths["comparison.json"] = write_text_atomic(json.dumps(record, indent=2), folder / "comparison.json")
+        paths["comparison.json"] = write_text_atomic(
+            json.dumps(json_ready(record), indent=2, allow_nan=False), folder / "comparison.json"
+        )
         paths["report.md"] = write_text_atomic(render_markdown(document), folder / "report.md")
         paths["report.html"] = write_text_atomic(render_html(document), folder / "report.html")
     return {name: staged.final(path) for name, path in paths.items()}

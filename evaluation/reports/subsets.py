@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 from evaluation.reports.blocks import (
     COMPARISON_HEADER,
+    TEST_COLUMNS,
+    VERDICT_COLUMN,
     baseline_blocks,
     best_formatted,
     comparison_rows,
@@ -24,7 +26,6 @@ from evaluation.reports.document import Block, BulletList, Heading, Paragraph, S
 from evaluation.reports.formatting import (
     DASH,
     format_metric,
-    format_p,
     format_signed,
     format_summary,
     metric_sort_key,
@@ -32,7 +33,16 @@ from evaluation.reports.formatting import (
 from evaluation.reports.ranking import by_score
 from evaluation.reports.reading import Reading
 from evaluation.reports.reading_groups import ComparisonGroup, against_text
-from evaluation.results import HEADLINE, NEEDS_CONTEXT, SIGNIFICANCE_LEVEL, Summary, TaskEvaluation, is_missing
+from evaluation.reports.significance import (
+    P_ADJUSTED,
+    format_mdd,
+    interval_text,
+    p_adjusted_text,
+    sizes_cell,
+    sizes_text,
+    verdict_cell,
+)
+from evaluation.results import HEADLINE, NEEDS_CONTEXT, Summary, TaskEvaluation, is_missing
 
 SUBSET_TITLE = "Queries that need context"
 RULE = (
@@ -42,7 +52,13 @@ RULE = (
 
 
 LATE_TITLE = "Late chunking against its independent-chunk baseline"
-READING_HEADER = ("Comparison", "Δ (A − B)", "p-value", "Queries", f"Significant (p < {SIGNIFICANCE_LEVEL})")
+READING_HEADER = (
+    "Comparison",
+    "Δ (A − B) [95% CI over documents]",
+    P_ADJUSTED,
+    *TEST_COLUMNS[2:],  # queries (documents), detectable difference
+    VERDICT_COLUMN,
+)
 """The columns of a reading's comparison table; the Δ column names nDCG@10 when every row is on it."""
 
 
@@ -54,18 +70,18 @@ def _group_table(group: ComparisonGroup, name: str) -> Table:
     """One row per comparison of ``group`` (a first ``Task`` column over several tasks)."""
     rows = []
     for c in group.comparisons:
-        significant = c.significant()
         cells = [
             text(against_text(c) + ("" if c.metric == HEADLINE else f" ({c.metric})")),
-            number(format_signed(c.difference)),
-            number(format_p(c.p_value), bold=significant),
-            number(f"{c.n_queries:,}"),
-            text("yes" if significant else "no", bold=significant),
+            number(interval_text(c)),
+            number(p_adjusted_text(c), bold=c.significant()),
+            number(sizes_cell(c.n_queries, c.n_documents)),
+            number(format_mdd(c.mdd, c.n_documents)),
+            text(verdict_cell(c), bold=c.significant()),
         ]
         rows.append(tuple([text(c.task), *cells] if group.with_task else cells))
     header = list(READING_HEADER)
     if all(c.metric == HEADLINE for c in group.comparisons):
-        header[1] = "Δ nDCG@10 (A − B)"
+        header[1] = "Δ nDCG@10 (A − B) [95% CI over documents]"
     return Table(name, ("Task", *header) if group.with_task else tuple(header), tuple(rows))
 
 
@@ -82,6 +98,18 @@ def reading_blocks(reading: Reading) -> list[Block]:
 
 def _value(summary: Summary | None) -> float | None:
     return None if summary is None else summary.value
+
+
+def subset_documents(evaluation: TaskEvaluation) -> int | None:
+    """How many documents the needs_context queries come from (their summaries count them; None: not counted)."""
+    return next(
+        (
+            s.n_documents
+            for r in evaluation.runs
+            if r.status == "ok" and (s := r.summary(HEADLINE, NEEDS_CONTEXT)) is not None and s.n_documents is not None
+        ),
+        None,
+    )
 
 
 def needs_context_count(evaluation: TaskEvaluation) -> str:
@@ -109,7 +137,11 @@ def task_subset_blocks(evaluation: TaskEvaluation) -> list[Block]:
         (r for r in e.runs if r.status == "ok" and r.subset_metrics.get(NEEDS_CONTEXT)),
         lambda r: _value(r.summary(HEADLINE, NEEDS_CONTEXT)),
     )
-    blocks.append(Paragraph((Span(f"{e.n_needs_context:,} of {e.n_queries:,} queries need context. {RULE}"),)))
+    documents = subset_documents(e)
+    of_documents = "" if documents is None else f" (from {documents:,} of the {e.n_documents:,} documents)"
+    blocks.append(
+        Paragraph((Span(f"{e.n_needs_context:,} of {e.n_queries:,} queries{of_documents} need context. {RULE}"),))
+    )
     if not ok:
         return [*blocks, Paragraph((Span("No system has results on the subset (evaluate again)."),))]
     best = best_formatted(
@@ -130,7 +162,12 @@ def task_subset_blocks(evaluation: TaskEvaluation) -> list[Block]:
         rows.append(
             (text(r.system), number(format_summary(overall)), number(format_summary(subset), bold), number(delta))
         )
-    header = ("System", "nDCG@10, all queries [95% CI]", "nDCG@10, need context [95% CI]", "Δ (need context − all)")
+    header = (
+        "System",
+        "nDCG@10, all queries [95% CI over documents]",
+        "nDCG@10, need context [95% CI over documents]",
+        "Δ (need context − all)",
+    )
     blocks.append(Table("needs-context", header, tuple(rows)))
 
     metrics = sorted({m for r in ok for m in r.subset_metrics[NEEDS_CONTEXT]}, key=metric_sort_key)
@@ -164,7 +201,14 @@ def overall_subset_blocks(evaluations: Sequence[TaskEvaluation]) -> list[Block]:
     if not labelled:
         return [*blocks, Paragraph((Span("No task has queries labelled as needing context."),))]
     blocks.append(
-        Paragraph((Span(f"nDCG@10 [95% CI] on the queries that need context (count in each header). {RULE}"),))
+        Paragraph(
+            (
+                Span(
+                    "nDCG@10 [95% CI over documents] on the queries that need context (queries and their documents "
+                    f"in each header). {RULE}"
+                ),
+            )
+        )
     )
     systems = ordered(r.system for e in labelled for r in e.runs)
     rows = []
@@ -186,7 +230,12 @@ def overall_subset_blocks(evaluations: Sequence[TaskEvaluation]) -> list[Block]:
         cells.append(number(format_metric(mean) if values else DASH))
         cells.append(number(f"{len(values)}/{len(labelled)}"))
         rows.append((mean, tuple(cells)))
-    header = ("System", *(f"{e.task} ({e.n_needs_context:,})" for e in labelled), "Mean over tasks", "Tasks")
+    header = (
+        "System",
+        *(f"{e.task} ({sizes_text(e.n_needs_context or 0, subset_documents(e))})" for e in labelled),
+        "Mean over tasks",
+        "Tasks",
+    )
     ranked = tuple(cells for _, cells in by_score(rows, lambda row: row[0]))  # best mean on the subset first
     blocks.append(Table("needs-context", header, ranked))
     unlabelled = [e.task for e in evaluations if e.n_needs_context is None]

@@ -21,10 +21,12 @@ from evaluation.reports.blocks import (
     best_formatted,
     comparison_rows,
     configured,
+    family_size,
     provenance_blocks,
     provenance_cell,
     reason_text,
     status_text,
+    tests_note,
     untested_comparisons,
 )
 from evaluation.reports.document import (
@@ -53,7 +55,8 @@ from evaluation.reports.formatting import (
 )
 from evaluation.reports.ranking import chunk_size_systems, ranked_runs
 from evaluation.reports.reading import task_reading_parts
-from evaluation.results import HEADLINE, SIGNIFICANCE_LEVEL, SystemRun, TaskEvaluation, is_missing
+from evaluation.reports.significance import sizes_cell, sizes_text
+from evaluation.results import HEADLINE, SystemRun, TaskEvaluation, is_missing
 
 
 def task_document(evaluation: TaskEvaluation, images: dict[str, str]) -> Document:
@@ -103,8 +106,8 @@ SYSTEMS_HEADER = (
     "System",
     "Kind",
     "Status",
-    "nDCG@10 [95% CI]",
-    "Document nDCG@10 [95% CI]",
+    "nDCG@10 [95% CI over documents]",
+    "Document nDCG@10 [95% CI over documents]",
     "Description (or why it did not run)",
     "Provenance",
 )
@@ -150,8 +153,9 @@ def systems_blocks(evaluation: TaskEvaluation) -> list[Block]:
         Paragraph(
             (
                 Span(
-                    "Best nDCG@10 first, systems that did not run last with why. nDCG@10 with its 95% bootstrap "
-                    "confidence interval; the best in bold."
+                    "Best nDCG@10 first, systems that did not run last with why. nDCG@10 with its 95% confidence "
+                    "interval from a bootstrap over documents (each drawn document brings all its queries); the best "
+                    "in bold."
                 ),
             )
         ),
@@ -189,9 +193,7 @@ def comparison_blocks(evaluation: TaskEvaluation) -> list[Block]:
     """The paired tests: against the best cheap baseline, then the configured pairs, then those not tested."""
     blocks: list[Block] = [
         Heading("Comparisons"),
-        Paragraph(
-            (Span(f"Paired two-sided tests on the same queries; significant when p < {SIGNIFICANCE_LEVEL} (in bold)."),)
-        ),
+        Paragraph((Span(tests_note(f"the task's {family_size(evaluation)} comparisons")),)),
         Heading("Against the best cheap baseline", 3),
         *baseline_blocks([evaluation]),
         Heading("Configured pairs", 3),
@@ -212,18 +214,29 @@ def position_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> list[
     if not positioned:
         return [*blocks, Paragraph((Span("No per-position results."),))]
     blocks.append(
-        Paragraph((Span("Queries grouped by the position of their gold chunk in its document (0 = first chunk)."),))
+        Paragraph(
+            (
+                Span(
+                    "Queries grouped by the position of their gold chunk in its document (0 = first chunk); nDCG@10 "
+                    "[95% CI over documents]."
+                ),
+            )
+        )
     )
     support: dict[int, set[int]] = {}
+    documents: dict[int, set[int]] = {}
     for r in positioned:
         for p in r.by_position:
             support.setdefault(p.position, set()).add(p.n_queries)
+            if p.n_documents is not None:
+                documents.setdefault(p.position, set()).add(p.n_documents)
     rows = []
     for position in sorted(support):
         counts = support[position]
         points = [next((p for p in r.by_position if p.position == position), None) for r in positioned]
         top = best_formatted(p.value for p in points if p is not None)
-        cells = [number(str(position)), number(str(max(counts)))]
+        docs = max(documents[position]) if position in documents else None
+        cells = [number(str(position)), number(sizes_cell(max(counts), docs))]
         for point in points:
             if point is None:
                 cells.append(number(DASH))
@@ -233,7 +246,8 @@ def position_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> list[
             )
             cells.append(number(shown, bold=format_metric(point.value) == top))
         rows.append(tuple(cells))
-    blocks.append(Table("positions", ("Position", "Queries", *(r.system for r in positioned)), tuple(rows)))
+    header = ("Position", "Queries (documents)", *(r.system for r in positioned))
+    blocks.append(Table("positions", header, tuple(rows)))
     if "positions" in images:
         blocks.append(Image("nDCG@10 by gold-chunk position", images["positions"]))
     return blocks
@@ -266,11 +280,16 @@ def scaling_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> list[B
 
 
 def chunk_size_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> list[Block]:
-    """The task re-chunked at each size: nDCG@10 [95% CI] per system (table and plot), and the study's note."""
+    """The task re-chunked at each size: nDCG@10 [95% CI] per system (table and plot), and the study's note. The
+    queries and their documents: in the sentence above the table when every size has the same, else a column."""
     e = evaluation
     blocks: list[Block] = [Heading("Chunk-size robustness")]
     if e.chunk_sizes:
-        blocks.append(Paragraph((Span("The task re-chunked at each size (characters); nDCG@10 [95% CI]."),)))
+        counts = {(c.n_queries, c.n_documents) for c in e.chunk_sizes}
+        same = f" over the same {sizes_text(*next(iter(counts)))} at every size" if len(counts) == 1 else ""
+        blocks.append(
+            Paragraph((Span(f"The task re-chunked at each size (characters); nDCG@10 [95% CI over documents]{same}."),))
+        )
         systems = chunk_size_systems(e)
         rows = []
         for size in sorted({c.chunk_size for c in e.chunk_sizes}, reverse=True):
@@ -279,7 +298,9 @@ def chunk_size_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> lis
             ]
             present = [c for c in at_size if c is not None]
             top = best_formatted(c.value for c in present)
-            cells = [number(f"{size:,}"), number(f"{present[0].n_chunks:,}")]
+            first = present[0]
+            cells = [number(f"{size:,}"), number(f"{first.n_chunks:,}")]
+            cells += [] if same else [number(sizes_cell(first.n_queries, first.n_documents))]
             for c in at_size:
                 cells.append(
                     number(DASH)
@@ -287,7 +308,8 @@ def chunk_size_blocks(evaluation: TaskEvaluation, images: dict[str, str]) -> lis
                     else number(format_ci(c.value, c.ci_low, c.ci_high), bold=format_metric(c.value) == top)
                 )
             rows.append(tuple(cells))
-        blocks.append(Table("chunk-sizes", ("Chunk size", "Chunks", *systems), tuple(rows)))
+        header = ("Chunk size", "Chunks", *([] if same else ["Queries (documents)"]), *systems)
+        blocks.append(Table("chunk-sizes", header, tuple(rows)))
         if "chunk_sizes" in images:
             blocks.append(Image("nDCG@10 vs chunk size", images["chunk_sizes"]))
     if e.chunk_size_note:

@@ -98,3 +98,19 @@ def test_per_query_metrics_are_written_with_the_declared_schema(tmp_path: Path) 
     assert list(ndcg) == toy_corpus().query_ids
     assert sum(ndcg.values()) / len(ndcg) == pytest.approx(evaluation.run("bm25").metrics["ndcg@10"].value)
     assert runner.read_per_query(tmp_path, "toy", "bm25-plain", "ndcg@10") is None  # not evaluated
+
+
+def test_the_documents_of_the_queries_come_from_the_qrels(tmp_path: Path) -> None:
+    """read_query_documents: each query's document is its gold chunk id's document part, as the corpus counts it
+    (the unit of the reproduce report's tests); a task that wrote no qrels has none."""
+    corpus = toy_corpus()
+    evaluate(corpus, tmp_path, ["bm25"])
+    assert runner.read_query_documents(tmp_path, "toy") == dict(
+        zip(corpus.query_ids, corpus.query_documents, strict=True)
+    )
+    assert runner.read_query_documents(tmp_path, "absent") is None
+    # public ids: the document part is everything before the last "_"
+    from evaluation.metrics import trec
+
+    trec.write_qrels(runner.runs_dir(tmp_path, "public") / "qrels.trec", ["a", "b"], ["Doc_Title_12", "x-y_0"])
+    assert runner.read_query_documents(tmp_path, "public") == {"a": "Doc_Title", "b": "x-y"}

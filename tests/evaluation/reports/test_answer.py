@@ -71,11 +71,15 @@ def test_the_task_report_opens_with_the_recommended_pipeline(tmp_path: Path) -> 
     assert lines[3] == "Contains the model trained here: yes (insent)."
     all_q, needs = fused.summary(), fused.summary("ndcg@10", "needs_context")
     assert lines[4] == (
-        f"Test nDCG@10 (95% CI): all queries {all_q.value:.3f} [{all_q.ci_low:.3f}, {all_q.ci_high:.3f}] (3); "
-        f"needs_context {needs.value:.3f} [{needs.ci_low:.3f}, {needs.ci_high:.3f}] (2)."
+        f"Test nDCG@10 (95% CI over documents): all queries {all_q.value:.3f} [{all_q.ci_low:.3f}, "
+        f"{all_q.ci_high:.3f}] (3 queries of 3 documents); needs_context {needs.value:.3f} [{needs.ci_low:.3f}, "
+        f"{needs.ci_high:.3f}] (2 queries of 2 documents)."
     )
     assert lines[5].startswith("Against the best cheap baseline on the same test queries: all queries: ")
-    assert " against bm25" in lines[5] and "needs_context: " in lines[5] and "p = " in lines[5]
+    assert " against bm25" in lines[5] and "needs_context: " in lines[5]
+    # three documents can never reach 0.05: the line says so beside its adjusted p, queries and documents
+    assert "no measurable difference (3 documents: too few for any difference to reach p \\< 0.05)" in lines[5]
+    assert "adjusted p = " in lines[5] and "randomization over documents, 3 queries of 3 documents)" in lines[5]
     # the overall report (the quickstart's data/reports/report.md) names it first too
     overall = _first_lines(render_markdown(overall_document([evaluation], {})), 3)
     assert overall[1:] == [
@@ -94,5 +98,5 @@ def test_a_chosen_cheap_baseline_and_the_reproduce_report(tmp_path: Path) -> Non
         "Recommended: bm25-title.",
         "Contains the model trained here: no.",
     ]
-    assert lines[4].startswith("Test nDCG@10 (95% CI): all queries ")
+    assert lines[4].startswith("Test nDCG@10 (95% CI over documents): all queries ")
     assert run_metadata(evaluation)["recommended"].value == "bm25-title"  # the Dagster asset's metadata

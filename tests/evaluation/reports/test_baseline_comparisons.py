@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from evaluation.comparisons import BASELINE, TESTED
+from evaluation.metrics.stats import adjust_family
 from evaluation.reports.html import render_html
 from evaluation.reports.markdown import render_markdown
 from evaluation.reports.overall import overall_document
@@ -17,6 +18,20 @@ from evaluation.results import BEST_BASELINE, NEEDS_CONTEXT, Comparison, Summary
 from tests.evaluation.reports.test_report import html_tables
 
 TEST = ("randomization", 10000)
+FLOOR = 1 / 10001  # the smallest p of 10,000 random sign vectors: nothing as extreme
+
+
+def measured(c: Comparison) -> Comparison:
+    """``c`` with what the runner measures beside its p: documents (half the queries), the interval and the
+    detectable difference."""
+    c.n_documents, c.ci_low, c.ci_high, c.mdd, c.p_query = (
+        c.n_queries // 2,
+        c.difference - 0.03,
+        c.difference + 0.03,
+        0.05,
+        c.p_value,
+    )
+    return c
 
 
 def run(system: str, role: str, value: float | None, kind: str = "dense") -> SystemRun:
@@ -42,14 +57,17 @@ def evaluation() -> TaskEvaluation:
     on_subset = {"bm25": 0.69, "title-prefix": 0.72, "hybrid": 0.70}
     best = dict(plan=BEST_BASELINE, baselines=candidates)
     comparisons = [
-        Comparison("t", "late-chunking", "hybrid", "ndcg@10", 0.63, 0.86, -0.23, 1e-5, 50, *TEST, **best),
-        Comparison("t", "late-chunking-title", "hybrid", "ndcg@10", 0.88, 0.86, 0.02, 0.4321, 50, *TEST, **best),
-        Comparison("t", "late-chunking", "independent", "ndcg@10", 0.63, 0.74, -0.11, 0.001, 50, *TEST),
+        measured(Comparison("t", "late-chunking", "hybrid", "ndcg@10", 0.63, 0.86, -0.23, FLOOR, 50, *TEST, **best)),
+        measured(
+            Comparison("t", "late-chunking-title", "hybrid", "ndcg@10", 0.88, 0.86, 0.02, 0.4321, 50, *TEST, **best)
+        ),
+        measured(Comparison("t", "late-chunking", "independent", "ndcg@10", 0.63, 0.74, -0.11, 0.001, 50, *TEST)),
     ]
     subset = [
-        Comparison("t", "late-chunking", "title-prefix", "ndcg@10", 0.49, 0.72, -0.23, 2e-4, 20, *TEST,
-                   subset=NEEDS_CONTEXT, plan=BEST_BASELINE, baselines=on_subset),
+        measured(Comparison("t", "late-chunking", "title-prefix", "ndcg@10", 0.49, 0.72, -0.23, 2e-4, 20, *TEST,
+                          subset=NEEDS_CONTEXT, plan=BEST_BASELINE, baselines=on_subset)),
     ]  # fmt: skip
+    adjust_family(comparisons + subset)  # Holm over the 4: 4e-04, 0.002, 0.4321 (all queries); 6e-04 (subset)
     return TaskEvaluation(
         task="t", source="s", split="test", n_documents=5, n_chunks=50, n_queries=50, runs=runs,
         comparisons=comparisons, subset_comparisons=subset, n_needs_context=20,
@@ -70,13 +88,27 @@ def test_task_report_shows_each_tested_system_against_the_best_baseline():
         ("late-chunking-title", ("hybrid", True)),
         ("late-chunking", ("hybrid", True)),
     ]
-    assert rows[1][8] == ("yes, worse", True) and rows[0][8] == ("no", False)
-    assert rows[1][9][0] == "bm25 0.840, title-prefix 0.750, hybrid 0.860"
+    header = [cell for cell, _ in tables["baseline-comparisons"][0]]
+    assert header[3:10] == [
+        "Mean (tested / baseline)",
+        "Δ (tested − baseline) [95% CI over documents]", "p (Holm-adjusted)", "p (documents, unadjusted)",
+        "Queries (documents)", "Detectable Δ (80% power)", "Verdict (adjusted p < 0.05)",
+    ]  # fmt: skip
+    assert header[-1] == "Query-level p (queries as units, secondary)"
+    # a negative difference with a small adjusted p reads "significantly worse", never a bare "yes"
+    assert rows[1][3:10] == [
+        ("0.630 / 0.860", False),
+        ("-0.230 [-0.260, -0.200]", False), ("≤ 4.0e-04", True), ("≤ 1.0e-04", False), ("50 (25)", False),
+        ("±0.050", False), ("significantly worse", True),
+    ]  # fmt: skip
+    assert rows[0][9] == ("no measurable difference", False)
+    assert not any(cell in {"yes", "no", "yes, worse", "yes, better"} for row in rows for cell, _ in row)
+    assert rows[1][10][0] == "bm25 0.840, title-prefix 0.750, hybrid 0.860"
     # The configured pairs stay in their own table, without the best-baseline rows.
     assert [(r[0][0], r[1][0]) for r in tables["comparisons"][1:]] == [("late-chunking", "independent")]
     # On the queries that need context: the best baseline of those queries.
     subset_rows = tables["baseline-comparisons-needs_context"][1:]
-    assert [(r[0][0], r[1][0], r[7][0]) for r in subset_rows] == [("late-chunking", "title-prefix", "20")]
+    assert [(r[0][0], r[1][0], r[7][0]) for r in subset_rows] == [("late-chunking", "title-prefix", "20 (10)")]
     assert "bm25 0.690, title-prefix 0.720, hybrid 0.700" in markdown
 
 
@@ -97,10 +129,13 @@ def test_overall_and_reproduce_reports_and_the_reading():
     reading = " ".join(task_reading(e))
     assert (
         "Contextual systems vs the cheap baselines: late-chunking vs the best cheap baseline (hybrid) -0.230 "
-        "(p = 1.0e-05, 50 queries), significant (p < 0.05)." in task_reading(e)
+        "[-0.260, -0.200] (adjusted p ≤ 4.0e-04, 50 queries of 25 documents): significantly worse." in task_reading(e)
     )
     task_md = render_markdown(task_document(e, {}))
-    assert "| late-chunking vs the best cheap baseline (hybrid) | -0.230 | **1.0e-05** | 50 | **yes** |" in task_md
+    assert (
+        "| late-chunking vs the best cheap baseline (hybrid) | -0.230 [-0.260, -0.200] | **≤ 4.0e-04** | 50 (25) | "
+        "±0.050 | **significantly worse** |" in task_md
+    )
     assert "late-chunking vs independent -0.110" in reading
 
 
@@ -118,7 +153,10 @@ def test_dagster_metadata_keys():
     from assets.evaluation import run_metadata
 
     metadata = run_metadata(evaluation())
-    assert metadata["p_value/late-chunking_vs_best_baseline"].value == pytest.approx(1e-5)
+    assert metadata["p_value/late-chunking_vs_best_baseline"].value == pytest.approx(FLOOR)  # unadjusted
+    assert metadata["p_adjusted/late-chunking_vs_best_baseline"].value == pytest.approx(4 * FLOOR)  # what counts
+    assert metadata["verdict/late-chunking_vs_best_baseline"].value == "significantly worse"
+    assert metadata["verdict/late-chunking-title_vs_best_baseline"].value == "no measurable difference"
     assert metadata["difference/late-chunking-title_vs_best_baseline"].value == pytest.approx(0.02)
     assert metadata["best_baseline"].value == "hybrid"
     assert metadata["p_value/late-chunking_vs_best_baseline/needs_context"].value == pytest.approx(2e-4)

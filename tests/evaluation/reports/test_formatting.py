@@ -41,9 +41,20 @@ def test_metric_order():
     assert sorted(names, key=metric_sort_key) == ["ndcg@10", "ndcg@100", "map@5", "recall@1", "p@1", "mrr@10", "custom"]
 
 
-def test_significance():
-    def comparison(p: float) -> Comparison:
-        return Comparison("t", "a", "b", "ndcg@10", 0.5, 0.4, 0.1, p, 10, "randomization", 100)
+def test_significance_reads_the_adjusted_p():
+    def comparison(p: float, adjusted: float, difference: float = 0.1) -> Comparison:
+        means, test = (0.5, 0.5 - difference), ("randomization", 100)
+        return Comparison("t", "a", "b", "ndcg@10", *means, difference, p, 10, *test, p_adjusted=adjusted)
 
-    assert comparison(0.049).significant() and not comparison(0.05).significant()
-    assert not comparison(NAN).significant()
+    assert comparison(0.049, 0.049).significant() and not comparison(0.05, 0.05).significant()
+    assert not comparison(NAN, NAN).significant()
+    # Holm moved it above 0.05: the raw p does not count
+    assert not comparison(0.01, 0.06).significant() and comparison(0.01, 0.06).direction() == "no measurable difference"
+    assert not comparison(0.01, NAN).significant()  # an older file, never adjusted
+    assert comparison(0.01, 0.02).direction() == "significantly better"
+    assert comparison(0.01, 0.02, -0.1).direction() == "significantly worse"
+
+
+def test_a_p_value_at_its_floor_is_a_bound():
+    assert format_p(1 / 10001, bound=True) == "≤ 1.0e-04" and format_p(0.0004, bound=True) == "≤ 4.0e-04"
+    assert format_p(NAN, bound=True) == DASH

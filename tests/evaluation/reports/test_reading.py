@@ -21,7 +21,7 @@ from evaluation.reports.reading import (
 from evaluation.reports.reading_groups import comparison_line, task_groups
 from evaluation.results import Comparison, Summary, SystemRun, TaskEvaluation
 
-TEST = ("randomization", 1000)
+TEST = ("randomization", 100000)
 
 
 def run(system: str, value: float, subset: float | None = None, context: str | None = None, **details) -> SystemRun:
@@ -29,7 +29,12 @@ def run(system: str, value: float, subset: float | None = None, context: str | N
     if context is not None:
         details["context"] = context
     result = SystemRun(
-        "t", system, kind, "ok", metrics={"ndcg@10": Summary(value, value - 0.02, value + 0.02, 200)}, details=details
+        "t",
+        system,
+        kind,
+        "ok",
+        metrics={"ndcg@10": Summary(value, value - 0.02, value + 0.02, 200, 40)},
+        details=details,
     )
     if subset is not None:
         result.subset_metrics = {"needs_context": {"ndcg@10": Summary(subset, subset - 0.05, subset + 0.05, 50)}}
@@ -46,7 +51,12 @@ def evaluation(runs: list[SystemRun], comparisons=(), needs: int | None = 50, su
 def comparison(
     a: str, b: str, diff: float, p: float, n: int = 200, subset: str = "all", metric: str = "ndcg@10"
 ) -> Comparison:
-    return Comparison("t", a, b, metric, 0.5 + diff, 0.5, diff, p, n, *TEST, subset=subset)
+    """A paired comparison of ``n`` queries from ``n / 5`` documents, its adjusted p ``p`` (the family's adjustment
+    is :func:`evaluation.metrics.stats.adjust_family`'s, tested there), its interval ±0.02, detectable ±0.030."""
+    return Comparison(
+        "t", a, b, metric, 0.5 + diff, 0.5, diff, p, n, *TEST, subset=subset, n_documents=n // 5, p_adjusted=p,
+        ci_low=diff - 0.02, ci_high=diff + 0.02, mdd=0.03,
+    )  # fmt: skip
 
 
 UNTRAINED_LONG = {"model": "offline-minilm", "max_length": 512, "windows": 100, "trained": None}
@@ -63,18 +73,19 @@ def test_lead_says_best_only_when_the_paired_test_finds_it() -> None:
     runs = [run("independent", 0.744), run("late-chunking", 0.625)]
     significant = evaluation(runs, [comparison("late-chunking", "independent", -0.119, 1e-5)])
     assert lead(significant) == (
-        "Best system: independent, nDCG@10 0.744 [0.724, 0.764] over 200 queries; next late-chunking 0.625, "
-        "significantly lower (+0.119, p = 1.0e-05, 200 queries)."
+        "Best system: independent, nDCG@10 0.744 [0.724, 0.764] over 200 queries of 40 documents; next late-chunking "
+        "0.625, significantly lower (+0.119 [+0.099, +0.139], adjusted p = 1.0e-05, 200 queries of 40 documents)."
     )
     not_significant = evaluation(runs, [comparison("independent", "late-chunking", 0.119, 0.2)])
     assert lead(not_significant) == (
-        "Highest nDCG@10: independent, nDCG@10 0.744 [0.724, 0.764] over 200 queries; next late-chunking 0.625, not "
-        "significantly different (+0.119, p = 0.200, 200 queries): no system is shown best."
+        "Highest nDCG@10: independent, nDCG@10 0.744 [0.724, 0.764] over 200 queries of 40 documents; next "
+        "late-chunking 0.625, no measurable difference (+0.119 [+0.099, +0.139], adjusted p = 0.200, 200 queries of "
+        "40 documents; this test set detects differences of ±0.030 or more at 80% power): no system is shown best."
     )
     close = [run("a", 0.50), run("b", 0.49)]
     assert lead(evaluation(close)) == (
-        "Highest nDCG@10: a, nDCG@10 0.500 [0.480, 0.520] over 200 queries; next b 0.490 (the CIs overlap; no paired "
-        "test of the two was run)."
+        "Highest nDCG@10: a, nDCG@10 0.500 [0.480, 0.520] over 200 queries of 40 documents; next b 0.490 (the CIs "
+        "overlap; no paired test of the two was run)."
     )
     assert "(outside the leader's CI; no paired test of the two was run)" in lead(
         evaluation([run("a", 0.6), run("b", 0.5)])
@@ -85,7 +96,7 @@ def test_lead_says_best_only_when_the_paired_test_finds_it() -> None:
     assert "no paired test" in lead(other_metric) and not lead(wrong_way).startswith("Best system")
     assert (
         lead(evaluation([run("bm25", 0.5)]))
-        == "Only system scored: bm25, nDCG@10 0.500 [0.480, 0.520] over 200 queries."
+        == "Only system scored: bm25, nDCG@10 0.500 [0.480, 0.520] over 200 queries of 40 documents."
     )
 
 
@@ -121,21 +132,26 @@ def test_every_comparison_is_one_line_in_its_group() -> None:
         ("Other pairs", [("late-chunking", "independent"), ("a", "b")]),  # significant first
         ("On the queries that need context", [("late-chunking", "independent")]),
     ]
+    detects = "this test set detects differences of ±0.030 or more at 80% power"
     assert task_reading(tested)[2:7] == [
-        "Contextual systems vs the cheap baselines: independent vs bm25 +0.134 (p = 0.200, 200 queries), not "
-        "significant.",
-        "Trained vs untrained: insent vs late-chunking +0.064 (p = 1.0e-04, 200 queries), significant (p < 0.05).",
-        "Other pairs: late-chunking vs independent -0.119 (p = 1.0e-05, 200 queries), significant (p < 0.05).",
-        "Other pairs: a vs b +0.010 (p = 0.600, 200 queries), not significant.",
-        "On the queries that need context: late-chunking vs independent -0.099 (p = 0.030, 50 queries), significant "
-        "(p < 0.05).",
+        "Contextual systems vs the cheap baselines: independent vs bm25 +0.134 [+0.114, +0.154] (adjusted p = 0.200, "
+        f"200 queries of 40 documents): no measurable difference ({detects}).",
+        "Trained vs untrained: insent vs late-chunking +0.064 [+0.044, +0.084] (adjusted p = 1.0e-04, 200 queries of "
+        "40 documents): significantly better.",
+        "Other pairs: late-chunking vs independent -0.119 [-0.139, -0.099] (adjusted p = 1.0e-05, 200 queries of 40 "
+        "documents): significantly worse.",
+        "Other pairs: a vs b +0.010 [-0.010, +0.030] (adjusted p = 0.600, 200 queries of 40 documents): no measurable "
+        f"difference ({detects}).",
+        "On the queries that need context: late-chunking vs independent -0.099 [-0.119, -0.079] (adjusted p = 0.030, "
+        "50 queries of 10 documents): significantly worse.",
     ]
     assert not any("No paired comparison" in line for line in task_reading(tested))
     # another metric is named; over several tasks, each line names its task
     other = comparison("a", "b", 0.01, 0.6, metric="map@10")
     assert (
         comparison_line(other, with_task=True)
-        == "t: a vs b on map@10 +0.010 (p = 0.600, 200 queries), not significant."
+        == "t: a vs b on map@10 +0.010 [-0.010, +0.030] (adjusted p = 0.600, 200 queries of 40 documents): no "
+        "measurable difference (this test set detects differences of ±0.030 or more at 80% power)."
     )
 
 
@@ -168,7 +184,10 @@ def test_subset_scores_and_tests_only_when_some_queries_need_context() -> None:
     tested = evaluation(runs, subset_comparisons=[comparison("late-chunking", "independent", -0.099, 0.03, 50)])
     assert task_reading_parts(tested).opening[1:3] == (necessity_share(tested), subset_scores(tested))
     assert any(
-        s.startswith("On the queries that need context: late-chunking vs independent -0.099 (p = 0.030, 50 queries)")
+        s.startswith(
+            "On the queries that need context: late-chunking vs independent -0.099 [-0.119, -0.079] (adjusted p = "
+            "0.030, 50 queries of 10 documents)"
+        )
         for s in task_reading(tested)
     )
     # none need context: no subset sentence at all; no system scored on them: no scores, the tests still said
@@ -187,13 +206,15 @@ def test_a_loss_only_when_the_paired_test_finds_it() -> None:
     significant = evaluation([INDEPENDENT, PLAIN], [comparison("late-chunking", "independent", -0.119, 1e-5)])
     loss = late_versus_baseline(significant, PLAIN)
     assert loss.startswith(
-        "late-chunking loses to independent (0.625 vs 0.744, -0.119, p = 1.0e-05, 200 queries); causes this report "
-        "measures: documents are longer than the 512-token window (2.5 windows per document on average)"
+        "late-chunking loses to independent (0.625 vs 0.744, -0.119 [-0.139, -0.099], adjusted p = 1.0e-05, 200 "
+        "queries of 40 documents); causes this report measures: documents are longer than the 512-token window (2.5 "
+        "windows per document on average)"
     )
     not_significant = evaluation([INDEPENDENT, PLAIN], [comparison("late-chunking", "independent", -0.119, 0.3)])
     assert late_versus_baseline(not_significant, PLAIN) == (
-        "late-chunking scores below independent (0.625 vs 0.744), not significantly (-0.119, p = 0.300, 200 queries): "
-        "no loss to explain."
+        "late-chunking scores below independent (0.625 vs 0.744) with no measurable difference (-0.119 [-0.139, "
+        "-0.099], adjusted p = 0.300, 200 queries of 40 documents; this test set detects differences of ±0.030 or more "
+        "at 80% power): no loss to explain."
     )
     untested = late_versus_baseline(evaluation([INDEPENDENT, PLAIN]), PLAIN)
     assert untested.endswith("no paired test of the two was run: no loss is claimed and no cause named.")
@@ -225,7 +246,7 @@ def test_cause_plain_windows_needs_a_significant_anchored_gain_in_the_same_repor
     )
     assert cause_plain_windows(shown, PLAIN) == (
         "plain windows lose the document's head after the first window: late-chunking-anchored scores above it "
-        "(+0.075, p = 1.0e-04, 200 queries)",
+        "(+0.075 [+0.055, +0.095], adjusted p = 1.0e-04, 200 queries of 40 documents)",
         None,
     )
     # the same comparison written the other way round counts the same
@@ -236,12 +257,15 @@ def test_cause_plain_windows_needs_a_significant_anchored_gain_in_the_same_repor
     not_significant = evaluation([PLAIN, ANCHORED], [comparison("late-chunking-anchored", "late-chunking", 0.01, 0.4)])
     assert cause_plain_windows(not_significant, PLAIN) == (
         None,
-        "plain windows (late-chunking-anchored vs late-chunking +0.010, p = 0.400, 200 queries: not significant)",
+        "plain windows (late-chunking-anchored vs late-chunking: no measurable difference (+0.010 [-0.010, +0.030], "
+        "adjusted p = 0.400, 200 queries of 40 documents; this test set detects differences of ±0.030 or more at 80% "
+        "power))",
     )
     anchored_lower = evaluation([PLAIN, ANCHORED], [comparison("late-chunking-anchored", "late-chunking", -0.02, 0.01)])
     assert cause_plain_windows(anchored_lower, PLAIN) == (
         None,
-        "plain windows (late-chunking-anchored vs late-chunking -0.020, p = 0.010, 200 queries: significantly lower)",
+        "plain windows (late-chunking-anchored vs late-chunking -0.020 [-0.040, +0.000], adjusted p = 0.010, 200 "
+        "queries of 40 documents: significantly lower)",
     )
     assert cause_plain_windows(evaluation([PLAIN, ANCHORED]), PLAIN) == (
         None,
@@ -253,13 +277,13 @@ def test_cause_plain_windows_needs_a_significant_anchored_gain_in_the_same_repor
 def test_cause_untrained_needs_a_significant_training_gain_in_the_same_report() -> None:
     shown = evaluation([PLAIN, TRAINED], [comparison("insent", "late-chunking", 0.064, 1e-4)])
     assert cause_untrained(shown, PLAIN) == (
-        "the model is not trained for late chunking (no InSeNT): insent scores above it (+0.064, p = 1.0e-04, "
-        "200 queries)",
+        "the model is not trained for late chunking (no InSeNT): insent scores above it (+0.064 [+0.044, +0.084], "
+        "adjusted p = 1.0e-04, 200 queries of 40 documents)",
         None,
     )
     not_significant = evaluation([PLAIN, TRAINED], [comparison("insent", "late-chunking", 0.01, 0.5)])
     assert cause_untrained(not_significant, PLAIN)[0] is None
-    assert "not significant" in cause_untrained(not_significant, PLAIN)[1]
+    assert "no measurable difference" in cause_untrained(not_significant, PLAIN)[1]
     assert cause_untrained(evaluation([PLAIN, TRAINED]), PLAIN) == (
         None,
         "the untrained model (no paired comparison of a trained late-chunking model with it)",
@@ -310,7 +334,10 @@ def test_overall_reading() -> None:
         "Highest mean nDCG@10 over the 2 task(s): independent 0.580, highest on 1 of 2 task(s); next late-chunking "
         "0.489 (a mean over tasks has no paired test: each task's reading tests its systems)."
     )  # bm25 ran on one task only: not in the mean
-    assert overall_comparisons([first, second]) == "1 of 2 paired comparisons are significant (p < 0.05)."
+    assert overall_comparisons([first, second]) == (
+        "Of 2 paired comparisons on all queries (the first system against the second; Holm-adjusted p < 0.05, one "
+        "family per task): 0 significantly better, 1 significantly worse, 1 with no measurable difference."
+    )
     assert overall_comparisons([evaluation([run("bm25", 0.5)])]) == "No paired comparison was run."
     assert overall_necessity([first, second]).startswith(
         "50 of 200 labelled queries (25%) need context (t 50/200); unlabelled: covid (no needs_context column"
@@ -327,11 +354,15 @@ def test_overall_reading() -> None:
         overall_subset([first, second]),
     ]
     assert sentences[4:6] == [  # every comparison of every task, one line each, naming its task
-        "Other pairs: t: late-chunking vs independent -0.119 (p = 1.0e-05, 200 queries), significant (p < 0.05).",
-        "Other pairs: covid: late-chunking vs independent -0.062 (p = 0.080, 200 queries), not significant.",
+        "Other pairs: t: late-chunking vs independent -0.119 [-0.139, -0.099] (adjusted p = 1.0e-05, 200 queries of 40 "
+        "documents): significantly worse.",
+        "Other pairs: covid: late-chunking vs independent -0.062 [-0.082, -0.042] (adjusted p = 0.080, 200 queries of "
+        "40 documents): no measurable difference (this test set detects differences of ±0.030 or more at 80% power).",
     ]
     assert sentences[6].startswith("t: late-chunking loses to independent (0.625 vs 0.744")
-    assert sentences[7].startswith("covid: late-chunking scores below independent (0.353 vs 0.415), not significantly")
+    assert sentences[7].startswith(
+        "covid: late-chunking scores below independent (0.353 vs 0.415) with no measurable difference"
+    )
     assert overall_reading([]) == ["No task was evaluated: nothing to read."]
     no_common = evaluation([run("bm25", 0.5)])
     other = evaluation([run("independent", 0.5)])

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evaluation.metrics.stats import adjust_family
 from evaluation.reports import plots
 from evaluation.reports.formatting import format_metric
 from evaluation.reports.html import render_html
@@ -36,13 +37,31 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 METRICS = [f"{m}@{k}" for m in ("ndcg", "map", "recall", "p") for k in (1, 5, 10, 50, 100)] + ["mrr@10"]
 EVIL_SYSTEM = "evil<script>alert('s')</script>|x"
 EVIL_REASON = "needs <script>alert('r')</script> | a pipe"
-RECORD_KEYS = {"task", "system", "metric", "value", "ci_low", "ci_high", "n_queries", "subset"}
+RECORD_KEYS = {"task", "system", "metric", "value", "ci_low", "ci_high", "n_queries", "n_documents", "subset"}
 NEEDS_CONTEXT_N = 30  # task 1 ("squad-ctx") is labelled; task 2 ("football") is not
+NEEDS_CONTEXT_DOCUMENTS = 12
+SUBSET = "needs_context"
+
+
+def documents_of(n: int) -> int:
+    """The documents ``n`` queries come from in these fixtures (40 for every query, as the task counts)."""
+    return {NEEDS_CONTEXT_N: NEEDS_CONTEXT_DOCUMENTS}.get(n, min(40, n))
 
 
 def _summary(rng: np.random.Generator, n: int) -> Summary:
     value = float(rng.uniform(0.2, 0.9))
-    return Summary(value, value - float(rng.uniform(0.01, 0.05)), value + float(rng.uniform(0.01, 0.05)), n)
+    low, high = value - float(rng.uniform(0.01, 0.05)), value + float(rng.uniform(0.01, 0.05))
+    return Summary(value, low, high, n, documents_of(n))
+
+
+def comparison(task: str, a: str, b: str, means: tuple[float, float], p: float, n: int, **extra) -> Comparison:
+    """A paired comparison as the runner writes it: document-level p, interval, query-level p, detectable
+    difference; ``p_adjusted`` is set by :func:`adjust_family` over the task's comparisons."""
+    difference = round(means[0] - means[1], 6)
+    return Comparison(
+        task, a, b, "ndcg@10", *means, difference, p, n, "randomization", 10000, n_documents=documents_of(n),
+        p_query=p / 10, ci_low=difference - 0.02, ci_high=difference + 0.02, mdd=0.031, **extra,
+    )  # fmt: skip
 
 
 def _run(rng: np.random.Generator, task: str, system: str, kind: str, n_queries: int, **extra) -> SystemRun:
@@ -55,7 +74,7 @@ def _run(rng: np.random.Generator, task: str, system: str, kind: str, n_queries:
         metrics={m: _summary(rng, n_queries) for m in METRICS},
         document_ndcg10=_summary(rng, n_queries),
         by_position=[
-            PositionPoint(p, v.value, v.ci_low, v.ci_high, n)
+            PositionPoint(p, v.value, v.ci_low, v.ci_high, n, documents_of(n))
             for p, n in enumerate((40, 30, 20, 10))
             for v in [_summary(rng, n)]
         ],
@@ -97,13 +116,12 @@ def make_evaluations() -> list[TaskEvaluation]:
         runs[0].metrics["ndcg@10"].ci_low = float("nan")  # NaN must come out as null
         if t == 0:
             runs = [_with_subset(rng, r) if r.status == "ok" else r for r in runs]
-        test = ("randomization", 10000)
         comparisons = [
-            Comparison(task, "late-chunking", "independent", "ndcg@10", 0.71, 0.65, 0.06, 0.0004, n, *test),
-            Comparison(task, "independent", "bm25", "ndcg@10", 0.65, 0.64, 0.01, 0.4321, n, *test),
+            comparison(task, "late-chunking", "independent", (0.71, 0.65), 0.0004, n),
+            comparison(task, "independent", "bm25", (0.65, 0.64), 0.4321, n),
         ]
         chunk_sizes = [
-            ChunkSizePoint(task, system, size, v, v - 0.02, v + 0.02, n, 1000 // size + 5)
+            ChunkSizePoint(task, system, size, v, v - 0.02, v + 0.02, n, 1000 // size + 5, documents_of(n))
             for system in ("bm25", "independent", "late-chunking")
             for size in (8000, 1000, 300, 100)
             for v in [float(rng.uniform(0.3, 0.9))]
@@ -124,24 +142,13 @@ def make_evaluations() -> list[TaskEvaluation]:
                 created_at="2025-01-01T00:00:00+00:00",
                 n_needs_context=NEEDS_CONTEXT_N if t == 0 else None,
                 subset_comparisons=[
-                    Comparison(
-                        task,
-                        "late-chunking",
-                        "independent",
-                        "ndcg@10",
-                        0.61,
-                        0.50,
-                        0.11,
-                        0.002,
-                        NEEDS_CONTEXT_N,
-                        *test,
-                        subset="needs_context",
-                    )
+                    comparison(task, "late-chunking", "independent", (0.61, 0.5), 0.002, NEEDS_CONTEXT_N, subset=SUBSET)
                 ]
                 if t == 0
                 else [],
             )
         )
+        adjust_family(evaluations[-1].comparisons + evaluations[-1].subset_comparisons)  # as the runner does
     return evaluations
 
 
@@ -322,9 +329,11 @@ def test_reasons_pvalues_and_sections(written: dict[str, Path]) -> None:
         assert re.search(rf'<figure id="{figure}"><div class="svg"><svg\b', html)
     assert "<img" not in html.split('id="overview"')[1].split("</figure>")[0]
     comparisons = html_tables(html)["comparisons"]
-    significant = {(row[1][0], row[2][0]): row[-1] for row in comparisons[1:]}
-    assert significant[("late-chunking", "independent")] == ("yes", True)
-    assert significant[("independent", "bm25")] == ("no", False)
+    header = [cell for cell, _ in comparisons[0]]
+    verdict = header.index("Verdict (adjusted p < 0.05)")
+    significant = {(row[1][0], row[2][0]): row[verdict] for row in comparisons[1:]}
+    assert significant[("late-chunking", "independent")] == ("significantly better", True)
+    assert significant[("independent", "bm25")] == ("no measurable difference", False)
     assert comparisons[1][1][0] == "late-chunking"  # the key comparison first
 
     task_md = written["tasks/squad-ctx/report.md"].read_text()
@@ -335,8 +344,9 @@ def test_reasons_pvalues_and_sections(written: dict[str, Path]) -> None:
             assert section in page
     tables = html_tables(task_html)
     assert len(tables["metrics"]) == 1 + len(METRICS)
-    assert [row[1][0] for row in tables["positions"][1:]] == ["40", "30", "20", "10"]  # support counts
+    assert [row[1][0] for row in tables["positions"][1:]] == ["40 (40)", "30 (12)", "20 (20)", "10 (10)"]  # support
     assert [row[0][0] for row in tables["chunk-sizes"][1:]] == ["8,000", "1,000", "300", "100"]
+    assert "over the same 100 queries of 40 documents at every size." in task_md  # the same at each size: said once
     assert 'src="positions.png"' in task_html and 'src="chunk_sizes.png"' in task_html
     football = written["tasks/football/report.md"].read_text()
     assert "no span annotations" in football and "chunk_sizes.png" not in football
@@ -392,6 +402,7 @@ def test_needs_context_subset_in_records_and_reports(written: dict[str, Path], e
     late = evaluations[0].run("late-chunking").subset_metrics["needs_context"]["ndcg@10"]
     record = subset[("squad-ctx", "late-chunking", "ndcg@10")]
     assert (record["value"], record["ci_low"], record["n_queries"]) == (late.value, late.ci_low, NEEDS_CONTEXT_N)
+    assert record["n_documents"] == NEEDS_CONTEXT_DOCUMENTS
 
     task_md = written["tasks/squad-ctx/report.md"].read_text()
     task_html = written["tasks/squad-ctx/report.html"].read_text()
@@ -407,14 +418,17 @@ def test_needs_context_subset_in_records_and_reports(written: dict[str, Path], e
         assert md_rows[system][3] == f"{delta:+.3f}"
     assert len(html_tables(task_html)["needs-context-metrics"]) == 1 + len(METRICS)
     [row] = html_tables(task_html)["needs-context-comparisons"][1:]
-    assert row[0][0] == "late-chunking" and row[6] == ("0.002", True) and row[7][0] == str(NEEDS_CONTEXT_N)
+    # p Holm-adjusted over the task's 3 comparisons (2 x 0.002), then unadjusted; queries with their documents
+    assert row[0][0] == "late-chunking" and row[3][0] == "0.610 / 0.500"
+    assert row[5] == ("0.004", True) and row[6][0] == "0.002"
+    assert row[7][0] == f"{NEEDS_CONTEXT_N} ({NEEDS_CONTEXT_DOCUMENTS})"
     counts = html_tables(task_html)["counts"]
     assert counts[0][-1][0] == "Queries that need context" and counts[1][-1][0] == "30"
 
     football = written["tasks/football/report.md"].read_text()
     assert "no context-necessity labels" in football and "| unlabelled |" in football
     overall_html = html_tables(written["report.html"].read_text())["needs-context"]
-    assert [c for c, _ in overall_html[0]][:2] == ["System", "squad-ctx (30)"]
+    assert [c for c, _ in overall_html[0]][:2] == ["System", "squad-ctx (30 queries of 12 documents)"]
     assert "Unlabelled (subset not reported): football" in written["report.md"].read_text()
 
 
@@ -438,17 +452,21 @@ def test_the_reading_has_one_comparison_per_row(written: dict[str, Path]) -> Non
     reading = md.split("\n## Reading\n", 1)[1].split("\n## ", 1)[0]
     assert "### Other pairs" in reading and "### On the queries that need context" in reading
     rows = [line for line in reading.splitlines() if line.startswith("| independent vs bm25")]
-    assert rows == ["| independent vs bm25 | +0.010 | 0.432 | 100 | no |"]
+    assert rows == [
+        "| independent vs bm25 | +0.010 [-0.010, +0.030] | 0.432 | 100 (40) | ±0.031 | no measurable difference |"
+    ]
     html = html_tables(written["tasks/squad-ctx/report.html"].read_text())
     assert html["reading-comparisons-1"] == [
-        [("Comparison", False), ("Δ nDCG@10 (A − B)", False), ("p-value", False), ("Queries", False),
-         ("Significant (p < 0.05)", False)],
-        [("late-chunking vs independent", False), ("+0.060", False), ("4.0e-04", True), ("100", False),
-         ("yes", True)],
-        [("independent vs bm25", False), ("+0.010", False), ("0.432", False), ("100", False), ("no", False)],
+        [("Comparison", False), ("Δ nDCG@10 (A − B) [95% CI over documents]", False), ("p (Holm-adjusted)", False),
+         ("Queries (documents)", False), ("Detectable Δ (80% power)", False), ("Verdict (adjusted p < 0.05)", False)],
+        [("late-chunking vs independent", False), ("+0.060 [+0.040, +0.080]", False), ("0.001", True),
+         ("100 (40)", False), ("±0.031", False), ("significantly better", True)],
+        [("independent vs bm25", False), ("+0.010 [-0.010, +0.030]", False), ("0.432", False), ("100 (40)", False),
+         ("±0.031", False), ("no measurable difference", False)],
     ]  # fmt: skip
     assert html["reading-comparisons-2"][1] == [
-        ("late-chunking vs independent", False), ("+0.110", False), ("0.002", True), ("30", False), ("yes", True)
+        ("late-chunking vs independent", False), ("+0.110 [+0.090, +0.130]", False), ("0.004", True),
+        ("30 (12)", False), ("±0.031", False), ("significantly better", True)
     ]  # fmt: skip
     overall = html_tables(written["report.html"].read_text())["reading-comparisons-1"]
     assert [row[0][0] for row in overall] == ["Task", "squad-ctx", "football", "squad-ctx", "football"]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from evaluation.metrics.stats import adjust_family
 from evaluation.reports.publish import write_reports
 from evaluation.results import (
     BEST_BASELINE,
@@ -55,7 +56,7 @@ NOT_RUN = {"contextual": "no LLM endpoint: set llm.base_url in conteb.yaml"}
 
 
 def _summary(value: float, n: int) -> Summary:
-    return Summary(value, value - 0.04, value + 0.04, n)
+    return Summary(value, value - 0.04, value + 0.04, n, 40)
 
 
 def _evaluations() -> list[TaskEvaluation]:
@@ -70,26 +71,28 @@ def _evaluations() -> list[TaskEvaluation]:
                     task, system, kind, "ok", description=f"{kind}, {details.get('context', 'fused')}",
                     metrics={"ndcg@10": _summary(value, 200)}, document_ndcg10=_summary(value + 0.05, 200),
                     by_position=[PositionPoint(p, value - 0.03 * p, value - 0.03 * p - 0.05, value - 0.03 * p + 0.05,
-                                               50) for p in range(5)],
+                                               50, 40 - 5 * p) for p in range(5)],
                     scaling=[ScalingPoint(n, value + 0.1 / n, 0.02, 5, n * 5.0) for n in (1, 4, 16, 40)],
                     index_seconds=2.0, documents_per_second=20.0, query_seconds=0.4, details=dict(details),
                 )
             )  # fmt: skip
             chunk_sizes += [
                 ChunkSizePoint(task, system, size, value - 0.02 * i, value - 0.02 * i - 0.04, value - 0.02 * i + 0.04,
-                               200, 8000 // size)
+                               200, 8000 // size, 40)
                 for i, size in enumerate((2000, 1000, 500, 250))
             ]  # fmt: skip
         runs += [SystemRun(task, name, "contextual", "not_run", reason=why) for name, why in NOT_RUN.items()]
         values = {r.system: r.metrics["ndcg@10"].value for r in runs if r.status == "ok"}
         baselines = {name: values[name] for name in ("bm25", "bm25-subword", BASELINE, "independent", "title-prefix")}
-        comparisons = [
+        comparisons = [  # as the runner writes them: over 40 documents, the floor of 10,000 sign vectors for some
             Comparison(task, name, BASELINE, "ndcg@10", values[name], values[BASELINE],
-                       values[name] - values[BASELINE], 0.01, 200, "randomization", 10_000, plan=BEST_BASELINE,
-                       baselines=baselines)
-            for name in values
-            if name not in baselines
+                       values[name] - values[BASELINE], 1 / 10_001 if i % 3 == 0 else 0.0123, 200, "randomization",
+                       10_000, plan=BEST_BASELINE, baselines=baselines, n_documents=40,
+                       ci_low=values[name] - values[BASELINE] - 0.051, ci_high=values[name] - values[BASELINE] + 0.049,
+                       mdd=0.0712, p_query=1 / 10_001)
+            for i, name in enumerate(n for n in values if n not in baselines)
         ]  # fmt: skip
+        adjust_family(comparisons)
         evaluations.append(
             TaskEvaluation(task, f"/data/conteb/{task}", "test", 40, 320, 200, runs=runs, comparisons=comparisons,
                            chunk_sizes=chunk_sizes)
