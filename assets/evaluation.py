@@ -255,7 +255,7 @@ def _trec_eval_check(target: EvalTarget) -> dg.AssetChecksDefinition:
     )
     def metrics_match_trec_eval(settings: ConTEBSettings) -> dg.AssetCheckResult:
         from evaluation.metrics.verify import verify_against_trec_eval
-        from evaluation.runner import load_evaluation
+        from evaluation.run_files import load_evaluation
 
         reports = reports_dir(settings.data_path)
         evaluation = load_evaluation(reports, target.name)
@@ -284,7 +284,7 @@ def _report_asset(config: ProjectConfig, targets: list[EvalTarget]) -> dg.Assets
     )
     def evaluation_report(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
         from evaluation.reports.publish import dagster_markdown_overall, reading_markdown, write_reports
-        from evaluation.runner import load_evaluation
+        from evaluation.run_files import load_evaluation
 
         reports = reports_dir(settings.data_path)
         loaded = {t.name: load_evaluation(reports, t.name) for t in targets}

@@ -260,7 +260,7 @@ def _comparison_asset(
             write_reproduce_report,
         )
         from evaluation.reports.target import target_sentences
-        from evaluation.runner import load_evaluation
+        from evaluation.run_files import load_evaluation
 
         data = settings.data_path
 

@@ -51,7 +51,7 @@ def evaluate(ctx: click.Context, tasks: tuple[str, ...], systems: tuple[str, ...
     from evaluation.reports.publish import write_reports
     from evaluation.reports.significance import figures_text, sizes_text, verdict_text
     from evaluation.results import BEST_BASELINE, HEADLINE
-    from evaluation.runner import load_evaluation
+    from evaluation.run_files import load_evaluation
     from evaluation.targets import evaluate_target, evaluation_targets, find_target
 
     data_dir = resolve_data_dir(config.config_dir)

@@ -16,7 +16,7 @@ A system's own ``role`` (``baseline`` or ``tested``) overrides the rule: the rul
 model given by folder or hub id (``model:``) counts as untrained; the reproduce experiment declares its trained model
 folders ``role: tested`` (``evaluation/experiment.py``).
 
-:func:`comparison_plan` lists them; the runner (``evaluation/runner.py``) then tests, on all queries and again on the
+:func:`comparison_plan` lists them; :func:`compare_systems` then tests, on all queries and again on the
 ``needs_context`` subset, each tested system that ran against the **best baseline on those queries**
 (:meth:`ComparisonPlan.best_baseline`: the highest mean of the significance metric over exactly the queries of the
 test, ties to the first declared). The best is picked on the same data it is tested on, which can only make the
@@ -26,8 +26,11 @@ pairs (``significance.comparisons``), less any pair the first part already teste
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
 
 from evaluation.config import (
     BM25System,
@@ -40,6 +43,9 @@ from evaluation.config import (
     Role,
     SystemConfig,
 )
+from evaluation.metrics.stats import paired
+from evaluation.results import ALL, BEST_BASELINE, CONFIGURED, Comparison, TaskEvaluation
+from evaluation.run_files import read_per_query
 
 BASELINE: Role = "baseline"
 TESTED: Role = "tested"
@@ -110,3 +116,81 @@ def comparison_plan(config: EvaluationConfig) -> ComparisonPlan:
         configured=tuple(config.significance.comparisons),
         metric=config.significance.metric,
     )
+
+
+def compare_systems(
+    evaluation: TaskEvaluation,
+    config: EvaluationConfig,
+    reports_dir: Path,
+    query_ids: Sequence[str],
+    documents: Mapping[str, str],
+    subset: str = ALL,
+) -> list[Comparison]:
+    """The paired tests of the comparison plan (:func:`comparison_plan`) between systems that ran, on
+    ``query_ids`` (the task's current queries, or those of ``subset``, recorded in each comparison): first each tested
+    system against the best cheap baseline on these queries (``plan`` :data:`~evaluation.results.BEST_BASELINE`, the
+    candidates' means in ``baselines``), then the configured pairs not already tested. ``documents``: query id ->
+    its document, the unit of every test and interval (:func:`evaluation.metrics.stats.paired`); ``p_adjusted`` is
+    left for the caller, who knows the whole family (:func:`evaluation.metrics.stats.adjust_family`)."""
+    significance = config.significance
+    plan = comparison_plan(config)
+    ok = {run.system for run in evaluation.runs if run.status == "ok"}
+    per_query: dict[str, dict[str, float] | None] = {}
+
+    def values(system: str) -> dict[str, float] | None:
+        if system not in per_query:
+            per_query[system] = read_per_query(reports_dir, evaluation.task, system, significance.metric)
+        return per_query[system]
+
+    def test(a: str, b: str, kind: str, baselines: dict[str, float] | None = None) -> Comparison | None:
+        values_a, values_b = values(a), values(b)
+        if values_a is None or values_b is None:
+            return None
+        shared = [q for q in query_ids if q in values_a and q in values_b]
+        x = np.array([values_a[q] for q in shared], dtype=np.float64)
+        y = np.array([values_b[q] for q in shared], dtype=np.float64)
+        boot = config.bootstrap
+        result = paired(
+            x, y, [documents[q] for q in shared], significance.method, significance.resamples, boot.resamples,
+            boot.confidence, boot.seed,
+        )  # fmt: skip
+        return Comparison(
+            task=evaluation.task,
+            system_a=a,
+            system_b=b,
+            metric=significance.metric,
+            mean_a=float(x.mean()),
+            mean_b=float(y.mean()),
+            difference=result.difference,
+            p_value=result.p_value,
+            n_queries=len(shared),
+            n_documents=result.n_documents,
+            p_query=result.p_query,
+            ci_low=result.ci_low,
+            ci_high=result.ci_high,
+            mdd=result.mdd,
+            method=significance.method,
+            resamples=significance.resamples,
+            subset=subset,
+            plan=kind,
+            baselines=dict(baselines or {}),
+        )
+
+    means: dict[str, float] = {}
+    for name in plan.baselines:
+        scores = values(name) if name in ok else None
+        on_queries = [scores[q] for q in query_ids if q in scores] if scores is not None else []
+        if on_queries:
+            means[name] = float(np.mean(on_queries))
+    best = plan.best_baseline(means)
+    comparisons: list[Comparison] = []
+    if best is not None:  # a chosen pipeline (evaluation.select) that is a cheap baseline: tested against the best
+        chosen = [evaluation.selection.chosen] if evaluation.selection and evaluation.selection.chosen else []
+        for name in [*plan.tested, *(n for n in chosen if n in plan.baselines and n != best)]:
+            if name in ok and (comparison := test(name, best, BEST_BASELINE, means)) is not None:
+                comparisons.append(comparison)
+    done = {(c.system_a, c.system_b) for c in comparisons}
+    for a, b in plan.configured:
+        if a in ok and b in ok and (a, b) not in done and (comparison := test(a, b, CONFIGURED)) is not None:
+            comparisons.append(comparison)
+    return comparisons

@@ -1,18 +1,13 @@
 """Evaluate the configured systems on one task: index, rank, measure, test, and write the run files.
 
-``evaluate_task`` is what the Dagster asset ``[task]/evaluation`` and ``conteb evaluate`` both call.
-Files under ``reports_dir`` (fixed layout, other tools read it)::
-
-    runs/<task>/qrels.trec                 qid 0 chunk_id 1
-    runs/<task>/<system>.trec              qid Q0 chunk_id rank score system (top_k per query)
-    runs/<task>/<system>.metrics.parquet   per-query metrics (conteb.schemas.per_query_metrics_schema)
-    tasks/<task>/evaluation.json           the TaskEvaluation (every number of the reports)
+``evaluate_task`` is what the Dagster asset ``[task]/evaluation`` and ``conteb evaluate`` both call. The files it
+writes under ``reports_dir`` are those of :mod:`evaluation.run_files` (their layout's one owner).
 
 Every metric summary and every paired comparison is computed on all queries and, when the corpus is
 labelled (``EvalCorpus.needs_context``) and some queries need context, again on that subset
-(``SystemRun.subset_metrics``, ``TaskEvaluation.subset_comparisons``). Which comparisons: the plan of
-:mod:`evaluation.comparisons` (each tested system against the best cheap baseline on the same queries, then the
-configured pairs).
+(``SystemRun.subset_metrics``, ``TaskEvaluation.subset_comparisons``). Which comparisons, and their tests:
+:func:`evaluation.comparisons.compare_systems` (each tested system against the best cheap baseline on the same
+queries, then the configured pairs), one Holm family per task.
 
 A ``hybrid`` fuses systems prepared once per corpus: the components of the selected hybrids are kept prepared
 (:class:`~evaluation.indexed.IndexedSystem`, their encodings and query vectors) while the task's systems run, and a
@@ -33,85 +28,36 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from conteb.ids import split_chunk_id
 from conteb.schemas import per_query_metrics_schema
 from conteb.storage import write_parquet_atomic, write_text_atomic
-from evaluation.comparisons import comparison_plan
+from evaluation.comparisons import compare_systems, comparison_plan
 from evaluation.config import FUSING, EvaluationConfig, FusionSystem, SystemConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.encoded import EncodingKey, EncodingOutcome
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
 from evaluation.metrics import trec
 from evaluation.metrics.retrieval import metrics_from_gold_rank
-from evaluation.metrics.stats import adjust_family, paired, summarize
+from evaluation.metrics.stats import adjust_family, summarize
 from evaluation.metrics.views import by_position, sample_subsets, scaling_curve, scaling_sizes
 from evaluation.rechunk import SpanSources, rechunk_corpus
 from evaluation.results import (
-    ALL,
-    BEST_BASELINE,
-    CONFIGURED,
     HEADLINE,
     NEEDS_CONTEXT,
     PROVENANCE_RECORDED,
     ChunkSizePoint,
-    Comparison,
     LLMUsage,
     SystemRun,
     TaskEvaluation,
-    from_json,
     to_json,
 )
+from evaluation.run_files import evaluation_path, load_evaluation, per_query_path, runs_dir
 from evaluation.select import fit_and_select, with_weights
 from evaluation.systems.dispatch import prepare_system, requirement_problem, system_provenance
 from evaluation.systems.ranking import rank_corpus
 from evaluation.tally import summarized_warnings
 
 logger = logging.getLogger(__name__)
-
-
-def runs_dir(reports_dir: Path, task: str) -> Path:
-    return reports_dir / "runs" / task
-
-
-def evaluation_path(reports_dir: Path, task: str) -> Path:
-    return reports_dir / "tasks" / task / "evaluation.json"
-
-
-def task_paths(task: str) -> list[str]:
-    """The folders (relative to ``reports_dir``) that evaluating ``task`` writes: its run files and its evaluation."""
-    return [str(runs_dir(Path(), task)), str(evaluation_path(Path(), task).parent)]
-
-
-def per_query_path(reports_dir: Path, task: str, system: str) -> Path:
-    return runs_dir(reports_dir, task) / f"{system}.metrics.parquet"
-
-
-def read_per_query(reports_dir: Path, task: str, system: str, metric: str) -> dict[str, float] | None:
-    """query id -> ``metric`` from the per-query metrics ``system`` wrote for ``task`` (None: no such file)."""
-    path = per_query_path(reports_dir, task, system)
-    if not path.is_file():
-        return None
-    table = pq.read_table(path, columns=["query_id", metric])
-    return dict(zip(table.column("query_id").to_pylist(), table.column(metric).to_pylist(), strict=True))
-
-
-def read_query_documents(reports_dir: Path, task: str) -> dict[str, str] | None:
-    """query id -> its document, the unit of every document-level test: the document part of its gold chunk id in the
-    task's ``qrels.trec`` (:func:`conteb.ids.split_chunk_id`; the first gold chunk when there are several); None when
-    the task wrote no qrels."""
-    path = runs_dir(reports_dir, task) / "qrels.trec"
-    if not path.is_file():
-        return None
-    judged = trec.read_qrels(path)
-    return {qid: split_chunk_id(min(c for c, rel in gold.items() if rel > 0))[0] for qid, gold in judged.items()}
-
-
-def load_evaluation(reports_dir: Path, task: str) -> TaskEvaluation | None:
-    """The task's last ``evaluation.json``, or None."""
-    path = evaluation_path(reports_dir, task)
-    return from_json(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def _relative(path: Path, reports_dir: Path) -> str:
@@ -406,84 +352,6 @@ def _validate(
         return fit_and_select(config, validation, prepare, fusions, log=log)
     finally:
         evaluator.release(None)
-
-
-def compare_systems(
-    evaluation: TaskEvaluation,
-    config: EvaluationConfig,
-    reports_dir: Path,
-    query_ids: Sequence[str],
-    documents: Mapping[str, str],
-    subset: str = ALL,
-) -> list[Comparison]:
-    """The paired tests of the comparison plan (:mod:`evaluation.comparisons`) between systems that ran, on
-    ``query_ids`` (the task's current queries, or those of ``subset``, recorded in each comparison): first each tested
-    system against the best cheap baseline on these queries (``plan`` :data:`~evaluation.results.BEST_BASELINE`, the
-    candidates' means in ``baselines``), then the configured pairs not already tested. ``documents``: query id ->
-    its document, the unit of every test and interval (:func:`evaluation.metrics.stats.paired`); ``p_adjusted`` is
-    left for the caller, who knows the whole family (:func:`evaluation.metrics.stats.adjust_family`)."""
-    significance = config.significance
-    plan = comparison_plan(config)
-    ok = {run.system for run in evaluation.runs if run.status == "ok"}
-    per_query: dict[str, dict[str, float] | None] = {}
-
-    def values(system: str) -> dict[str, float] | None:
-        if system not in per_query:
-            per_query[system] = read_per_query(reports_dir, evaluation.task, system, significance.metric)
-        return per_query[system]
-
-    def test(a: str, b: str, kind: str, baselines: dict[str, float] | None = None) -> Comparison | None:
-        values_a, values_b = values(a), values(b)
-        if values_a is None or values_b is None:
-            return None
-        shared = [q for q in query_ids if q in values_a and q in values_b]
-        x = np.array([values_a[q] for q in shared], dtype=np.float64)
-        y = np.array([values_b[q] for q in shared], dtype=np.float64)
-        boot = config.bootstrap
-        result = paired(
-            x, y, [documents[q] for q in shared], significance.method, significance.resamples, boot.resamples,
-            boot.confidence, boot.seed,
-        )  # fmt: skip
-        return Comparison(
-            task=evaluation.task,
-            system_a=a,
-            system_b=b,
-            metric=significance.metric,
-            mean_a=float(x.mean()),
-            mean_b=float(y.mean()),
-            difference=result.difference,
-            p_value=result.p_value,
-            n_queries=len(shared),
-            n_documents=result.n_documents,
-            p_query=result.p_query,
-            ci_low=result.ci_low,
-            ci_high=result.ci_high,
-            mdd=result.mdd,
-            method=significance.method,
-            resamples=significance.resamples,
-            subset=subset,
-            plan=kind,
-            baselines=dict(baselines or {}),
-        )
-
-    means: dict[str, float] = {}
-    for name in plan.baselines:
-        scores = values(name) if name in ok else None
-        on_queries = [scores[q] for q in query_ids if q in scores] if scores is not None else []
-        if on_queries:
-            means[name] = float(np.mean(on_queries))
-    best = plan.best_baseline(means)
-    comparisons: list[Comparison] = []
-    if best is not None:  # a chosen pipeline (evaluation.select) that is a cheap baseline: tested against the best
-        chosen = [evaluation.selection.chosen] if evaluation.selection and evaluation.selection.chosen else []
-        for name in [*plan.tested, *(n for n in chosen if n in plan.baselines and n != best)]:
-            if name in ok and (comparison := test(name, best, BEST_BASELINE, means)) is not None:
-                comparisons.append(comparison)
-    done = {(c.system_a, c.system_b) for c in comparisons}
-    for a, b in plan.configured:
-        if a in ok and b in ok and (a, b) not in done and (comparison := test(a, b, CONFIGURED)) is not None:
-            comparisons.append(comparison)
-    return comparisons
 
 
 def evaluate_task(

@@ -225,7 +225,8 @@ def evaluate_and_report(
     the results of systems not re-run are merged as before.
     """
     from evaluation.reports.publish import task_report_folder, write_task_report
-    from evaluation.runner import evaluate_task, task_paths  # torch and sentence-transformers: only when evaluating
+    from evaluation.run_files import task_paths
+    from evaluation.runner import evaluate_task  # torch and sentence-transformers: only when evaluating
 
     name = loaded.target.name
     seed = dict.fromkeys([*task_paths(name), task_report_folder(name)])

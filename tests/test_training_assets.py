@@ -13,7 +13,7 @@ from assets.models import training_config
 from conteb.names import TrainedModel
 from conteb.storage import reports_dir
 from evaluation.results import from_json
-from evaluation.runner import evaluation_path
+from evaluation.run_files import evaluation_path
 from pipelines.definitions import build_definitions
 from project.config import load_config
 from tests.conftest import SAMPLE_DIR

@@ -75,7 +75,7 @@ from evaluation.reports.target import (
     task_target,
 )
 from evaluation.results import ALL, HEADLINE, NEEDS_CONTEXT, Selection, TaskEvaluation, json_ready
-from evaluation.runner import load_evaluation, read_per_query, read_query_documents
+from evaluation.run_files import load_evaluation, read_per_query, read_query_documents
 
 REPORT_FOLDER = "reproduce"
 
@@ -93,7 +93,7 @@ def per_query_of_runs(
 
 
 def documents_of(reports_dir: Path, task: str) -> dict[str, str]:
-    """query id -> its document for ``task`` (:func:`evaluation.runner.read_query_documents`), the unit of every
+    """query id -> its document for ``task`` (:func:`evaluation.run_files.read_query_documents`), the unit of every
     test and interval here; raises FileNotFoundError when the task wrote no qrels."""
     documents = read_query_documents(reports_dir, task)
     if documents is None:

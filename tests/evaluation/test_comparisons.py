@@ -14,10 +14,11 @@ import pytest
 from conteb.names import SystemName
 from conteb.schemas import per_query_metrics_schema
 from conteb.storage import write_parquet_atomic
-from evaluation.comparisons import BASELINE, TESTED, comparison_plan, system_role
+from evaluation.comparisons import BASELINE, TESTED, compare_systems, comparison_plan, system_role
 from evaluation.config import EvaluationConfig, default_systems
 from evaluation.results import BEST_BASELINE, CONFIGURED, NEEDS_CONTEXT, SystemRun, TaskEvaluation, from_json
-from evaluation.runner import compare_systems, evaluate_task, evaluation_path, per_query_path
+from evaluation.run_files import evaluation_path, per_query_path
+from evaluation.runner import evaluate_task
 from tests.evaluation.toy import save_tiny_model, toy_corpus
 
 

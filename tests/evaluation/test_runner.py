@@ -8,11 +8,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+import evaluation.run_files as run_files
 import evaluation.runner as runner
 from conteb.schemas import per_query_metrics_schema
 from evaluation.config import BM25System, EvaluationConfig
 from evaluation.metrics.verify import verify_against_trec_eval
-from evaluation.runner import evaluate_task, load_evaluation
+from evaluation.run_files import load_evaluation
+from evaluation.runner import evaluate_task
 from tests.evaluation.toy import toy_corpus
 
 CONFIG = EvaluationConfig(
@@ -90,14 +92,14 @@ def test_why_the_chunk_size_study_did_not_run_is_written_to_the_file(tmp_path: P
 
 def test_per_query_metrics_are_written_with_the_declared_schema(tmp_path: Path) -> None:
     evaluation = evaluate(toy_corpus(), tmp_path, ["bm25"])
-    table = pq.read_table(runner.per_query_path(tmp_path, "toy", "bm25"))
+    table = pq.read_table(run_files.per_query_path(tmp_path, "toy", "bm25"))
     metrics = list(evaluation.run("bm25").metrics)
     assert table.schema.equals(per_query_metrics_schema(metrics))
     assert table.column_names == ["query_id", *metrics]  # query_id (string), then float64 per metric
-    ndcg = runner.read_per_query(tmp_path, "toy", "bm25", "ndcg@10")
+    ndcg = run_files.read_per_query(tmp_path, "toy", "bm25", "ndcg@10")
     assert list(ndcg) == toy_corpus().query_ids
     assert sum(ndcg.values()) / len(ndcg) == pytest.approx(evaluation.run("bm25").metrics["ndcg@10"].value)
-    assert runner.read_per_query(tmp_path, "toy", "bm25-plain", "ndcg@10") is None  # not evaluated
+    assert run_files.read_per_query(tmp_path, "toy", "bm25-plain", "ndcg@10") is None  # not evaluated
 
 
 def test_the_documents_of_the_queries_come_from_the_qrels(tmp_path: Path) -> None:
@@ -105,12 +107,12 @@ def test_the_documents_of_the_queries_come_from_the_qrels(tmp_path: Path) -> Non
     (the unit of the reproduce report's tests); a task that wrote no qrels has none."""
     corpus = toy_corpus()
     evaluate(corpus, tmp_path, ["bm25"])
-    assert runner.read_query_documents(tmp_path, "toy") == dict(
+    assert run_files.read_query_documents(tmp_path, "toy") == dict(
         zip(corpus.query_ids, corpus.query_documents, strict=True)
     )
-    assert runner.read_query_documents(tmp_path, "absent") is None
+    assert run_files.read_query_documents(tmp_path, "absent") is None
     # public ids: the document part is everything before the last "_"
     from evaluation.metrics import trec
 
-    trec.write_qrels(runner.runs_dir(tmp_path, "public") / "qrels.trec", ["a", "b"], ["Doc_Title_12", "x-y_0"])
-    assert runner.read_query_documents(tmp_path, "public") == {"a": "Doc_Title", "b": "x-y"}
+    trec.write_qrels(run_files.runs_dir(tmp_path, "public") / "qrels.trec", ["a", "b"], ["Doc_Title_12", "x-y_0"])
+    assert run_files.read_query_documents(tmp_path, "public") == {"a": "Doc_Title", "b": "x-y"}

@@ -14,7 +14,8 @@ import pytest
 from evaluation.load import CorpusError, load_corpus
 from evaluation.metrics.stats import summarize
 from evaluation.results import from_json, to_json
-from evaluation.runner import evaluate_task, evaluation_path, per_query_path
+from evaluation.run_files import evaluation_path, per_query_path
+from evaluation.runner import evaluate_task
 from tests.evaluation.test_load import DOCS, QUERIES, write_task
 from tests.evaluation.test_runner import CONFIG
 from tests.evaluation.toy import toy_corpus
