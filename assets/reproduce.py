@@ -250,6 +250,7 @@ def _comparison_asset(
     )
     def paper_comparison(context: dg.AssetExecutionContext, settings: ConTEBSettings) -> dg.MaterializeResult:
         from conteb.published import config_shards
+        from evaluation.reports.families import ReportInputs, one_family_per_task
         from evaluation.reports.markdown import render_markdown
         from evaluation.reports.pipeline_target import pipeline_target_sentences, verdict_words
         from evaluation.reports.reproduce import (
@@ -281,6 +282,10 @@ def _comparison_asset(
         )
         setup = setup_lines(block, tasks, trained_models(experiment_models_dir(data)), evaluations)
         selections = [(e.task, e.selection) for e in evaluations if e.selection is not None]
+        # one Holm family per task: a comparison reads the same wherever the report states it
+        stated = one_family_per_task(ReportInputs(evaluation, comparison, targets, pipeline_targets))
+        evaluation, comparison = stated.evaluation, stated.comparison
+        targets, pipeline_targets = stated.targets, stated.pipeline_targets
         paths = write_reproduce_report(
             comparison, evaluation, reports_dir(data), setup, targets, pipeline_targets, selections
         )

@@ -71,7 +71,10 @@ def _values(values: np.ndarray, name: str = "values") -> np.ndarray:
 
 @dataclass(frozen=True)
 class Clustered:
-    """Values grouped by document: ``sums[j]`` and ``counts[j]`` of document ``j`` (first-appearance order)."""
+    """Values grouped by document: ``sums[j]`` and ``counts[j]`` of document ``j``, documents in sorted label order,
+    so that every document-level figure drawn from them depends on the values and their documents only, never on the
+    order of the queries (the same comparison gives the same p and interval wherever it is computed). Without labels
+    (each value its own document) the input order is kept."""
 
     sums: np.ndarray  # float64 [m]
     counts: np.ndarray  # float64 [m]
@@ -120,12 +123,8 @@ def clustered(values: np.ndarray, documents: Documents = None, name: str = "valu
         raise ValueError(f"{len(x)} {name} but {len(labels)} document labels: one label per value")
     if len(x) == 0:
         return Clustered(np.zeros(0), np.zeros(0))
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    order = np.argsort(first)  # documents in order of first appearance
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    index = rank[inverse.reshape(-1)]
-    m = len(order)
+    names, index = np.unique(labels, return_inverse=True)
+    index, m = index.reshape(-1), len(names)
     return Clustered(np.bincount(index, weights=x, minlength=m), np.bincount(index, minlength=m).astype(np.float64))
 
 

@@ -246,8 +246,9 @@ def plot_effects(comparison: PaperComparison, dpi: int = 110) -> bytes:
 TARGET_RULE = (
     f"The target on every evaluated task: {TARGET_SYSTEM} (InSeNT, anchored windows) is the best system on the "
     f"needs_context queries, and loses at most {TOLERANCE} nDCG@10 to {REFERENCE} chunks on all queries (point "
-    "estimates; how sure: each difference's paired randomization test over whole documents, Holm-adjusted over the "
-    "task's margins, and its 95% CI from a bootstrap over documents; detectable: the smallest difference the test "
+    "estimates; how sure: each difference's paired randomization test over whole documents, Holm-adjusted over every "
+    "paired comparison this report states for the task, and its 95% CI from a bootstrap over documents; detectable: "
+    "the smallest difference the test "
     "set detects with 80% power). A cause is named only when the same task measures it, by the adjusted p "
     "(evaluation/reports/target.py). No setting was tuned on a test split."
 )
@@ -419,7 +420,8 @@ def reproduce_document(
                     f"post = {SOURCES[RELEASE_POST]}. The authors measured no anchored windows (this project's own "
                     "rule): no figure stands beside those effects, whose verdicts (gain, loss) are about our numbers "
                     "only. Ours: the 95% CI from a bootstrap over documents; the paired randomization test flips "
-                    "whole documents; verdicts read its p Holm-adjusted over this table's effects (adjusted p < 0.05); "
+                    "whole documents; verdicts read its p Holm-adjusted over every paired comparison this report "
+                    "states for the task (adjusted p < 0.05); "
                     "detectable: the smallest difference the test set detects with 80% power; the query-level p "
                     "treats every query as independent and decides nothing."
                 ),

@@ -227,9 +227,14 @@ def task_target(
     if TARGET_SYSTEM in on_all and REFERENCE in on_all:
         target.loss_to_reference = on_all[REFERENCE] - on_all[TARGET_SYSTEM]
         target.met_all = target.loss_to_reference <= TOLERANCE
-    if target.met is False:
-        target.causes = [sentence for rule in CAUSES if (sentence := rule(target)) is not None]
+    recompute_causes(target)
     return target
+
+
+def recompute_causes(target: TaskTarget) -> None:
+    """``target.causes`` from its margins as they are now (after a family's adjustment, say): the sentences of the
+    rules of :data:`CAUSES` that apply, none when the target is not missed."""
+    target.causes = [s for rule in CAUSES if (s := rule(target)) is not None] if target.met is False else []
 
 
 # --- the causes: each rule returns a sentence with its figure, or None when the task does not measure it ---
