@@ -75,7 +75,8 @@ def setup_lines(
     lines = [
         f"Profile `{block.profile}`: source `{source}` "
         f"({'the first ' + str(profile.max_documents) + ' articles' if profile.max_documents else 'every article'}); "
-        f"document splits {block.split_fields} (hash of seed and document id).",
+        f"document splits {block.split_fields}, COVID-QA's {block.covidqa_split_fields} (hash of seed and document "
+        "id).",
         "Tasks: "
         + "; ".join(
             f"`{task.name}` ({about.about}; "
