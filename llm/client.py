@@ -60,7 +60,7 @@ from llm.retries import parse_retry_after, request_rejected, retry_after_header
 from llm.scheduling import OrderedSlots, PrefixGate, group_order, groups_of
 from llm.settings import LLMSettings
 from llm.structured import Mode, ModeRefused, error_summary, mode_refusal, parse_json_object, shape_body
-from llm.types import LLMRequest, LLMResult, Progress
+from llm.types import Completion, LLMRequest, LLMResult, Progress
 from llm.usage import TokenUsage, checked_usage, read_usage
 
 _PREVIEW_CHARS = 80
@@ -341,7 +341,7 @@ class LLMClient:
             try:
                 async with flight.slots.hold(rank):
                     await flight.limiter.acquire(estimate)
-                    content, reported = await self._post(flight.client, body)
+                    completion = await self._post(flight.client, body)
             except (openai.APIConnectionError, openai.APIStatusError, ServerFault) as error:
                 status = getattr(error, "status_code", None)
                 text = _error_text(error)
@@ -360,18 +360,18 @@ class LLMClient:
                 continue
             flight.gate.release(request.prefix_group)
             self.modes.settle()
-            usage = checked_usage(reported, body, self.log, f"{scope or 'llm'}: {request.custom_id}")
+            usage = checked_usage(completion.usage, body, self.log, f"{scope or 'llm'}: {request.custom_id}")
             result.prompt_tokens += usage.prompt_tokens
             result.completion_tokens += usage.completion_tokens
             result.cached_tokens += usage.cached_tokens
             cost = self.settings.cost_usd(usage.prompt_tokens, usage.completion_tokens,
                                           cached_tokens=usage.cached_tokens)  # fmt: skip
             self.cache.record_usage(scope, request.custom_id, self.settings.model, usage, cost, "online")
-            return content
+            return completion.content
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _post(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> tuple[str | None, TokenUsage]:
-        """One chat-completions call: ``(content, tokens)`` of its answer.
+    async def _post(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> Completion:
+        """One chat-completions call: its answer as :class:`llm.types.Completion`.
 
         The whole call, from sending to the answer's last byte, must end within ``timeout_s`` and the
         answer may not exceed ``max_answer_bytes``, else :class:`ServerFault`; status and connection
@@ -393,7 +393,7 @@ class LLMClient:
                 data = await _read_capped(response, self.settings.max_answer_bytes)
         except TimeoutError:
             raise ServerFault(f"no complete answer within {timeout_s:g} s (llm.timeout_s)") from None
-        return parse_completion(response.headers.get("content-type", ""), data)
+        return parse_completion(response.headers.get("content-type", ""), data, response.headers.get("server", ""))
 
     def _delay(self, attempt: int, error: Exception) -> tuple[float, str]:
         """Seconds to wait before try ``attempt + 1``, and a note for the log: the server's ``Retry-After``
@@ -477,9 +477,10 @@ async def _read_capped(response: AsyncAPIResponse[Any], limit: int) -> bytes:
     return bytes(data)
 
 
-def parse_completion(content_type: str, data: bytes) -> tuple[str | None, TokenUsage]:
-    """``(message content, tokens)`` of a chat-completions answer body (tokens as reported,
-    :func:`llm.usage.read_usage`; the caller checks them, :func:`llm.usage.checked_usage`).
+def parse_completion(content_type: str, data: bytes, server_header: str = "") -> Completion:
+    """The :class:`llm.types.Completion` of a chat-completions answer body (tokens as reported,
+    :func:`llm.usage.read_usage`; the caller checks them, :func:`llm.usage.checked_usage`); ``server`` is the
+    answer's ``system_fingerprint``, else ``server_header`` (the HTTP ``Server`` header).
 
     Raises :class:`ServerFault` saying what came back (content type, size, first characters) when
     ``data`` is not a JSON object whose ``choices[0].message`` holds a string (or null) ``content``.
@@ -496,7 +497,16 @@ def parse_completion(content_type: str, data: bytes) -> tuple[str | None, TokenU
         raise ServerFault(
             f"the answer is not a chat completion ({what}, JSON without choices[0].message.content): {_preview(data)}"
         )
-    return message.get("content"), read_usage(value.get("usage"))
+    reasoning = message.get("reasoning_content")
+    finish = first.get("finish_reason")
+    fingerprint = value.get("system_fingerprint")
+    return Completion(
+        content=message.get("content"),
+        usage=read_usage(value.get("usage")),
+        finish_reason=finish if isinstance(finish, str) else None,
+        reasoning_content=reasoning if isinstance(reasoning, str) else None,
+        server=fingerprint if isinstance(fingerprint, str) and fingerprint else server_header[:200],
+    )
 
 
 def _preview(data: bytes) -> str:

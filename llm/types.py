@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm.usage import TokenUsage
+
 Validator = Callable[[dict[str, Any]], str | None]
 """Semantic check of a parsed answer: ``None`` when valid, else a message sent back to the model
 (e.g. "chunk index 12 does not exist; valid indices are 0..7") when the client re-asks once."""
@@ -61,3 +63,21 @@ class LLMResult:
     @property
     def ok(self) -> bool:
         return self.value is not None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What one chat-completions answer says (``choices[0]`` and the envelope), before any parsing.
+
+    ``content``: the message text (None when the server sent null); ``reasoning_content``: the text a
+    reasoning model put beside it (vLLM, llama.cpp with a reasoning parser), None when absent;
+    ``finish_reason``: why generation stopped (``"stop"``, ``"length"`` when cut off by ``max_tokens``,
+    None when the server did not say); ``server``: what identifies the server that answered (its
+    ``system_fingerprint`` or ``Server`` header), empty when unknown; ``usage``: tokens as reported.
+    """
+
+    content: str | None
+    usage: TokenUsage
+    finish_reason: str | None = None
+    reasoning_content: str | None = None
+    server: str = ""
