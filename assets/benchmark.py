@@ -118,6 +118,7 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
             synthetic_queries=tables.get("synthetic"),
             settings={"llm_model": llm.settings.model} if uses_llm else None,
             pseudo_sentences=tables.get("pseudo_sentences"),
+            warn=context.log.warning,
         )
         counts, written = published.counts, published.paths
         refused = sum(table.num_rows for table in quarantines.values())

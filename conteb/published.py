@@ -37,8 +37,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import fnmatch
 import glob
 import hashlib
+import logging
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -60,13 +62,19 @@ QUARANTINE_KEY = "quarantine_files"
 that are no ``datasets`` config (a table without rows cannot be one), named by the card all the same."""
 
 FINGERPRINT_HEX = 16
-_PUBLISHED_NAME = re.compile(rf"^[\w.]+-[0-9a-f]{{{FINGERPRINT_HEX}}}\.parquet$")
+_PUBLISHED_NAME = re.compile(rf"^[\w.]+-(?P<fingerprint>[0-9a-f]{{{FINGERPRINT_HEX}}})\.parquet$")
+_TEMPORARY_GLOB = f".*{TEMPORARY_MARK}*.tmp"
+_log = logging.getLogger(__name__)
 
 Files = dict[str, dict[str, list[Path]]]  # config -> split -> files
 
 
 class CardError(ValueError):
     """The dataset card is unreadable, or names files that are not there; the message names the card and why."""
+
+
+class PublishRefused(ValueError):
+    """A folder a publish will not write into (a symbolic link); the message (one line) names it and what to do."""
 
 
 def published_file(config: str, split: str, fingerprint: str) -> str:
@@ -208,19 +216,49 @@ def read_config(folder: Path, config: str, split: str | None) -> tuple[pa.Table,
     raise AssertionError("unreachable")
 
 
-def unnamed_files(folder: Path, named: set[Path] | None = None) -> list[Path]:
-    """Files of the published folder that no card names: data files in the config and quarantine folders (every one
-    of :data:`conteb.storage.PUBLISHED_FOLDERS`) and our temporaries; leftovers of a publish that did not finish.
+def _candidates(folder: Path) -> list[Path]:
+    """The files a publish may have written: every file of the config and quarantine folders (every one of
+    :data:`conteb.storage.PUBLISHED_FOLDERS`) and the temporaries of ours in the folder itself."""
+    candidates = [path for name in PUBLISHED_FOLDERS for path in (folder / name).glob("*") if path.is_file()]
+    candidates += [path for path in folder.glob(_TEMPORARY_GLOB) if path.is_file()]
+    return sorted(candidates)
 
-    ``named``: the files to keep (default: those ``folder``'s card names). Other files (notes, a ``.gitattributes``)
-    are not ours and are left alone.
+
+def owned_by_conteb(path: Path, replaced: set[Path] | frozenset[Path] = frozenset()) -> bool:
+    """Whether a publish may remove ``path``, a file no card names: it is one of ``replaced`` (the files the card
+    being replaced named), one of our temporaries, or named as we name published files (:func:`published_file`) and
+    its bytes have the fingerprint its name says (a publish killed before its card)."""
+    if path in replaced or fnmatch.fnmatchcase(path.name, _TEMPORARY_GLOB):
+        return True
+    match = _PUBLISHED_NAME.match(path.name)
+    try:
+        return match is not None and _fingerprint(path.read_bytes()) == match["fingerprint"]
+    except OSError:
+        return False
+
+
+def unnamed_files(
+    folder: Path, named: set[Path] | None = None, replaced: set[Path] | frozenset[Path] = frozenset()
+) -> list[Path]:
+    """Files of ours in the published folder that no card names (:func:`owned_by_conteb`, with ``replaced``):
+    leftovers of a publish that did not finish, which the next publish removes.
+
+    ``named``: the files to keep (default: those ``folder``'s card names). Files that are not ours (notes, a
+    ``.gitattributes``, a stray parquet: :func:`foreign_files`) are never listed.
     """
     folder = Path(folder)
     if named is None:
         named = named_files(folder)
-    candidates = [path for name in PUBLISHED_FOLDERS for path in (folder / name).glob("*") if path.is_file()]
-    candidates += [path for path in folder.glob(f".*{TEMPORARY_MARK}*.tmp") if path.is_file()]
-    return sorted(path for path in candidates if path not in named)
+    return [path for path in _candidates(folder) if path not in named and owned_by_conteb(path, replaced)]
+
+
+def foreign_files(folder: Path, named: set[Path] | None = None) -> list[Path]:
+    """Files of the config and quarantine folders that no card names and that are not conteb's
+    (:func:`owned_by_conteb`, without a replaced card): a publish leaves them in place, with a warning."""
+    folder = Path(folder)
+    if named is None:
+        named = named_files(folder)
+    return [path for path in _candidates(folder) if path not in named and not owned_by_conteb(path)]
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -263,18 +301,38 @@ def _publish_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _refuse_links(folder: Path) -> None:
+    """:class:`PublishRefused` when ``folder`` or one of its config and quarantine folders is a symbolic link."""
+    for path in (folder, *(folder / name for name in PUBLISHED_FOLDERS)):
+        if path.is_symlink():
+            raise PublishRefused(
+                f"{path}: is a symbolic link (to {os.readlink(path)}); a publish writes and removes files only in a "
+                "folder of its own: replace the link with a folder"
+            )
+
+
 def publish_folder(
-    folder: Path, tables: Mapping[str, Mapping[str, pa.Table]], render_card: Callable[[dict[str, dict[str, str]]], str]
+    folder: Path,
+    tables: Mapping[str, Mapping[str, pa.Table]],
+    render_card: Callable[[dict[str, dict[str, str]]], str],
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, dict[str, Path]]:
     """Publish ``tables`` (``{config: {split: table}}``; the quarantine tables as ``{"quarantine": {stage: table}}``)
     into ``folder`` in one step (module docstring).
 
     ``render_card`` gets ``{config: {split: relative path}}`` and returns the card naming exactly those files.
-    Returns ``{config: {split: path}}`` plus ``{"card": {"": README.md}}``.
+    Returns ``{config: {split: path}}`` plus ``{"card": {"": README.md}}``. Only conteb's files are removed; ``warn``
+    (default: this module's logger) gets one line for each other file no card names, ``left in place: <path> (not
+    written by conteb)``. :class:`PublishRefused` for a folder or config folder that is a symbolic link.
     """
     folder = Path(folder)
+    _refuse_links(folder)
     written: dict[str, dict[str, Path]] = {}
     with _publish_lock(folder):
+        try:
+            replaced = named_files(folder)
+        except CardError:  # an unreadable card names nothing we can prove ours; our own names still prove theirs
+            replaced = set()
         for config, by_split in tables.items():
             for split, table in by_split.items():
                 data = _parquet_bytes(table)
@@ -286,8 +344,10 @@ def publish_folder(
         paths = {config: {split: str(p.relative_to(folder)) for split, p in s.items()} for config, s in written.items()}
         card = _write_durable(render_card(paths).encode("utf-8"), folder / CARD)  # the commit point
         keep = {path for by_split in written.values() for path in by_split.values()}
-        for leftover in unnamed_files(folder, keep):
+        for leftover in unnamed_files(folder, keep, replaced - keep):
             leftover.unlink(missing_ok=True)
+        for other in foreign_files(folder, keep):
+            (warn or _log.warning)(f"left in place: {other.relative_to(folder)} (not written by conteb)")
         for name in PUBLISHED_FOLDERS:
             with contextlib.suppress(OSError):  # absent, or not empty (someone's own file): left alone
                 (folder / name).rmdir()

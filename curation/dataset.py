@@ -15,7 +15,7 @@ longer produced are removed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -280,10 +280,12 @@ def write_conteb_dataset(
     synthetic_queries: pa.Table | None = None,
     assignment: Mapping[str, str] | None = None,
     quarantines: Mapping[str, pa.Table] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, Path]:
     """Publish the dataset folder in one step (:func:`conteb.published.publish_folder`); files of other
-    splits, and configs no longer produced, are removed. ``quarantines`` (stage -> table) are published beside
-    the configs in ``quarantine/``, each one even when empty (its schema, ``QUARANTINE``).
+    splits, and configs no longer produced, are removed; files conteb did not write are left in place, each named
+    to ``warn``. ``quarantines`` (stage -> table) are published beside the configs in ``quarantine/``, each one even
+    when empty (its schema, ``QUARANTINE``).
 
     ``assignment`` (``{doc_id: split}``, :func:`curation.splits.assign_splits`) splits every config
     by document into ``card.splits``; without it every row goes to ``card.split``. A split without
@@ -338,7 +340,7 @@ def write_conteb_dataset(
         return card.render()
 
     refused = {stage: table.select(QUARANTINE.names).cast(QUARANTINE) for stage, table in (quarantines or {}).items()}
-    published = publish_folder(out_dir, {**parts, PUBLISHED_QUARANTINE: refused} if refused else parts, render)
+    published = publish_folder(out_dir, {**parts, PUBLISHED_QUARANTINE: refused} if refused else parts, render, warn)
     written = {
         name if len(splits) == 1 and name != PUBLISHED_QUARANTINE else f"{name}/{split}": path
         for name, by_split in published.items()
@@ -371,6 +373,7 @@ def publish_task(
     settings: dict[str, object] | None = None,
     assignment: Mapping[str, str] | None = None,
     pseudo_sentences: pa.Table | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> PublishedTask:
     """Write ``task``'s ConTEB folder from its stage tables; ``quarantines`` maps stage -> table.
 
@@ -380,6 +383,7 @@ def publish_task(
     is :func:`curation.splits.assign_task_splits` over the chunks' documents (ignored without ``splits``).
     Pseudo-queries among ``queries`` get their sentences cut out of their chunks (:func:`published_documents`);
     ``pseudo_sentences`` (``PSEUDO_SENTENCES``) gives the card its count of every sentence's outcome.
+    ``warn`` gets a line for each file in the folder that conteb did not write (left in place).
     """
     documents = published_documents(chunks, queries, reformulated)
     if task.splits is not None and assignment is None:
@@ -430,7 +434,7 @@ def publish_task(
         pseudo=pseudo,
         pseudo_split=task.pseudo_split if pseudo is not None else None,
     )
-    paths = write_conteb_dataset(out_dir, documents, queries, card, synthetic_queries, assignment, quarantines)
+    paths = write_conteb_dataset(out_dir, documents, queries, card, synthetic_queries, assignment, quarantines, warn)
     return PublishedTask(
         paths, documents, counts, quarantine, card.split_counts, dict(assignment) if assignment else None
     )

@@ -9,6 +9,7 @@ after each kill with ``datasets.load_dataset`` (its default cache) and with ``co
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -24,8 +25,10 @@ from cli.main import main
 from conteb.published import (
     CARD,
     CardError,
+    PublishRefused,
     card_quarantine,
     config_shards,
+    foreign_files,
     named_files,
     unnamed_files,
 )
@@ -233,3 +236,61 @@ def test_a_reader_overtaken_by_a_publish_reads_the_new_card(
     assert set(found[0].column("chunk_id").to_pylist()) == set(
         pq.read_table(found[1][0]).column("chunk_id").to_pylist()
     )
+
+
+def test_a_republish_removes_only_its_own_files_and_readers_read_only_the_card(
+    tables: Path, tmp_path: Path, default_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A user's notes and a stray parquet in ``documents/`` survive a republish (named in a warning each) and are
+    never read; the files the replaced card named go, a fixed name of an older layout included."""
+    import datasets
+
+    folder = tmp_path / "sample"
+    publish(tables, folder, OLD)
+    old = named_files(folder)
+    renamed = min(path for path in old if path.parent.name == "documents" and path.name.startswith("test-"))
+    renamed.rename(folder / "documents" / "test.parquet")  # a card of an older layout named fixed names
+    card = folder / CARD
+    card.write_text(card.read_text().replace(str(renamed.relative_to(folder)), "documents/test.parquet"))
+    notes, stray = folder / "documents" / "NOTES.txt", folder / "documents" / "test-00000-of-00001.parquet"
+    notes.write_text("my notes\n")
+    shutil.copyfile(min(path for path in old if path.name.startswith("train-")), stray)  # hub-style name, rows
+    lookalike = folder / "documents" / "train-0123456789abcdef.parquet"  # named as ours, its bytes say otherwise
+    lookalike.write_text("mine\n")
+    with caplog.at_level(logging.WARNING, logger="conteb.published"):
+        published = publish(tables, folder, NEW)
+    assert notes.read_text() == "my notes\n" and stray.is_file() and lookalike.read_text() == "mine\n"
+    assert not (folder / "documents" / "test.parquet").exists() and not any(path.exists() for path in old)
+    assert sorted(record.getMessage() for record in caplog.records) == [
+        f"left in place: documents/{name} (not written by conteb)" for name in ("NOTES.txt", stray.name, lookalike.name)
+    ]
+    assert unnamed_files(folder) == [] and foreign_files(folder) == [notes, stray, lookalike]
+    for split in SPLITS:  # the stray's rows would be the test split's (the card names no glob)
+        rows = published.split_counts[split]["chunks"]
+        assert len(datasets.load_dataset(str(folder), "documents", split=split)) == rows, split
+        assert sum(pq.read_metadata(path).num_rows for path in config_shards(folder, "documents", split)) == rows
+
+
+def test_a_folder_or_config_folder_that_is_a_symbolic_link_is_refused(tables: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "sample"
+    publish(tables, folder, OLD)
+    elsewhere = tmp_path / "elsewhere"
+    (folder / "documents").rename(elsewhere)
+    (elsewhere / "NOTES.txt").write_text("mine\n")
+    (folder / "documents").symlink_to(elsewhere)
+    before = {path.name: path.read_bytes() for path in elsewhere.iterdir()}
+    card = (folder / CARD).read_bytes()
+    with pytest.raises(PublishRefused) as refused:
+        publish(tables, folder, NEW)
+    assert str(refused.value).startswith(f"{folder / 'documents'}: is a symbolic link (to {elsewhere})")
+    assert "\n" not in str(refused.value)
+    assert {path.name: path.read_bytes() for path in elsewhere.iterdir()} == before
+    assert (folder / CARD).read_bytes() == card
+
+    (folder / "documents").unlink()
+    (folder / "documents").mkdir()
+    link = tmp_path / "linked"
+    link.symlink_to(folder)
+    with pytest.raises(PublishRefused, match=f"^{link}: is a symbolic link"):
+        publish(tables, link, NEW)
+    assert (folder / CARD).read_bytes() == card
