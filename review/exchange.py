@@ -6,8 +6,9 @@ Contracts:
   (``jsonl``: context an object, flags a list) or one CSV row under a header (``csv``: context and
   flags as JSON text, flagged ``true``/``false``, null as empty). It is written atomically (a
   temporary file next to the target, renamed over it), never onto a store or any other SQLite file
-  (however the path reaches it: symbolic or hard links), and onto an existing file only when asked
-  (:func:`check_export_target`).
+  (however the path reaches it: symbolic or hard links), never onto anything but a regular file (a
+  symbolic link, a FIFO, a device, a socket: refused, ``--force`` or not), and onto an existing file only when
+  asked (:func:`check_export_target`).
 * A CSV export escapes every text cell a spreadsheet would run as a formula (OWASP: a leading
   ``'`` before ``= + - @``, tab, CR, or a leading ``'``: :data:`CSV_FORMULA_PREFIXES`); a CSV
   import removes one leading ``'`` and reads an empty cell as null.
@@ -23,6 +24,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,13 +96,26 @@ def _same_file(first: Path, second: Path) -> bool:
         return False
 
 
+def _node_kind(target: Path) -> str | None:
+    """What ``target`` is when it exists and is neither a regular file nor a folder (``lstat``: a symbolic link is
+    one, wherever it leads); None otherwise. Nothing is opened: opening a FIFO would wait for a writer."""
+    try:
+        mode = os.lstat(target).st_mode
+    except OSError:
+        return None
+    kinds = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))  # fmt: skip
+    return next((name for test, name in kinds if test(mode)), None)
+
+
 def check_export_target(target: Path, stores: Mapping[str, Path], replace: bool) -> None:
     """:class:`ExportRefused` (one line: the file, why, what to do) unless an export may be written at ``target``.
 
     Never onto a store: a path of ``stores`` (``what it is -> path``) or its ``-wal``/``-shm``/``-journal`` file,
     reached by the same path after symbolic links or as the same file (a hard link), nor onto any SQLite file
-    (:func:`conteb.sqlite_kinds.sqlite_file`, read by SQLite itself); never onto a folder; onto another existing
-    file only with ``replace``.
+    (:func:`conteb.sqlite_kinds.sqlite_file`, read by SQLite itself); never onto a symbolic link, a FIFO, a device or
+    a socket (the rename would replace the node itself), with ``replace`` or not; never onto a folder; onto another
+    existing file only with ``replace``.
     """
     resolved = os.path.realpath(target)
     for what, store in stores.items():
@@ -112,6 +127,11 @@ def check_export_target(target: Path, stores: Mapping[str, Path], replace: bool)
                     f"{target}: is {shown} ({candidate}): an export never replaces a store; choose another file "
                     "(-o FILE)"
                 )
+    kind = _node_kind(Path(target))
+    if kind is not None:
+        raise ExportRefused(
+            f"{target}: is {kind}, not a regular file; export writes only regular files: choose another file (-o FILE)"
+        )
     found = sqlite_file(Path(target))
     if found is not None:
         raise ExportRefused(

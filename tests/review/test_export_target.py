@@ -1,13 +1,15 @@
 """`conteb review export -o FILE` never writes onto a store (issue 25): on today's main, ``-o
 data/review/review.sqlite`` replaced the review store, audit log and all, with CSV. An export refuses a store however
 the path reaches it (as named, through a symbolic link, as a hard link, its ``-wal``), any other SQLite file, a
-folder, and an existing file unless ``--force``: one line, exit status 2, nothing written."""
+folder, and an existing file unless ``--force``: one line, exit status 2, nothing written. Nor, ``--force`` or not,
+anything but a regular file (issue 33: as root, ``-o /dev/full --force`` replaced the device with a JSONL file)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
@@ -103,3 +105,37 @@ def test_export_refuses_an_existing_file_without_force_and_replaces_it_with(
     folder.mkdir()
     _refused(_export(registry, folder, "--force"), folder, "is a folder")
     _store_is_intact(isolated_env)
+
+
+def _character_device(tmp_path: Path) -> Path:
+    """A character device to export onto: as root a node of /dev/null's numbers made in ``tmp_path`` (an export that
+    replaced it would replace the copy, not the machine's /dev/null), else /dev/null itself (a user cannot replace it).
+    """
+    if os.geteuid() != 0:
+        return Path(os.devnull)
+    node = tmp_path / "null"
+    os.mknod(node, stat.S_IFCHR | 0o666, os.stat(os.devnull).st_rdev)
+    return node
+
+
+@pytest.mark.parametrize("kind", ["FIFO", "symbolic link", "character device"])
+def test_export_writes_only_regular_files_even_with_force(
+    registry: Path, isolated_env: Path, tmp_path: Path, kind: str
+) -> None:
+    elsewhere = tmp_path / "elsewhere.csv"
+    elsewhere.write_text("my notes\n")
+    if kind == "FIFO":
+        target = tmp_path / "queue.csv"
+        os.mkfifo(target)
+    elif kind == "symbolic link":
+        target = tmp_path / "link.csv"
+        target.symlink_to(elsewhere)
+    else:
+        target = _character_device(tmp_path)
+    before = os.lstat(target)
+    says = f"is a {kind}, not a regular file; export writes only regular files"
+    _refused(_export(registry, target, "--force"), target, says)
+    after = os.lstat(target)
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
+    assert elsewhere.read_text() == "my notes\n"
+    assert [path.name for path in tmp_path.iterdir() if ".conteb-" in path.name] == []  # no temporary
