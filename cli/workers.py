@@ -37,7 +37,7 @@ def check(ctx: click.Context, wait_s: float, quiet: bool) -> None:
     from pipelines.celery import QUEUE, celery_app, loop_settings
     from pipelines.celery_loop import CeleryUnavailable, check_broker, no_worker_message, queue_consumers
     from pipelines.celery_steps import RESTART_WORKERS, worker_fingerprints
-    from project.fingerprint import REGISTRY_PART, fingerprint_differences, step_fingerprint
+    from project.fingerprint import REGISTRY_PART, environment_differs, fingerprint_differences, step_fingerprint
 
     expected = step_fingerprint(config)
     settings = loop_settings(config.execution.celery, expected)
@@ -55,11 +55,12 @@ def check(ctx: click.Context, wait_s: float, quiet: bool) -> None:
     stale = {name: fingerprint_differences(expected, fingerprints.get(name)) for name in consumers}
     stale = {name: differences for name, differences in stale.items() if differences}
     if stale:
+        shell = any(environment_differs(expected, fingerprints.get(name)) for name in stale)
         sys.exit(
-            f"Celery worker(s) {', '.join(sorted(stale))} started on another registry, prompts or code than "
-            f"{config.config_path} and this checkout: this run would be launched with "
+            f"Celery worker(s) {', '.join(sorted(stale))} started on another registry, prompts, code or LLM endpoint "
+            f"than {config.config_path}, this checkout and this shell: this run would be launched with "
             f"{'; and '.join(dict.fromkeys(clause for clauses in stale.values() for clause in clauses))}: "
-            f"restart the workers: {RESTART_WORKERS}"
+            f"restart the workers{' from this shell' if shell else ''}: {RESTART_WORKERS}"
         )
     if not quiet:
         click.echo(f"{len(consumers)} worker(s) on {config.execution.celery.broker}, registry "

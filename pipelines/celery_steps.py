@@ -35,7 +35,7 @@ from dagster._core.execution.api import create_execution_plan, execute_plan_iter
 from dagster._grpc.types import ExecuteStepArgs
 from dagster._serdes import pack_value, serialize_value, unpack_value
 
-from project.fingerprint import fingerprint_differences
+from project.fingerprint import environment_differs, fingerprint_differences
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -63,13 +63,15 @@ class StepRefused(Exception):
 
 def fingerprint_refusal(step_key: str, run: object, worker_fingerprint: dict[str, str], worker: str) -> str | None:
     """Why worker ``worker`` (which took ``worker_fingerprint`` when it started) must not run ``step_key`` of a run
-    whose fingerprint is ``run`` (as received), in one line naming what differs; None when nothing does."""
+    whose fingerprint is ``run`` (as received), in one line naming what differs; None when nothing does. When the
+    LLM endpoint, model or key source differs, the workers are to be restarted from the run's shell."""
     differences = fingerprint_differences(run, worker_fingerprint)
     if not differences:
         return None
+    shell = " from the run's shell" if environment_differs(run, worker_fingerprint) else ""
     return (
         f"step {step_key} refused by Celery worker {worker}: the run was launched with {'; and '.join(differences)}: "
-        f"restart the workers: {RESTART_WORKERS}"
+        f"restart the workers{shell}: {RESTART_WORKERS}"
     )
 
 

@@ -346,7 +346,8 @@ def test_a_signal_stops_the_run_and_its_step_on_the_worker(
 
 
 def test_workers_refuse_steps_of_an_edited_registry(cluster: CeleryCluster, celery_build: dg.DagsterRun) -> None:
-    """The registry edited after the workers started: the check and the run both say to restart the workers."""
+    """The registry edited after the workers started: the check and the run both say to restart the workers. A shell
+    without the workers' $OPENAI_API_KEY: the check says to restart them from this shell."""
     edited = cluster.root / "edited.yaml"
     edited.write_text(cluster.registry_text.replace("backoff_initial_s: 0.01", "backoff_initial_s: 0.01, "
                                                     "temperature: 0.3"))  # fmt: skip
@@ -355,6 +356,12 @@ def test_workers_refuse_steps_of_an_edited_registry(cluster: CeleryCluster, cele
     conteb = str(Path(sys.executable).parent / "conteb")
     same = subprocess.run([conteb, "workers", "check"], env=cluster.env, capture_output=True, text=True, timeout=60)
     assert same.returncode == 0, same.stderr
+    keyless = {key: value for key, value in cluster.env.items() if key != "OPENAI_API_KEY"}  # another shell
+    shell = subprocess.run([conteb, "workers", "check"], env=keyless, capture_output=True, text=True, timeout=60)
+    assert shell.returncode == 1 and "LLM key source none, but this worker's LLM key source is $OPENAI_API_KEY" in (
+        shell.stderr
+    ), shell.stderr
+    assert shell.stderr.strip().endswith("restart the workers from this shell: make workers-stop && make workers")
     check = subprocess.run([conteb, "workers", "check"], env=env, capture_output=True, text=True, timeout=60)
     assert check.returncode == 1 and check.stderr.strip().endswith("restart the workers: make workers-stop && "
                                                                    "make workers"), check.stderr  # fmt: skip

@@ -3,7 +3,9 @@
 1. ``project.fingerprint.step_fingerprint``: an edit of the registry, of one prompt file (in a copy of the prompts,
    ``$CONTEB_PROMPTS_DIR``) or of one source file of the project's packages (in a copy of them) changes exactly its
    part, and the worker's refusal (``pipelines.celery_steps.fingerprint_refusal``) names it in one line with the
-   restart hint; compiled caches do not count as code.
+   restart hint; compiled caches do not count as code. The LLM endpoint, model and key source the process resolves
+   (``$OPENAI_BASE_URL``, ``$OPENAI_API_KEY``) are parts too, the key's value never (issue 33: workers started from
+   another shell called, and billed, another endpoint than the run's).
 2. ``llm.prompts.load_prompt`` in one long-lived process reads an edited prompt file (it used to be memoized per
    name forever, which is how Celery workers kept tagging rows with the old prompt).
 3. In process, a rebuild after a prompt edit asks the LLM again for every chunk and tags its rows with the new
@@ -27,6 +29,7 @@ from pipelines.celery_steps import RESTART_WORKERS, fingerprint_refusal
 from project.config import load_config
 from project.fingerprint import (
     CODE_PACKAGES,
+    LLM_PARTS,
     code_version,
     fingerprint_differences,
     package_dirs,
@@ -62,7 +65,8 @@ def test_registry_prompts_and_code_each_change_their_own_part(tmp_path: Path, mo
     config = load_config(write_registry(tmp_path / "conteb.yaml"))
     base = step_fingerprint(config)
     assert base == step_fingerprint(config)
-    assert set(base) == {"registry", "code"} | {f"prompt {path.name}" for path in PROMPTS_DIR.glob("*.yaml")}
+    prompt_parts = {f"prompt {path.name}" for path in PROMPTS_DIR.glob("*.yaml")}
+    assert set(base) == {"registry", "code", *LLM_PARTS} | prompt_parts
 
     def refusal(run: dict[str, str]) -> str:
         line = fingerprint_refusal("demo__chunk_contexts", run, base, "conteb-1@host")
@@ -110,6 +114,33 @@ def test_registry_prompts_and_code_each_change_their_own_part(tmp_path: Path, mo
     assert line.index("loaded registry") < line.index("prompt file") < line.index("imported code")
     assert "the worker loaded registry" in refusal("0123456789abcdef")  # type: ignore[arg-type]
     assert fingerprint_refusal("s", dict(base), base, "w") is None
+
+
+def test_a_worker_from_another_shell_refuses_the_step_and_the_key_is_never_in_the_fingerprint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-never-in-a-fingerprint-7f3a"
+    config = load_config(write_registry(tmp_path / "conteb.yaml"))
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8001/v1")
+    run = step_fingerprint(config)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://ana:pw@127.0.0.1:8002/v1?api-key=x")  # the worker's shell
+    worker = step_fingerprint(config)
+    assert {part for part in run if run[part] != worker[part]} == {"llm endpoint"}
+    assert (run["llm endpoint"], worker["llm endpoint"]) == ("http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1")
+    line = fingerprint_refusal("demo__chunk_contexts", run, worker, "conteb-1@host")
+    assert line is not None and "\n" not in line
+    assert "LLM endpoint http://127.0.0.1:8001/v1, but this worker's LLM endpoint is http://127.0.0.1:8002/v1" in line
+    assert line.endswith(f"restart the workers from the run's shell: {RESTART_WORKERS}")
+
+    assert secret not in repr(run) + repr(worker)  # the key's source is a part, never its value
+    assert run["llm key"] == "$OPENAI_API_KEY"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    keyless = step_fingerprint(config)
+    assert {part for part in run if run[part] != keyless[part]} == {"llm endpoint", "llm key"}
+    assert "LLM key source $OPENAI_API_KEY, but this worker's LLM key source is none" in str(
+        fingerprint_refusal("s", run, keyless, "w")
+    )
 
 
 def test_load_prompt_reads_an_edited_file_in_the_same_process(tmp_path: Path) -> None:
