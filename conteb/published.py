@@ -13,11 +13,18 @@ to a card.
 **Publishing in one step** (:func:`publish_folder`): every data file is written under a name that changes with its
 content, ``<config>/<split>-<16 hex of the sha256 of its bytes>.parquet`` (:func:`published_file`), atomically and
 durably (temporary, fsync, rename, fsync of the folder); then the card, naming exactly those files, replaces the old
-one by one rename: that rename is the commit point. Files no card names are removed afterwards. A publish killed at
-any instant (SIGKILL, OOM, power) leaves the old card naming the old files, all still there, or the new card naming
-the new files, all already there: every reader sees the whole old dataset or the whole new one. What a killed
-publish leaves (new files no card names, temporaries) are leftovers (:func:`unnamed_files`; ``conteb status`` names
-them), removed by the next publish. Publishes of one folder are serialised by an ``flock`` on the folder itself.
+one by one rename: that rename is the commit point. A publish killed at any instant (SIGKILL, OOM, power) leaves
+the old card naming the old files, all still there, or the new card naming the new files, all already there: every
+reader sees the whole old dataset or the whole new one. Publishes of one folder are serialised by an ``flock`` on
+the folder itself.
+
+**A publish removes only its own files** (:func:`owned_by_conteb`), after the commit: those the replaced card named,
+our temporaries, and files named as we name published files whose bytes have the fingerprint their name says (what
+a killed publish left: :func:`unnamed_files`; ``conteb status`` names them). Any other file no card names (a user's
+``documents/NOTES.txt``, a stray parquet) is left in place with a warning naming it (:func:`foreign_files`); no
+reader reads it, since every reader reads the card's list. A folder, or a config folder in it, that is a symbolic
+link is refused before anything is written (:class:`PublishRefused`): removing through it would remove files of the
+folder it leads to.
 
 **Why ``datasets``' cache cannot serve stale rows** (``datasets`` 4-5, ``load.LocalDatasetModuleFactory``): a
 local folder's cache entry is ``<HF_HOME>/datasets/<folder name>/<config>/0.0.0/<hash>``, where ``<hash>`` hashes
