@@ -383,7 +383,8 @@ class ReviewStore(QueueQueries):
     ) -> int:
         """Write the queue's items to ``target`` as ``fmt`` (``jsonl`` or ``csv``, :mod:`review.exchange`); returns
         rows written. :class:`review.exchange.ExportRefused` for a target that is this store, one of ``stores``
-        (``what it is -> path``) or any SQLite file, a folder, or an existing file without ``replace``."""
+        (``what it is -> path``) or any SQLite file, a folder, a symbolic link, FIFO, device or socket, or an existing
+        file without ``replace``."""
         targets = {"the review store": self.path, **(stores or {})}
         return write_export(target, self.items(task=task, kind=kind), fmt, replace=replace, stores=targets)
 
