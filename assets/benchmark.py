@@ -11,7 +11,7 @@ from assets.metadata import count_metadata, markdown_preview, table_metadata
 from assets.resources import ConTEBSettings, LLMResource
 from conteb.config import TaskConfig
 from conteb.names import Stage, StageFamily, StageTable
-from conteb.published import read_config
+from conteb.published import PublishRefused, read_config
 from conteb.schemas import CONTEB_DOCUMENTS, CONTEB_QUERIES, PAIRED_QUERIES
 from conteb.storage import dataset_dir, stage_table_path
 from curation import validation
@@ -107,19 +107,22 @@ def build_dataset_asset(task: TaskConfig) -> dg.AssetsDefinition:
         # in the stages' order (the card's rows)
         quarantines = {stage: tables[name] for name, stage in STAGE_OF_QUARANTINE.items() if name in tables}
         uses_llm = task.uses_llm_pairing or task.reformulation or task.synthetic_queries
-        published = publish_task(
-            out_dir,
-            task,
-            source_label(task.source, settings.config_dir),
-            tables["chunks"],
-            queries,
-            quarantines,
-            reformulated=tables.get("reformulated"),
-            synthetic_queries=tables.get("synthetic"),
-            settings={"llm_model": llm.settings.model} if uses_llm else None,
-            pseudo_sentences=tables.get("pseudo_sentences"),
-            warn=context.log.warning,
-        )
+        try:
+            published = publish_task(
+                out_dir,
+                task,
+                source_label(task.source, settings.config_dir),
+                tables["chunks"],
+                queries,
+                quarantines,
+                reformulated=tables.get("reformulated"),
+                synthetic_queries=tables.get("synthetic"),
+                settings={"llm_model": llm.settings.model} if uses_llm else None,
+                pseudo_sentences=tables.get("pseudo_sentences"),
+                warn=context.log.warning,
+            )
+        except PublishRefused as error:  # a symbolic link where the folder goes: one line, no traceback
+            raise dg.Failure(description=f"task '{task.name}': {error}") from None
         counts, written = published.counts, published.paths
         refused = sum(table.num_rows for table in quarantines.values())
         context.log.info(
