@@ -28,7 +28,8 @@ def workers() -> None:
 @click.option("--quiet", is_flag=True, help="Say nothing when all is well.")
 @click.pass_context
 def check(ctx: click.Context, wait_s: float, quiet: bool) -> None:
-    """Check the broker, that a worker consumes the queue, and that every worker runs this registry, prompts, code."""
+    """Check the broker, that a worker consumes the queue, and that every worker runs this registry, prompts, code
+    and LLM endpoint."""
     config = load_registry(ctx)
     if config.execution.executor != "celery":
         if not quiet:
@@ -64,4 +65,5 @@ def check(ctx: click.Context, wait_s: float, quiet: bool) -> None:
         )
     if not quiet:
         click.echo(f"{len(consumers)} worker(s) on {config.execution.celery.broker}, registry "
-                   f"{expected[REGISTRY_PART]}, same prompts and code: " + ", ".join(consumers))  # fmt: skip
+                   f"{expected[REGISTRY_PART]}, same prompts, code and LLM endpoint: "
+                   + ", ".join(consumers))  # fmt: skip
