@@ -49,7 +49,9 @@ class ScoresNaN(ValueError):
     ``of`` the queries of the run when known, ``component`` the fused system whose scores were NaN (None: the
     system's own). ``str(e)`` is the reason in words: ``scores are NaN for 3 of 120 queries (first: query row 7)``."""
 
-    def __init__(self, rows: Sequence[int] | np.ndarray, through: int, *, of: int | None = None, component: str | None = None):
+    def __init__(
+        self, rows: Sequence[int] | np.ndarray, through: int, *, of: int | None = None, component: str | None = None
+    ):
         self.rows = [int(r) for r in rows]
         self.through, self.of, self.component = int(through), of, component
         super().__init__(str(self))
