@@ -32,6 +32,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -177,7 +178,7 @@ class _Evaluator:
             raise kept
         return kept
 
-    def failure(self, system: SystemConfig, error: Exception) -> tuple[str, str]:
+    def failure(self, system: SystemConfig, error: Exception) -> tuple[Literal["not_run", "failed"], str]:
         """``(status, reason)`` of ``system`` after it raised ``error`` while running, remembered for what fuses the
         failed system: ``not_run`` when a system it fuses scored NaN (``needs <name>, which failed: ...``), else
         ``failed`` with :func:`~evaluation.indexed.failure_reason`."""
@@ -322,8 +323,8 @@ class _Evaluator:
                     self.log(self.skipped[-1])
                     continue
                 except Exception as error:  # one system's failure stays its own (module docstring)
-                    status, reason = self.failure(system, error)
-                    self.skipped.append(f"chunk size {size}: {system.name} {status.replace('_', ' ')}: {reason}")
+                    status, why = self.failure(system, error)
+                    self.skipped.append(f"chunk size {size}: {system.name} {status.replace('_', ' ')}: {why}")
                     self.log(self.skipped[-1])
                     continue
                 ndcg = metrics_from_gold_rank(ranking.gold_rank, (10,))[HEADLINE]

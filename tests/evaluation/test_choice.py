@@ -216,6 +216,7 @@ def test_a_split_too_small_to_support_a_lead_says_it_cannot_decide() -> None:
     behind = _candidate("hybrid-title", 0, same * 0.5, parts=2)
     better = choose([behind, _candidate("insent", 1, same)], None, documents, resamples=200)
     assert better.chosen == "hybrid-title" and better.notes[0].startswith("cannot decide on validation: 2 document(s)")
+
     # enough documents for one tier but not for the other's three candidates (needs >= 6): that tier is named
     def tiers(m: int) -> list[Candidate]:
         ones = np.full(len(_documents(m)), 1.0)
