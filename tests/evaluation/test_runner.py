@@ -14,8 +14,11 @@ import evaluation.runner as runner
 from conteb.schemas import per_query_metrics_schema
 from evaluation.config import BM25System, EvaluationConfig
 from evaluation.metrics.verify import verify_against_trec_eval
+from evaluation.rechunk import SpanSources
 from evaluation.run_files import load_evaluation
 from evaluation.runner import evaluate_task
+from curation.sources.sample import load_sample
+from tests.conftest import SAMPLE_DIR
 from tests.evaluation.toy import toy_corpus
 
 CONFIG = EvaluationConfig(
@@ -150,14 +153,17 @@ def test_a_system_scoring_nan_fails_alone_and_what_fuses_it_does_not_run(tmp_pat
             ],
             "select": ["bm25", "bm25-plain", "fused", "hybrid"],
             "bootstrap": {"resamples": 100},
-            "chunk_sizes": {"enabled": False, "systems": []},
+            "chunk_sizes": {"sizes": [4000], "systems": ["bm25-plain", "hybrid", "bm25"]},
         }
     )
     lines: list[str] = []
     validation = dataclasses.replace(toy_corpus(), split="validation")
+    sample = load_sample(SAMPLE_DIR)  # the chunk-size study re-chunks the sample's span-annotated sources
+    sources = SpanSources(sample.documents_table(), sample.queries_table())
     evaluation = evaluate_task(
-        toy_corpus(), config, models_dir=tmp_path, reports_dir=tmp_path, validation=validation, log=lines.append
-    )
+        toy_corpus(), config, models_dir=tmp_path, reports_dir=tmp_path, validation=validation, log=lines.append,
+        sources=sources,
+    )  # fmt: skip
     nan = "scores are NaN for 1 of 3 queries (first: query row 1)"
     needs = f"needs bm25-plain, which failed: {nan}"
     statuses = {run.system: (run.status, run.reason) for run in evaluation.runs}
@@ -176,5 +182,11 @@ def test_a_system_scoring_nan_fails_alone_and_what_fuses_it_does_not_run(tmp_pat
         f"hybrid: not run on validation: {needs}",
     ]
     assert load_evaluation(tmp_path, "toy").run("bm25").status == "ok"
+    assert [point.system for point in evaluation.chunk_sizes] == ["bm25"]
+    study = "scores are NaN for 1 of 195 queries (first: query row 1)"  # the sample's queries, re-chunked
+    assert [note for note in evaluation.notes if note.startswith("chunk size")] == [
+        f"chunk size 4000: bm25-plain failed: {study}",
+        f"chunk size 4000: hybrid not run: needs bm25-plain, which failed: {study}",
+    ]
     report = (tmp_path / write_task_report(evaluation, tmp_path)["tasks/toy/report.md"]).read_text(encoding="utf-8")
     assert f"**bm25-plain** (failed): {nan}" in report and f"**hybrid** (not run): {needs}" in report
