@@ -7,7 +7,8 @@ run stopped at review gates, not a crash; ``make run`` exits 0 then) or N (faile
 ``conteb validate``: load the registry and open every source it declares, and check the store files of the data
 folder (read-only: a dangling symbolic link, a foreign or damaged file); one line per problem, naming the file, the
 task and the field (exit status 1 on any problem); the rows a source would quarantine are counted and the first
-named (not a problem: the build quarantines them too).
+named (not a problem: the build quarantines them too); a task whose validation split holds too few documents for
+``evaluation.select`` to support any lead is warned about (:func:`validation_size_line`; exit status unchanged).
 ``conteb costs``: the LLM cost ledger: calls, tokens and estimated dollars per task and stage.
 """
 
@@ -34,6 +35,7 @@ from conteb.storage import (
     resolve_data_dir,
     review_store_path,
 )
+from evaluation.config import EvaluationConfig
 
 
 @click.group()
@@ -73,6 +75,9 @@ def validate(ctx: click.Context, no_sources: bool) -> None:
         click.echo(f"  {task.name}: {describe_splits(task)}")
         if task.name in opened:
             click.echo(f"  {task.name}: source: {opened[task.name]}")
+        line = validation_size_line(task, config.evaluation, opened.get(task.name))
+        if line:
+            click.echo(f"  {task.name}: {line}")
 
 
 QUARANTINE_SHOWN = 5
@@ -99,10 +104,46 @@ class SourceProblem(str):
     """Why a task's source cannot be read (the loader's message: file, row and reason)."""
 
 
+class SourceOpened(str):
+    """What a task's opened source holds, in words, with the ids of the documents the task keeps (``max_documents``
+    applied): :func:`validation_size_line` counts its validation split from them."""
+
+    doc_ids: list[str]
+
+
+def validation_size_line(task: TaskConfig, evaluation: EvaluationConfig, opened: str | None) -> str | None:
+    """The warning of a task whose validation split cannot support any lead of ``evaluation.select``
+    (:func:`evaluation.choice.documents_needed`): counted from the opened source's documents with the splits' own
+    rule (:func:`curation.splits.assign_splits`), or, the source not opened, a line saying it is checked at evaluation.
+    None when there is nothing to warn of (no validation split, no choice to support, enough documents)."""
+    from curation.splits import assign_splits
+    from evaluation.choice import documents_needed
+
+    if task.validation_split is None or task.splits is None or not evaluation.select:
+        return None
+    needed = documents_needed(evaluation)
+    if needed is None:
+        return None
+    if not isinstance(opened, SourceOpened):
+        return (
+            f"validation split not counted here (source not opened): evaluation.select needs >= {needed} validation "
+            "documents to support any lead; the evaluation says so if it has fewer"
+        )
+    assignment = assign_splits(opened.doc_ids, task.splits.fractions, task.splits.seed)
+    held = sum(1 for split in assignment.values() if split == task.validation_split)
+    if held >= needed:
+        return None
+    return (
+        f"warning: validation split has {held} document(s) (counted from the source and the splits' fractions and "
+        f"seed), fewer than the {needed} evaluation.select needs to support any lead among {list(evaluation.select)}: "
+        "it cannot decide there and keeps the simplest candidate; add documents or give validation a larger share"
+    )
+
+
 def check_source(task: TaskConfig, base_dir: Path) -> str:
     """Load ``task``'s source as the ``source_documents`` asset would: ``documents N, queries M`` (then the rows it
     would quarantine: their count by reason and the first ones, file, row and reason), ``not opened: ...`` for a hub
-    dataset (no network is assumed), or a :class:`SourceProblem`."""
+    dataset (no network is assumed), or a :class:`SourceProblem`; what it holds as a :class:`SourceOpened`."""
     from curation.quarantine import count_reasons
     from curation.sources import SourceError, load_source
 
@@ -112,14 +153,21 @@ def check_source(task: TaskConfig, base_dir: Path) -> str:
         result = load_source(task.source, base_dir)
     except SourceError as error:
         return SourceProblem(str(error))
+    doc_ids = [d.doc_id for d in result.documents][: task.max_documents]
     held = f"documents {len(result.documents):,}, queries {len(result.queries):,}"
     if not result.quarantine:
-        return held
+        return _opened(held, doc_ids)
     reasons = ", ".join(f"{reason} {n:,}" for reason, n in count_reasons(result.quarantine_table()).items())
     shown = [f"\n    {record.where_and_why()}" for record in result.quarantine[:QUARANTINE_SHOWN]]
     more = len(result.quarantine) - QUARANTINE_SHOWN
     rest = f"\n    ... and {more:,} more (all in source_quarantine when the task runs)" if more > 0 else ""
-    return f"{held}, quarantined {len(result.quarantine):,} ({reasons}):{''.join(shown)}{rest}"
+    return _opened(f"{held}, quarantined {len(result.quarantine):,} ({reasons}):{''.join(shown)}{rest}", doc_ids)
+
+
+def _opened(words: str, doc_ids: list[str]) -> SourceOpened:
+    opened = SourceOpened(words)
+    opened.doc_ids = doc_ids
+    return opened
 
 
 def describe_splits(task: TaskConfig) -> str:

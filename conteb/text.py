@@ -9,7 +9,14 @@ A text is *blank* when a reader would see nothing in it: it is None or empty, or
   not support them, e.g. U+200B ZERO WIDTH SPACE, U+FEFF, U+2060 WORD JOINER, U+180E, the variation selectors
   U+FE00..U+FE0F and U+180B..U+180F, U+17B4/U+17B5, U+034F, the Hangul fillers U+115F, U+1160, U+3164, U+FFA0;
 * a control character (general category ``Cc``, e.g. NUL);
-* U+2800 BRAILLE PATTERN BLANK, the one symbol that is an empty cell by definition (neither White_Space nor DI).
+* U+2800 BRAILLE PATTERN BLANK, the one symbol that is an empty cell by definition (neither White_Space nor DI);
+
+or it has no *base character*: every character is of the Unicode general categories M (combining marks), C (control,
+format, private use, unassigned) or Z (separators), so there is nothing for a mark to sit on (``"\u0301\u0301"``:
+a renderer shows dotted circles at best); a ``Prepended_Concatenation_Mark`` (U+0600 ARABIC NUMBER SIGN, U+06DD: format
+characters that are drawn) is a base. :data:`NO_BASE_CHARACTER` is that case in words. The character rule
+(:func:`is_blank_character`, used to trim a text's edges) is the first list only: a combining mark after a letter
+shows.
 
 The properties come from the ``regex`` package's Unicode tables (no hand list to keep up to date); ``str.strip()``
 alone only knows the whitespace: ``"\\u200b\\u00a0\\u3000"`` is not empty to it.
@@ -24,6 +31,10 @@ import regex
 _BLANK_CLASS = r"[\p{White_Space}\p{Default_Ignorable_Code_Point}\p{Cc}\u2800]"
 _BLANK_CHARACTER = regex.compile(_BLANK_CLASS)
 _BLANK_TEXT = regex.compile(_BLANK_CLASS + "*")
+_NO_BASE = r"[[\p{M}\p{C}\p{Z}]--\p{Prepended_Concatenation_Mark}]"  # M, C, Z but the drawn marks (U+0600)
+_NO_BASE_TEXT = regex.compile(r"(?V1)[" + _NO_BASE + _BLANK_CLASS[1:] + "*")
+NO_BASE_CHARACTER = "blank: no visible base character"
+"""The words of a text blank only because it has no base character (module docstring): marks, controls, separators."""
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 
@@ -34,8 +45,17 @@ def is_blank_character(char: str) -> bool:
 
 
 def is_blank(text: str | None) -> bool:
-    """True when ``text`` is None, empty, or made only of characters that show nothing (the module's rule)."""
-    return not text or _BLANK_TEXT.fullmatch(text) is not None
+    """True when ``text`` is None, empty, made only of characters that show nothing, or has no base character (the
+    module's rule)."""
+    return not text or _NO_BASE_TEXT.fullmatch(text) is not None
+
+
+def blank_words(text: str | None, blank: str) -> str | None:
+    """Why ``text`` is blank in words, or None when it is not: ``blank`` (the caller's words for empty or invisible
+    text) or :data:`NO_BASE_CHARACTER` for a text that is blank only for having no base character."""
+    if not is_blank(text):
+        return None
+    return blank if not text or _BLANK_TEXT.fullmatch(text) is not None else NO_BASE_CHARACTER
 
 
 def lone_surrogate(text: str) -> int | None:

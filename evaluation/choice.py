@@ -25,6 +25,10 @@ needs_context, else all.
    one family of comparisons. The supported candidate with the highest criterion (ties as in 1) replaces the choice.
 3. Any candidate whose criterion ties the chosen one's exactly is named in a note: the validation split cannot decide
    between them.
+4. A validation split whose criterion queries span fewer documents than rule 2 needs for every more complex tier
+   present says so in a note (``cannot decide on validation: 2 documents cannot support any lead (needs >= 5); bm25
+   kept as the simplest, not as the best``): the choice is then the simplest tier's best by default, not a finding;
+   a tier it cannot test while another it can is named in a note too (:func:`size_notes`).
 
 **The record** (:data:`RULES`): the choice of the earlier rule (the highest in-sample criterion, a fitted fusion at the
 grid's best weights, ties to the first declared), then the choice after adding each rule in turn: shrunk weights,
@@ -205,9 +209,55 @@ def choose(
     return Choice(
         current.name,
         decision,
-        _tie_notes(current, scored, needs_context, labelled),
+        size_notes(current, scored, needs_context, labels, alpha)
+        + _tie_notes(current, scored, needs_context, labelled),
         _record(candidates, needs_context, current),
     )
+
+
+def tier_needs(tiers: Sequence[int], alpha: float = ALPHA) -> dict[int, int]:
+    """``{tier: the fewest documents at which a lead of one of its candidates can be supported}`` for every tier of
+    ``tiers`` (one entry per candidate) above the lowest (rule 2: ``2**-m <= alpha / k``, ``k`` its candidates)."""
+    above = [t for t in tiers if t > min(tiers, default=0)]
+    return {t: fewest_documents(alpha / above.count(t)) for t in sorted(set(above))}
+
+
+def documents_needed(config: EvaluationConfig, alpha: float = ALPHA) -> int | None:
+    """The fewest validation documents (of the criterion queries) at which the choice among ``config.select`` can
+    support any lead (rule 4); None when no candidate is more complex than the simplest tier (nothing to support)."""
+    needed = tier_needs([complexity(config.system(name), config)[0] for name in config.select], alpha)
+    return min(needed.values()) if needed else None
+
+
+def size_notes(
+    chosen: Candidate,
+    scored: Sequence[Candidate],
+    needs_context: np.ndarray | None,
+    documents: np.ndarray,
+    alpha: float = ALPHA,
+) -> list[str]:
+    """The notes of rule 4 (module docstring): none when the criterion queries span enough documents for a lead of
+    every more complex tier than the lowest to be supported."""
+    needed = tier_needs([c.tier for c in scored], alpha)
+    if not needed:
+        return []
+    families = {t: sum(1 for c in scored if c.tier == t) for t in needed}
+    rows = criterion_rows(needs_context, np.ones(len(documents), dtype=bool))
+    m = len(set(documents[rows].tolist()))
+    where = " of the needs_context queries" if rows.sum() < len(documents) else ""
+    if m < min(needed.values()):
+        simplest = chosen.simplicity == min(c.simplicity for c in scored)
+        kept = "as the simplest" if simplest else f"as the best {TIER_WORDS[chosen.tier]}, the simplest kind"
+        return [
+            f"cannot decide on validation: {m} document(s){where} cannot support any lead (needs >= "
+            f"{min(needed.values())}); {chosen.name} kept {kept}, not as the best"
+        ]
+    return [
+        f"cannot decide on validation for the {TIER_WORDS[t]} candidates: {m} document(s){where} cannot support a "
+        f"lead among {families[t]} (needs >= {needed[t]})"
+        for t in sorted(needed)
+        if m < needed[t]
+    ]
 
 
 def _values(candidate: Candidate) -> np.ndarray:

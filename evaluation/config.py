@@ -30,6 +30,7 @@ Systems (``kind``):
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Sequence
 from typing import Annotated, Literal
@@ -96,11 +97,37 @@ class ModelOptions(StrictModel):
 
 DEFAULT_TITLE_TEMPLATE = "{title}\n\n{chunk}"
 TITLE_TEMPLATE_FIELDS = frozenset({"title", "chunk"})
+MAX_FORMAT_WIDTH = 1000
+"""The largest width or precision a template's format spec may give a field (``{title:>40}``): its expansion stays
+bounded by the texts it is filled with, plus this."""
+
+
+def expansion_problem(template: str, fields: frozenset[str]) -> str | None:
+    """Why filling ``template`` (a format string over the plain ``fields``) could expand without bound or fail, in
+    one line; None when it cannot: a nested field in a format spec, a width or precision above
+    :data:`MAX_FORMAT_WIDTH`, or a spec the fields' text refuses (``{title:d}``). Field names themselves (attribute
+    or index access, unknown names) are the caller's check."""
+    for _, name, spec, _ in string.Formatter().parse(template):
+        if name is None or not spec:
+            continue
+        if "{" in spec or "}" in spec:
+            return f"template {template!r}: field {{{name}:{spec}}} nests a field in its format spec"
+        widths = [int(number) for number in re.findall(r"\d+", spec)]
+        if widths and max(widths) > MAX_FORMAT_WIDTH:
+            return (
+                f"template {template!r}: field {{{name}:{spec}}} has width or precision {max(widths):,}, above "
+                f"{MAX_FORMAT_WIDTH:,} (the expansion must stay bounded)"
+            )
+    try:
+        template.format(**dict.fromkeys(fields, "text"))
+    except (ValueError, KeyError, IndexError, AttributeError) as error:
+        return f"template {template!r} cannot be filled: {type(error).__name__}: {error}"
+    return None
 
 
 def check_title_template(template: str) -> str:
-    """``template`` when it is a format string with ``{chunk}`` and no field but ``title`` and ``chunk``; else
-    ValueError saying why (the validation of every ``title_template``)."""
+    """``template`` when it is a format string with ``{chunk}``, no field but ``title`` and ``chunk`` and a bounded
+    expansion (:func:`expansion_problem`); else ValueError saying why (the validation of every ``title_template``)."""
     try:
         fields = template_fields(template)
     except ValueError as error:
@@ -111,6 +138,9 @@ def check_title_template(template: str) -> str:
             f"title_template {template!r} must contain {{chunk}} and may use only {sorted(TITLE_TEMPLATE_FIELDS)}"
             f"{f'; unknown: {unknown}' if unknown else ''}"
         )
+    problem = expansion_problem(template, TITLE_TEMPLATE_FIELDS)
+    if problem:
+        raise ValueError(f"title_{problem}")
     return template
 
 

@@ -12,7 +12,14 @@ queries, then the configured pairs), one Holm family per task.
 A ``hybrid`` fuses systems prepared once per corpus: the components of the selected hybrids are kept prepared
 (:class:`~evaluation.indexed.IndexedSystem`, their encodings and query vectors) while the task's systems run, and a
 component that is not itself selected (or comes later) is prepared when its hybrid needs it. A component that cannot
-run makes the hybrid not run (``component <name> not run: <reason>``); one that fails makes it fail.
+run makes the hybrid not run (``component <name> not run: <reason>``); one that fails (raises, or scores NaN) makes it
+not run too (``needs <name>, which failed: <reason>``), as does one that failed on validation for a fusion whose
+weights it would have fitted.
+
+One system's failure stays its own: a system that raises or scores NaN is recorded ``failed`` with its reason in one
+log line, the systems that fuse it ``not_run`` (above), and every other system's results, the comparisons and the
+files are written; so is a failure on validation (:func:`evaluation.select.fit_and_select` leaves the system out of the
+choice with a note) and in the chunk-size study (a note).
 
 Evaluating a subset of systems keeps the earlier results of the others (merged by system name), so
 comparisons can use per-query metrics written by an earlier run.
@@ -25,6 +32,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +43,7 @@ from evaluation.comparisons import compare_systems, comparison_plan
 from evaluation.config import FUSING, EvaluationConfig, FusionSystem, SystemConfig
 from evaluation.corpus import EvalCorpus
 from evaluation.encoded import EncodingKey, EncodingOutcome
-from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
+from evaluation.indexed import IndexedSystem, Log, NotRunnable, ScoresNaN, failure_reason, needs_failed, no_log
 from evaluation.metrics import trec
 from evaluation.metrics.retrieval import metrics_from_gold_rank
 from evaluation.metrics.stats import adjust_family, summarize
@@ -62,10 +70,6 @@ logger = logging.getLogger(__name__)
 
 def _relative(path: Path, reports_dir: Path) -> str:
     return str(path.relative_to(reports_dir))
-
-
-class ComponentFailed(RuntimeError):
-    """A component of a hybrid failed while being prepared: the hybrid fails with the component's error."""
 
 
 _Prepared = IndexedSystem | Exception
@@ -102,6 +106,8 @@ class _Evaluator:
             corpus.n_documents, sizes, config.scaling.repeats, config.scaling.seed
         )
         self.skipped: list[str] = []  # chunk-size study: systems left out at a size, and why
+        self.failed: dict[str, str] = {}  # system -> why it failed (what fuses it does not run)
+        self.unfitted: dict[str, str] = {}  # fitted fusion -> why its weights were not fitted on validation
         mask = corpus.needs_context
         self.needs_context = mask if mask is not None and mask.any() else None  # bool [Q], None: not reported
 
@@ -115,21 +121,24 @@ class _Evaluator:
     ) -> IndexedSystem:
         """``system`` prepared on ``corpus`` (the task's, or its re-chunking at ``size``) with its encoding from
         ``encodings``; a hybrid over its components (kept prepared, module docstring). Raises :class:`NotRunnable`
-        (a component's as ``component <name> not run: ...``) and :class:`ComponentFailed`."""
+        (a component's as ``component <name> not run: ...``, a failed one's as ``needs <name>, which failed: ...``)."""
         if isinstance(system, FUSING):
             parts = []
             for component in self.config.components(system):
+                if component.name in self.failed:
+                    raise NotRunnable(needs_failed(component.name, self.failed[component.name]))
                 reused = (component.name, size) in self.prepared
                 try:
                     parts.append((component.name, self._single(component, corpus, encodings, size, log, keep=True)))
                 except NotRunnable as reason:
                     raise NotRunnable(f"component {component.name} not run: {reason}") from reason
                 except Exception as error:
-                    raise ComponentFailed(
-                        f"component {component.name} failed: {type(error).__name__}: {error}"
-                    ) from error
+                    self.failed[component.name] = failure_reason(error)
+                    raise NotRunnable(needs_failed(component.name, self.failed[component.name])) from error
                 if log is not None:
                     log(f"{system.name}: fuses {component.name} ({'reused' if reused else 'prepared for it'})")
+            if system.name in self.unfitted:
+                raise NotRunnable(f"weights not fitted on validation: {self.unfitted[system.name]}")
             return prepare_system(system, corpus, self.models_dir, components=parts)
         return self._single(system, corpus, encodings, size, log, keep=system.name in self.needed)
 
@@ -168,6 +177,16 @@ class _Evaluator:
         if isinstance(kept, Exception):
             raise kept
         return kept
+
+    def failure(self, system: SystemConfig, error: Exception) -> tuple[Literal["not_run", "failed"], str]:
+        """``(status, reason)`` of ``system`` after it raised ``error`` while running, remembered for what fuses the
+        failed system: ``not_run`` when a system it fuses scored NaN (``needs <name>, which failed: ...``), else
+        ``failed`` with :func:`~evaluation.indexed.failure_reason`."""
+        if isinstance(error, ScoresNaN) and error.component and error.component != system.name:
+            self.failed[error.component] = str(error)
+            return "not_run", needs_failed(error.component, str(error))
+        self.failed[system.name] = failure_reason(error)
+        return "failed", self.failed[system.name]
 
     def release(self, size: int | None) -> None:
         """Forget the components kept for ``size`` (None: the task's corpus)."""
@@ -298,11 +317,16 @@ class _Evaluator:
             for system in systems:
                 try:
                     indexed = self.prepare(system, corpus, encodings, size)
+                    ranking = self._rank(indexed, corpus, None, f"{system.name}@{size}")
                 except NotRunnable as reason:
                     self.skipped.append(f"chunk size {size}: {system.name} not run: {reason}")
                     self.log(self.skipped[-1])
                     continue
-                ranking = self._rank(indexed, corpus, None, f"{system.name}@{size}")
+                except Exception as error:  # one system's failure stays its own (module docstring)
+                    status, why = self.failure(system, error)
+                    self.skipped.append(f"chunk size {size}: {system.name} {status.replace('_', ' ')}: {why}")
+                    self.log(self.skipped[-1])
+                    continue
                 ndcg = metrics_from_gold_rank(ranking.gold_rank, (10,))[HEADLINE]
                 summary = self._summary(ndcg, corpus.query_documents)
                 points.append(
@@ -331,9 +355,11 @@ def _validate(
     reports_dir: Path,
     log: Log,
     show_progress: bool,
+    unfitted: dict[str, str],
 ):
     """Fitted fusion weights and the choice of :func:`evaluation.select.fit_and_select` on ``validation`` (({}, None)
-    without it): the fusions fitted are those selected or candidates; systems are prepared once on ``validation``."""
+    without it): the fusions fitted are those selected or candidates; systems are prepared once on ``validation``;
+    ``unfitted`` receives why a fusion's weights were not fitted."""
     names = {s.name for s in selected} | set(config.select)
     fusions = [s for s in config.systems if isinstance(s, FusionSystem) and s.fitted and s.name in names]
     if validation is None or not (fusions or config.select):
@@ -342,14 +368,11 @@ def _validate(
     evaluator = _Evaluator(validation, config, models_dir, reports_dir, log, show_progress, needed)
 
     def prepare(system: SystemConfig) -> IndexedSystem:
-        try:
-            return evaluator.prepare(system, validation, {}, log=None)
-        except (NotRunnable, ComponentFailed) as reason:
-            raise NotRunnable(str(reason)) from reason
+        return evaluator.prepare(system, validation, {}, log=None)
 
     log(f"{validation.name}: validation split, {validation.n_documents} documents, {validation.n_queries} queries")
     try:
-        return fit_and_select(config, validation, prepare, fusions, log=log)
+        return fit_and_select(config, validation, prepare, fusions, log=log, unfitted=unfitted)
     finally:
         evaluator.release(None)
 
@@ -407,11 +430,13 @@ def _evaluate_task(
 ) -> TaskEvaluation:
     """:func:`evaluate_task` without the warning summary."""
     selected = [config.system(name) for name in systems] if systems else list(config.systems)
-    fitted, selection = _validate(validation, config, selected, models_dir, reports_dir, log, show_progress)
+    unfitted: dict[str, str] = {}
+    fitted, selection = _validate(validation, config, selected, models_dir, reports_dir, log, show_progress, unfitted)
     study = config.chunk_sizes
     study_systems = [config.system(name) for name in study.systems if not systems or name in systems]
     needed = {c.name for s in [*selected, *study_systems] for c in config.components(s)}
     evaluator = _Evaluator(corpus, config, models_dir, reports_dir, log, show_progress, needed)
+    evaluator.unfitted = unfitted
     task_runs = runs_dir(reports_dir, corpus.name)
     gold_ids = [corpus.chunk_ids[g] for g in corpus.gold]
     qrels_path = trec.write_qrels(task_runs / "qrels.trec", corpus.query_ids, gold_ids)
@@ -443,15 +468,11 @@ def _evaluate_task(
         try:
             run = evaluator.run_system(with_weights(system, config, fitted), llm_usage, encodings)
         except Exception as error:  # one broken system must not hide the others' results
-            logger.exception("system %s failed on %s", system.name, corpus.name)
-            log(f"{system.name}: FAILED: {type(error).__name__}: {error}")
-            run = SystemRun(
-                task=corpus.name,
-                system=system.name,
-                kind=system.kind,
-                status="failed",
-                reason=f"{type(error).__name__}: {error}",
-            )
+            if not isinstance(error, ScoresNaN):  # NaN scores: the reason says it all; anything else: its traceback
+                logger.debug("system %s failed on %s", system.name, corpus.name, exc_info=True)
+            status, reason = evaluator.failure(system, error)
+            log(f"{system.name}: {'FAILED' if status == 'failed' else 'not run'}: {reason}")
+            run = SystemRun(task=corpus.name, system=system.name, kind=system.kind, status=status, reason=reason)
         runs[system.name] = run
     evaluator.release(None)
     order = [s.name for s in config.systems]

@@ -30,7 +30,7 @@ import numpy as np
 from evaluation.choice import Candidate, choose, complexity
 from evaluation.config import EvaluationConfig, FusionSystem, SystemConfig
 from evaluation.corpus import EvalCorpus
-from evaluation.indexed import IndexedSystem, NotRunnable
+from evaluation.indexed import IndexedSystem, NotRunnable, ScoresNaN, failure_reason, needs_failed
 from evaluation.metrics.retrieval import metrics_from_gold_rank
 from evaluation.results import ALL, EARLIER_RULE, HEADLINE, NEEDS_CONTEXT, Selection
 from evaluation.systems.fusion import component_features, fuse_features
@@ -68,6 +68,20 @@ def gold_ranks(scores: np.ndarray, gold: np.ndarray, key: np.ndarray) -> np.ndar
     return 1 + np.count_nonzero(above | tied, axis=1)
 
 
+class Failed(Exception):
+    """``system`` failed on validation for ``reason`` (an error, NaN scores): what needs it does not run."""
+
+    def __init__(self, system: str, reason: str):
+        super().__init__(f"{system} failed: {reason}")
+        self.system, self.reason = system, reason
+
+    def words(self, name: str) -> str:
+        """Why ``name`` has no validation score: it failed, or it needs the system that did."""
+        if name == self.system:
+            return f"failed on validation: {self.reason}"
+        return f"not run on validation: {needs_failed(self.system, self.reason)}"
+
+
 class _Validation:
     """The validation corpus with its labels, and the per-system score matrices computed once."""
 
@@ -78,13 +92,31 @@ class _Validation:
         self.needs_context = mask if mask is not None and mask.any() else None
         self.documents = np.asarray(corpus.query_documents)
         self.scores: dict[str, np.ndarray] = {}
+        self.failed: dict[str, str] = {}  # system -> why it failed on validation
 
     def system_scores(self, system: SystemConfig) -> np.ndarray:
-        """float32 ``[Q, C]`` of ``system`` on every validation query (raises :class:`NotRunnable`)."""
+        """float32 ``[Q, C]`` of ``system`` on every validation query (raises :class:`NotRunnable`, and
+        :class:`Failed` for a system that failed or scored NaN, or a fused system that did, once and for all)."""
+        for name in (system.name, *(part.name for part in self.config.components(system))):
+            if name in self.failed:
+                raise Failed(name, self.failed[name])
         if system.name not in self.scores:
-            indexed = self.prepare(system)
-            rows = np.arange(self.corpus.n_queries)
-            self.scores[system.name] = np.asarray(indexed.score_block(rows), dtype=np.float32)
+            try:
+                indexed = self.prepare(system)
+                rows = np.arange(self.corpus.n_queries)
+                scores = np.asarray(indexed.score_block(rows), dtype=np.float32)
+                bad = np.isnan(scores).any(axis=1)
+                if bad.any():
+                    raise ScoresNaN(np.flatnonzero(bad), len(rows), of=len(rows))
+            except NotRunnable:
+                raise
+            except Exception as error:
+                culprit = system.name
+                if isinstance(error, ScoresNaN):  # every validation query is scored at once
+                    culprit, error.of = error.component or system.name, self.corpus.n_queries
+                self.failed[culprit] = failure_reason(error)
+                raise Failed(culprit, self.failed[culprit]) from error
+            self.scores[system.name] = scores
         return self.scores[system.name]
 
     def per_query(self, scores: np.ndarray) -> np.ndarray:
@@ -138,13 +170,16 @@ def fit_and_select(
     fusions: Sequence[FusionSystem],
     *,
     log: Callable[[str], None] = lambda message: None,
+    unfitted: dict[str, str] | None = None,
 ) -> tuple[dict[str, tuple[float, ...]], Selection | None]:
     """Fit the weights of ``fusions`` (those with ``fit: validation``) and choose among ``config.select`` on the
     validation ``corpus``: ``({fusion: weights used on test}, selection)`` (selection None when nothing is to be
     chosen).
 
     ``prepare`` returns a system prepared on ``corpus`` (raises :class:`NotRunnable`); a candidate or fusion whose
-    systems cannot run is left out with the reason in ``Selection.notes`` (or the log). Reads ``corpus`` only.
+    systems cannot run, or one that fails (raises, scores NaN) or fuses one that does, is left out with the reason in
+    ``Selection.notes`` and the log; the others are fitted and chosen among. ``unfitted`` (when given) receives
+    ``{fusion: why its weights were not fitted}``. Reads ``corpus`` only.
     """
     validation = _Validation(corpus, prepare, config)
     fits: dict[str, Fit] = {}
@@ -152,8 +187,11 @@ def fit_and_select(
     for fusion in fusions:
         try:
             fits[fusion.name] = fit = validation.fit(fusion)
-        except NotRunnable as reason:
-            fit_notes[fusion.name] = f"{fusion.name}: weights not fitted: {reason}"
+        except (NotRunnable, Failed) as error:
+            why = needs_failed(error.system, error.reason) if isinstance(error, Failed) else str(error)
+            fit_notes[fusion.name] = f"{fusion.name}: weights not fitted: {why}"
+            if unfitted is not None:
+                unfitted[fusion.name] = why
             log(fit_notes[fusion.name])
             continue
         log(_fit_line(fusion, fit, validation.needs_context))
@@ -176,6 +214,10 @@ def fit_and_select(
             candidate = validation.candidate(config.system(name), fits)
         except NotRunnable as reason:
             selection.notes.append(fit_notes.get(name) or f"{name}: not run on validation: {reason}")
+            continue
+        except Failed as failure:
+            selection.notes.append(f"{name}: {failure.words(name)}")
+            log(f"{corpus.name}: {selection.notes[-1]}")
             continue
         candidates.append(candidate)
         selection.tiers[name] = candidate.tier

@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from cli.main import main
 from conteb.config import ConfigError, TaskConfig
+from curation.sources import load_source
+from curation.splits import assign_splits
 from project.config import load_config
 from tests.conftest import ROOT, squad_article, write_squad
 from tests.support.make import user_make_env
@@ -124,3 +126,38 @@ def test_make_run_reports_a_bad_registry_on_one_line_without_a_traceback(tmp_pat
     assert run.returncode == 2, run.stdout + run.stderr
     assert "Traceback" not in run.stdout + run.stderr
     assert f"{config}: task 't' (tasks[0]): unknown key 'chunkng' (did you mean 'chunking'?)" in run.stderr.splitlines()
+
+
+def test_validate_warns_of_a_validation_split_too_small_to_choose(tmp_path: Path) -> None:
+    """issue 33: evaluation.select over a cheap baseline and a model needs >= 5 validation documents for any lead to
+    be supported (evaluation/choice.py); validate counts the split from the source with the splits' own rule."""
+    articles = [
+        squad_article(f"City {i}", [(f"City {i} is a city.", [(f"q{i}", "What?", "city", 10)])]) for i in range(8)
+    ]
+    write_squad(tmp_path / "dev.json.gz", articles)
+    evaluation = (
+        "evaluation:\n  systems:\n    - {name: bm25, kind: bm25}\n    - {name: late, kind: dense, context: late}\n"
+        "  select: [bm25, late]\n"
+    )
+    task = (
+        "tasks:\n  - name: t\n    source: {kind: squad_json, path: dev.json.gz}\n"
+        "    splits: {train: 0.5, validation: 0.25, test: 0.25, seed: 0}\n"
+    )
+    config = write_config(tmp_path, task + evaluation)
+    ids = [d.doc_id for d in load_source(load_config(config).tasks[0].source, tmp_path).documents]
+    held = sum(
+        1 for s in assign_splits(ids, {"train": 0.5, "validation": 0.25, "test": 0.25}, 0).values() if s == "validation"
+    )
+    result = CliRunner().invoke(main, ["--config", str(config), "validate"])
+    assert result.exit_code == 0, result.output
+    [line] = [line for line in result.output.splitlines() if "validation split" in line]
+    assert line.startswith(f"  t: warning: validation split has {held} document(s) (counted from the source")
+    assert "fewer than the 5 evaluation.select needs to support any lead among ['bm25', 'late']" in line
+    unopened = CliRunner().invoke(main, ["--config", str(config), "validate", "--no-sources"]).output
+    assert "  t: validation split not counted here (source not opened): evaluation.select needs >= 5" in unopened
+    # two cheap baselines: no lead to support, nothing to warn of
+    baselines = evaluation.replace(
+        "{name: late, kind: dense, context: late}", "{name: late, kind: bm25, context: title}"
+    )
+    quiet = CliRunner().invoke(main, ["--config", str(write_config(tmp_path, task + baselines)), "validate"]).output
+    assert "validation split" not in quiet.replace("splits train", "")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from conteb.ids import disambiguate, doc_id_from
-from conteb.text import is_blank
+from conteb.text import blank_words
 from curation.quarantine import QuarantineReason, QuarantineRecord
 from curation.sources.model import STAGE, SourceDocument, SourceError, SourceQuery, SourceResult
 
@@ -135,8 +135,9 @@ def _add_question(
     if question.is_impossible:
         result.count("unanswerable_skipped")
         return
-    if is_blank(question.question):
-        refuse(QuarantineReason.EMPTY_QUERY, EMPTY_QUESTION)
+    blank = blank_words(question.question, EMPTY_QUESTION)
+    if blank:
+        refuse(QuarantineReason.EMPTY_QUERY, blank)
         return
     if question.query_id in seen:
         refuse(QuarantineReason.DUPLICATE_QUERY_ID, f"query id already used at {seen[question.query_id]}")

@@ -9,6 +9,7 @@ joined like SQuAD articles. When a query column is mapped, each row is a questio
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +61,29 @@ def check_arrow_files(folder: Path) -> None:
             raise SourceError(f"{path}: {problem}")
 
 
+def check_data_files(folder: Path) -> None:
+    """Raise :class:`SourceError` naming the first data file that a ``state.json`` under ``folder`` (what
+    ``save_to_disk`` writes per split) lists and the folder lacks (a shard deleted or not copied), or a
+    ``state.json`` that cannot be read."""
+    for state in sorted(folder.rglob("state.json")):
+        try:
+            listed = json.loads(state.read_text(encoding="utf-8")).get("_data_files", [])
+            names = [entry["filename"] for entry in listed]
+        except (OSError, ValueError, AttributeError, TypeError, KeyError) as error:
+            raise SourceError(f"{state}: unreadable dataset state ({type(error).__name__}: {error})") from None
+        for name in names:
+            if not (state.parent / name).is_file():
+                raise SourceError(
+                    f"{state.parent / name}: missing: {state} lists it as one of the {len(names)} data file(s) of "
+                    "this split (a shard deleted or not copied); restore it or save the dataset again"
+                )
+
+
 def open_hf_dataset(path: str, name: str | None, split: str) -> Any:
     """A ``datasets.Dataset``: ``load_from_disk`` for a saved dataset folder, else ``load_dataset``.
 
-    A local folder's Arrow files are checked first (:func:`check_arrow_files`): a truncated one is an error naming
-    it, never a dataset with fewer rows.
+    A local folder's Arrow files are checked first (:func:`check_arrow_files`, :func:`check_data_files`): a truncated
+    or missing one is an error naming it, never a dataset with fewer rows or a traceback.
     """
     import datasets
 
@@ -72,7 +91,13 @@ def open_hf_dataset(path: str, name: str | None, split: str) -> Any:
     if folder.is_dir():
         check_arrow_files(folder)
     if folder.is_dir() and ((folder / "dataset_dict.json").exists() or (folder / "state.json").exists()):
-        loaded = datasets.load_from_disk(str(folder))
+        check_data_files(folder)
+        try:
+            loaded = datasets.load_from_disk(str(folder))
+        except OSError as error:  # a file gone since the check, or unreadable
+            raise SourceError(
+                f"{error.filename or path}: cannot load the saved dataset: {error.strerror or error}"
+            ) from None
         if isinstance(loaded, datasets.DatasetDict):
             if split not in loaded:
                 raise SourceError(f"{path}: no split {split!r}; available: {sorted(loaded)}")

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from conteb.ids import is_valid_doc_id
-from conteb.text import is_blank
+from conteb.text import blank_words, is_blank
 from curation.encoding import normalize_newlines
 from curation.quarantine import QuarantineReason, QuarantineRecord
 from curation.sources.articles import EMPTY_QUESTION
@@ -42,8 +42,9 @@ def load_sample(folder: Path) -> SourceResult:
                     QuarantineRecord(STAGE, reason, "query", query_id, doc_id, str(queries_path), row, detail)
                 )
 
-            if is_blank(record["question"]):
-                refuse(QuarantineReason.EMPTY_QUERY, EMPTY_QUESTION)
+            blank = blank_words(record["question"], EMPTY_QUESTION)
+            if blank:
+                refuse(QuarantineReason.EMPTY_QUERY, blank)
                 continue
             if query_id in seen:
                 refuse(QuarantineReason.DUPLICATE_QUERY_ID, f"query id already used at line {seen[query_id]}")

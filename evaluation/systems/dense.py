@@ -31,7 +31,7 @@ import numpy as np
 
 from conteb.text import is_blank
 from embedding.windows import Context
-from evaluation.config import ContextualSystem, DenseSystem, template_fields
+from evaluation.config import ContextualSystem, DenseSystem, expansion_problem, template_fields
 from evaluation.corpus import EvalCorpus
 from evaluation.encoded import COUNTERS, ChunkEncoding, given_or_encoded
 from evaluation.indexed import IndexedSystem, Log, NotRunnable, no_log
@@ -85,7 +85,7 @@ def encode_chunks(
 
 
 def template_problem(template: str) -> str | None:
-    """Why ``template`` cannot be filled (unknown field, bad syntax), or None."""
+    """Why ``template`` cannot be filled (unknown field, bad syntax, an unbounded expansion), or None."""
     try:
         fields = template_fields(template)
     except ValueError as error:
@@ -95,7 +95,7 @@ def template_problem(template: str) -> str | None:
         return f"template {template!r} uses unknown field(s) {unknown or ['{}']}; known: {sorted(TEMPLATE_FIELDS)}"
     if "chunk" not in fields:
         return f"template {template!r} does not contain {{chunk}}"
-    return None
+    return expansion_problem(template, frozenset(TEMPLATE_FIELDS))
 
 
 def contextual_problem(system: ContextualSystem, corpus: EvalCorpus) -> str | None:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from evaluation.config import HybridSystem
-from evaluation.indexed import IndexedSystem
+from evaluation.indexed import IndexedSystem, ScoresNaN
 from evaluation.systems.ranking import ScoreBlock, tie_order
 
 _ROWS = 256
@@ -92,12 +92,15 @@ class FusedScorer:
 
 def component_blocks(components: Sequence[tuple[str, ScoreBlock]], rows: np.ndarray, n_chunks: int) -> list[np.ndarray]:
     """Each component's float32 ``[len(rows), n_chunks]`` score block for ``rows``; ValueError naming a component whose
-    block has another shape."""
+    block has another shape, :class:`~evaluation.indexed.ScoresNaN` naming one that scored NaN."""
     blocks = []
     for name, score_block in components:
         block = np.asarray(score_block(rows), dtype=np.float32)
         if block.shape != (len(rows), n_chunks):
             raise ValueError(f"component {name}: scores of shape {block.shape}, expected {(len(rows), n_chunks)}")
+        bad = np.isnan(block).any(axis=1)
+        if bad.any():
+            raise ScoresNaN(np.asarray(rows)[bad], int(np.max(rows)) + 1, component=name)
         blocks.append(block)
     return blocks
 

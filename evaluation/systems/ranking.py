@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from evaluation.indexed import ScoresNaN
+
 ScoreBlock = Callable[[np.ndarray], np.ndarray]
 
 _MIN_GROUPS = 2048  # strided groups per row for the top-k lower bound (at least 4 x top_k)
@@ -206,8 +208,7 @@ class _TopK:
         if m * g < n_chunks:
             bad |= np.isnan(scores[:, m * g :]).any(axis=1)
         if bad.any():
-            row = first_row + int(np.flatnonzero(bad)[0])
-            raise ValueError(f"NaN score for query row {row}")
+            raise ScoresNaN(first_row + np.flatnonzero(bad), first_row + n_rows)
         bound = np.partition(maxima, m - k, axis=1)[:, m - k]
         slow = np.count_nonzero(maxima >= bound[:, None], axis=1) > 2 * k
         threshold = np.where(slow, np.float32(np.inf), bound).astype(np.float32)
@@ -270,7 +271,8 @@ def rank_corpus(
     position-major layout); ``into(rows, out)`` writes into one reused buffer instead of a fresh matrix.
     ``gold``: int64 [Q] gold chunk row per query. ``chunk_doc``: int64 [C] document index (0..D-1) of each
     chunk; ``doc_ids``: [D]. ``subsets``: bool [S, D] document masks. ``progress(n)``: called after each
-    block with its number of queries. Memory ``O(block x C)``. Raises ValueError on a NaN score.
+    block with its number of queries. Memory ``O(block x C)``. Raises :class:`~evaluation.indexed.ScoresNaN` (a
+    ValueError) at the first block with a NaN score, naming its NaN rows.
     """
     gold, chunk_doc, subsets = _checked_arguments(
         n_queries, len(chunk_ids), gold, chunk_doc, len(doc_ids), top_k=top_k, block=block, subsets=subsets
@@ -287,7 +289,11 @@ def rank_corpus(
     )
     for start in range(0, n_queries, block):
         rows = np.arange(start, min(start + block, n_queries), dtype=np.int64)
-        ranker.rank_block(rows, ranking)
+        try:
+            ranker.rank_block(rows, ranking)
+        except ScoresNaN as nan:  # stops at the first block with NaN: the reason says how far it looked
+            nan.of = n_queries
+            raise
         if progress is not None:
             progress(len(rows))
     return ranking

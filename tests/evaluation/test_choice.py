@@ -194,3 +194,40 @@ def test_the_selection_round_trips_and_older_files_still_load() -> None:
     loaded = from_json(json.dumps(older)).selection
     assert loaded is not None and loaded.folds == 0 and loaded.by_rule == {} and loaded.changed_by() == []
     assert loaded.validation == selection.validation and loaded.shrunk() == []
+
+
+def test_a_split_too_small_to_support_a_lead_says_it_cannot_decide() -> None:
+    # issue 33: two validation documents, three candidates tied at 1.000; no lead can be supported over two
+    # documents (2**-m <= 0.05 needs m >= 5): the note says the choice is the simplest by default, not the best
+    documents = _documents(2)
+    same = np.full(len(documents), 1.0)
+    candidates = [
+        _candidate("fused", 2, same, parts=2),
+        _candidate("insent", 1, same),
+        _candidate("hybrid-title", 0, same, parts=2),
+    ]
+    choice = choose(candidates, None, documents, resamples=200)
+    assert choice.chosen == "hybrid-title"
+    assert choice.notes[0] == (
+        "cannot decide on validation: 2 document(s) cannot support any lead (needs >= 5); hybrid-title kept as the "
+        "simplest, not as the best"
+    )
+    # a model ahead on both documents is not taken either, and the note stays
+    behind = _candidate("hybrid-title", 0, same * 0.5, parts=2)
+    better = choose([behind, _candidate("insent", 1, same)], None, documents, resamples=200)
+    assert better.chosen == "hybrid-title" and better.notes[0].startswith("cannot decide on validation: 2 document(s)")
+
+    # enough documents for one tier but not for the other's three candidates (needs >= 6): that tier is named
+    def tiers(m: int) -> list[Candidate]:
+        ones = np.full(len(_documents(m)), 1.0)
+        fused = [_candidate(f"fused{i}", 2, ones, parts=2) for i in range(3)]
+        return [_candidate("bm25", 0, ones * 0.5), _candidate("insent", 1, ones), *fused]
+
+    partial = choose(tiers(5), None, _documents(5), resamples=200)
+    assert partial.chosen == "insent"
+    assert partial.notes[0] == (
+        "cannot decide on validation for the fusion with a model candidates: 5 document(s) cannot support a lead "
+        "among 3 (needs >= 6)"
+    )
+    # six documents support a lead of every tier here: no such note
+    assert not any("cannot support" in n for n in choose(tiers(6), None, _documents(6), resamples=200).notes)

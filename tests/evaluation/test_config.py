@@ -78,3 +78,28 @@ def test_template_fields():
     assert template_fields("{} and {chunk}") == {"", "chunk"}
     with pytest.raises(ValueError):
         template_fields("{chunk")
+
+
+@pytest.mark.parametrize(
+    ("template", "why"),
+    [
+        ("{title:>300000000}{chunk}", "{title:>300000000} has width or precision 300,000,000, above 1,000"),
+        ("{title:.5000}{chunk}", "{title:.5000} has width or precision 5,000, above 1,000"),
+        ("{title:{chunk}}{chunk}", "{title:{chunk}} nests a field in its format spec"),
+        ("{title:d} {chunk}", "cannot be filled: ValueError: Unknown format code 'd'"),
+        ("{title.upper}{chunk}", "may use only ['chunk', 'title']; unknown: ['title.upper']"),
+        ("{title[0]}{chunk}", "may use only ['chunk', 'title']; unknown: ['title[0]']"),
+    ],
+)
+def test_a_title_template_must_expand_within_bounds(template: str, why: str) -> None:
+    # issue 33: '{title:>300000000}{chunk}' passed validate and ran out of memory at evaluation
+    with pytest.raises(ValidationError) as raised:
+        EvaluationConfig.model_validate(
+            {"systems": [{"name": "t", "kind": "bm25", "context": "title", "title_template": template}]}
+        )
+    assert why in str(raised.value)
+    bounded = "{title:>40.1000}: {chunk!r:^20}"  # widths and precisions up to 1,000 stay allowed
+    system = EvaluationConfig.model_validate(
+        {"systems": [{"name": "t", "kind": "bm25", "context": "title", "title_template": bounded}]}
+    )
+    assert system.systems[0].title_template == bounded

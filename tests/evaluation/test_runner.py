@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -13,8 +14,11 @@ import evaluation.runner as runner
 from conteb.schemas import per_query_metrics_schema
 from evaluation.config import BM25System, EvaluationConfig
 from evaluation.metrics.verify import verify_against_trec_eval
+from evaluation.rechunk import SpanSources
 from evaluation.run_files import load_evaluation
 from evaluation.runner import evaluate_task
+from curation.sources.sample import load_sample
+from tests.conftest import SAMPLE_DIR
 from tests.evaluation.toy import toy_corpus
 
 CONFIG = EvaluationConfig(
@@ -116,3 +120,73 @@ def test_the_documents_of_the_queries_come_from_the_qrels(tmp_path: Path) -> Non
 
     trec.write_qrels(run_files.runs_dir(tmp_path, "public") / "qrels.trec", ["a", "b"], ["Doc_Title_12", "x-y_0"])
     assert run_files.read_query_documents(tmp_path, "public") == {"a": "Doc_Title", "b": "x-y"}
+
+
+def test_a_system_scoring_nan_fails_alone_and_what_fuses_it_does_not_run(tmp_path: Path, monkeypatch) -> None:
+    """A system scoring NaN inside a fitted fusion, a hybrid and evaluation.select: it fails with one line, what needs
+    it is not run with its reason, on validation and on test, and every other result and the report are written."""
+    from evaluation.reports.publish import write_task_report
+
+    real = runner.prepare_system
+
+    def nan_scores(system, *args, **kwargs):
+        prepared = real(system, *args, **kwargs)
+        if system.name == "bm25-plain":
+            scored = prepared.score_block
+
+            def score_block(rows):
+                scores = np.array(scored(rows), dtype=np.float32)
+                scores[rows == 1] = np.nan  # the second query only
+                return scores
+
+            prepared.score_block = score_block
+        return prepared
+
+    monkeypatch.setattr(runner, "prepare_system", nan_scores)
+    config = EvaluationConfig.model_validate(
+        {
+            "systems": [
+                {"name": "fused", "kind": "fusion", "systems": ["bm25", "bm25-plain"]},  # before its components
+                {"name": "bm25", "kind": "bm25"},
+                {"name": "bm25-plain", "kind": "bm25", "stemmer": None, "stopwords": None},
+                {"name": "hybrid", "kind": "hybrid", "systems": ["bm25", "bm25-plain"]},
+            ],
+            "select": ["bm25", "bm25-plain", "fused", "hybrid"],
+            "bootstrap": {"resamples": 100},
+            "chunk_sizes": {"sizes": [4000], "systems": ["bm25-plain", "hybrid", "bm25"]},
+        }
+    )
+    lines: list[str] = []
+    validation = dataclasses.replace(toy_corpus(), split="validation")
+    sample = load_sample(SAMPLE_DIR)  # the chunk-size study re-chunks the sample's span-annotated sources
+    sources = SpanSources(sample.documents_table(), sample.queries_table())
+    evaluation = evaluate_task(
+        toy_corpus(), config, models_dir=tmp_path, reports_dir=tmp_path, validation=validation, log=lines.append,
+        sources=sources,
+    )  # fmt: skip
+    nan = "scores are NaN for 1 of 3 queries (first: query row 1)"
+    needs = f"needs bm25-plain, which failed: {nan}"
+    statuses = {run.system: (run.status, run.reason) for run in evaluation.runs}
+    assert statuses == {
+        "fused": ("not_run", f"weights not fitted on validation: {needs}"),
+        "bm25": ("ok", None),
+        "bm25-plain": ("failed", nan),
+        "hybrid": ("not_run", needs),
+    }
+    assert f"bm25-plain: FAILED: {nan}" in lines and f"hybrid: not run: {needs}" in lines
+    selection = evaluation.selection
+    assert selection is not None and selection.chosen == "bm25"
+    assert selection.notes == [
+        f"bm25-plain: failed on validation: {nan}",
+        f"fused: weights not fitted: {needs}",
+        f"hybrid: not run on validation: {needs}",
+    ]
+    assert load_evaluation(tmp_path, "toy").run("bm25").status == "ok"
+    assert [point.system for point in evaluation.chunk_sizes] == ["bm25"]
+    study = "scores are NaN for 1 of 195 queries (first: query row 1)"  # the sample's queries, re-chunked
+    assert [note for note in evaluation.notes if note.startswith("chunk size")] == [
+        f"chunk size 4000: bm25-plain failed: {study}",
+        f"chunk size 4000: hybrid not run: needs bm25-plain, which failed: {study}",
+    ]
+    report = (tmp_path / write_task_report(evaluation, tmp_path)["tasks/toy/report.md"]).read_text(encoding="utf-8")
+    assert f"**bm25-plain** (failed): {nan}" in report and f"**hybrid** (not run): {needs}" in report

@@ -77,6 +77,21 @@ def test_questions_with_something_visible_are_kept(tmp_path: Path, question: str
     assert [q.query_id for q in result.queries] == ["ok", "v"] and result.quarantine == []
 
 
+@pytest.mark.parametrize("question", ["\u0301\u0301", "\u0301", " \u20dd\u200b", "\u0e31\u0e47"])
+def test_a_question_without_a_base_character_is_quarantined_as_blank(tmp_path: Path, question: str) -> None:
+    """issue 33: a question made only of combining marks (categories M, C, Z: nothing for a mark to sit on) was
+    published; it is blank by the one rule (conteb.text), with its own words."""
+    answers = [{"text": "French", "answer_start": 15}]
+    result = load_squad_json(squad_with(tmp_path, {"id": "m", "question": question, "answers": answers}))
+    assert [q.query_id for q in result.queries] == ["ok"]
+    [record] = result.quarantine
+    assert (record.reason, record.object_id, record.detail) == (
+        QuarantineReason.EMPTY_QUERY,
+        "m",
+        "blank: no visible base character",
+    )
+
+
 def test_empty_hf_question_is_quarantined() -> None:
     rows = [hf_row("a", "Who?", 15), hf_row("b", " ", 15), hf_row("c", INVISIBLE[0], 15)]
     result = assemble(rows_to_articles(rows, HFColumns(), "ds"), "ds")
@@ -133,7 +148,7 @@ def test_blank_texts(text: str | None) -> None:
     assert is_blank(text)
 
 
-@pytest.mark.parametrize("text", ["a", "\u200ba\u200b", "\u00a0.", "e\u0301", "\u0301", "\u4e00", "\u2003?"])
+@pytest.mark.parametrize("text", ["a", "\u200ba\u200b", "\u00a0.", "e\u0301", "\u0600\u0301", "\u4e00", "\u2003?"])
 def test_texts_with_something_to_see_are_not_blank(text: str) -> None:
     assert not is_blank(text)
 

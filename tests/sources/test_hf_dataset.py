@@ -93,3 +93,21 @@ def test_validate_and_the_build_name_the_truncated_arrow_file(tmp_path: Path) ->
     run, _ = materialize_task(config)
     [failure] = [event for event in run.all_events if event.is_step_failure]
     assert f"{arrow}: truncated Arrow stream" in str(failure.step_failure_data.user_failure_data.description)
+
+
+def test_a_deleted_shard_is_one_line_naming_it(tmp_path: Path) -> None:
+    """issue 33: a saved dataset with one of its two shards deleted gave tracebacks in validate and in the run (the
+    run reads it through the same load_hf_dataset, whose SourceError it reports as one failure line)."""
+    datasets.DatasetDict({"validation": datasets.Dataset.from_dict(ROWS)}).save_to_disk(
+        str(tmp_path / "ds"), num_shards={"validation": 2}
+    )
+    gone = sorted((tmp_path / "ds" / "validation").glob("*.arrow"))[1]
+    gone.unlink()
+    with pytest.raises(SourceError, match=rf"^{gone}: missing: .*state.json lists it as one of the 2 data file\(s\)"):
+        load_hf_dataset(str(tmp_path / "ds"), None, "validation", HFColumns())
+    config = tmp_path / "conteb.yaml"
+    config.write_text("tasks:\n  - name: gone\n    source: {kind: hf_dataset, path: ds, split: validation}\n")
+    checked = CliRunner().invoke(main, ["--config", str(config), "validate"])
+    assert checked.exit_code == 1 and "Traceback" not in checked.output
+    [line] = checked.output.splitlines()
+    assert line.startswith(f"{config}: task 'gone' (tasks[0]): source: {gone}: missing:")
