@@ -23,11 +23,14 @@
 4. The answer must be JSON (read leniently in the instruction modes) whose every text (key or string) can be
    kept (no lone surrogate, no NUL: :func:`conteb.text.text_problem`), that matches the request's schema and
    passes its validator; if not, the model is re-asked once with the problem stated (the refused answer's lone
-   surrogates as escapes).
-   Valid answers are committed to the cache at once; every paid call goes to the cost ledger under ``scope``
-   with its prompt, cached (``usage.prompt_tokens_details.cached_tokens``) and completion tokens; an answer
-   still refused after the re-ask is remembered as a failure with its text, lone surrogates as their JSON
-   escapes (which read back as the same answer) (see 1; ``conteb llm retry-failed`` forgets it).
+   surrogates as escapes). An answer cut off by ``max_tokens`` (``finish_reason: length``) is refused in every
+   mode and not re-asked (:meth:`LLMClient._answer_now` says why).
+   Every paid call goes to the cost ledger under ``scope`` with its prompt, cached
+   (``usage.prompt_tokens_details.cached_tokens``) and completion tokens, in one transaction with what it left:
+   the valid answer (with the server that gave it), or the refused answer, awaiting its re-ask or, still refused
+   after it, remembered as a failure with its text, lone surrogates as their JSON escapes (which read back as the
+   same answer) (see 1; ``conteb llm retry-failed`` forgets it). A process killed at any point leaves no ledger
+   row without its answer or failure and no answer without its row, and a rerun pays for nothing stored again.
 5. An item that still fails is returned with its error: one bad item never fails the stage.
 
 ``mode: batch`` sends the uncached requests through the Batch API instead (see ``llm/batch.py``).
@@ -59,7 +62,15 @@ from llm.modes import ModeFinder
 from llm.retries import parse_retry_after, request_rejected, retry_after_header
 from llm.scheduling import OrderedSlots, PrefixGate, group_order, groups_of
 from llm.settings import LLMSettings
-from llm.structured import Mode, ModeRefused, error_summary, mode_refusal, parse_json_object, shape_body
+from llm.structured import (
+    CUT_OFF,
+    Mode,
+    ModeRefused,
+    error_summary,
+    mode_refusal,
+    parse_json_object,
+    shape_body,
+)
 from llm.types import Completion, LLMRequest, LLMResult, Progress
 from llm.usage import TokenUsage, checked_usage, read_usage
 
@@ -239,6 +250,8 @@ class LLMClient:
             request = pending[key]
             tokens = TokenUsage(failure.prompt_tokens, failure.completion_tokens)
             try:
+                if CUT_OFF in failure.error:  # never read, whatever the validator says now
+                    raise AnswerError(CUT_OFF)
                 value = self.read_answer(request, failure.answer)
             except AnswerError:
                 out[key] = LLMResult(request.custom_id, error=_remembered_error(failure), model=failure.model,
@@ -293,46 +306,79 @@ class LLMClient:
             flight.gate.release(request.prefix_group)  # a leader that failed lets its followers go too
 
     async def _answer_now(self, flight: _Flight, rank: int, key: str, request: LLMRequest) -> tuple[str, LLMResult]:
-        scope = flight.scope
+        """Ask for ``request``'s answer: one call, and one re-ask with the problem stated when its answer is invalid.
+        Each paid call is recorded with what it left in one transaction (:meth:`_settle`).
+
+        A refused first answer is stored, with its call, as awaiting its re-ask, so a rerun after a kill sends only
+        the re-ask (:meth:`AnswerCache.awaiting_reask`). An answer cut off by ``max_tokens`` (``finish_reason:
+        length``) is refused whatever the mode and remembered as a failure at once, without a re-ask: the re-ask
+        would run under the same ``llm.max_tokens`` with a longer prompt, so it would most likely be cut off again
+        and paid twice (a larger ``llm.max_tokens`` is a new key: the next run asks again)."""
         result = LLMResult(request.custom_id, model=self.settings.model)
         extra: list[dict[str, str]] = []
-        content: str | None = None
-        for _ask in range(2):  # the first answer, then one re-ask when it is invalid
+        asks = 2  # the first answer, then one re-ask when it is invalid
+        awaiting = self.cache.awaiting_reask(key)
+        if awaiting is not None:  # the first call was paid and refused in a run that was killed before the re-ask
+            result.prompt_tokens, result.completion_tokens = awaiting.prompt_tokens, awaiting.completion_tokens
+            extra, asks = _reask_messages(awaiting.answer, awaiting.error.removeprefix("invalid answer: ")), 1
+        for ask in range(asks):
             try:
-                content = await self._complete(flight, rank, request, extra, result)
+                completion, usage, cost = await self._complete(flight, rank, request, extra, result)
             except ModeRefused:
                 raise  # every request would fail the same way: the run changes mode or stops
             except Exception as error:  # transport failure after retries, or a non-retryable status
                 result.error = self.scrub(f"{type(error).__name__}: {error}")
                 return key, result
+            cut_off = completion.finish_reason == "length"
             try:
-                result.value = self.read_answer(request, content)
+                if cut_off:
+                    raise AnswerError(CUT_OFF)
+                result.value = self.read_answer(request, completion.content)
             except AnswerError as problem:
                 result.error = f"invalid answer: {problem}"
-                extra = [
-                    {"role": "assistant", "content": escape_surrogates(content or "")},
-                    {
-                        "role": "user",
-                        "content": f"That answer is not valid: {problem}. Answer again with one JSON object "
-                        "that matches the schema.",
-                    },
-                ]
+                again = not cut_off and ask + 1 < asks
+                self._settle(flight.scope, key, request, result, (usage, cost), completion, reask=again)
+                if not again:
+                    return key, result
+                extra = _reask_messages(completion.content, str(problem))
                 continue
             result.error = None
-            paid = TokenUsage(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
-            self.cache.put(key, request.custom_id, self.settings.model, request.prompt_tag, result.value, paid)
+            self._settle(flight.scope, key, request, result, (usage, cost), completion)
             return key, result
-        kept = None if content is None else escape_surrogates(content)  # reads back as the same (refused) answer
-        self.cache.remember_failure(key, scope, request.custom_id, self.settings.model, request.prompt_tag,
-                                    result.error or "invalid answer", kept,
-                                    (result.prompt_tokens, result.completion_tokens))  # fmt: skip
-        return key, result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _settle(
+        self,
+        scope: str,
+        key: str,
+        request: LLMRequest,
+        result: LLMResult,
+        call: tuple[TokenUsage, float],
+        completion: Completion,
+        reask: bool = False,
+    ) -> None:
+        """Record one paid ``call`` (its tokens and dollars) in the ledger and, in the same transaction, what it left:
+        the answer ``result.value`` with the server that gave it, else ``completion``'s refused text as a failure
+        (``reask``: awaiting its re-ask), lone surrogates as JSON escapes (it reads back as the same answer)."""
+        model, (usage, cost) = self.settings.model, call
+        with self.cache.writes():
+            self.cache.record_usage(scope, request.custom_id, model, usage, cost, "online")
+            if result.value is not None:
+                paid = TokenUsage(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
+                self.cache.put(key, request.custom_id, model, request.prompt_tag, result.value, paid,
+                               completion.server)  # fmt: skip
+                return
+            kept = None if completion.content is None else escape_surrogates(completion.content)
+            self.cache.remember_failure(key, scope, request.custom_id, model, request.prompt_tag,
+                                        result.error or "invalid answer", kept,
+                                        (result.prompt_tokens, result.completion_tokens), reask)  # fmt: skip
 
     async def _complete(
         self, flight: _Flight, rank: int, request: LLMRequest, extra: list[dict[str, str]], result: LLMResult
-    ) -> str | None:
-        """One call, retried on transient failures; records usage; returns the message content. The first
-        answer from the server releases the request's prefix group (the provider has seen the prefix)."""
+    ) -> tuple[Completion, TokenUsage, float]:
+        """One call, retried on transient failures: the answer, its (checked) tokens and estimated dollars, also
+        added to ``result`` (the caller records them, :meth:`_settle`). The first answer from the server releases
+        the request's prefix group (the provider has seen the prefix)."""
         scope = flight.scope
         body = self.body(request, extra)
         estimate = sum(len(m["content"]) for m in body["messages"]) // 4 + self.settings.max_tokens
@@ -366,8 +412,7 @@ class LLMClient:
             result.cached_tokens += usage.cached_tokens
             cost = self.settings.cost_usd(usage.prompt_tokens, usage.completion_tokens,
                                           cached_tokens=usage.cached_tokens)  # fmt: skip
-            self.cache.record_usage(scope, request.custom_id, self.settings.model, usage, cost, "online")
-            return completion.content
+            return completion, usage, cost
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _post(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> Completion:
@@ -542,6 +587,18 @@ def _error_text(error: Exception) -> str:
 
 def _too_large(size: int, limit: int) -> str:
     return f"the answer (at least {size:,} bytes) is larger than llm.max_answer_bytes ({limit} bytes)"
+
+
+def _reask_messages(content: str | None, problem: str) -> list[dict[str, str]]:
+    """The messages that re-ask after the refused answer ``content`` (its lone surrogates as escapes)."""
+    return [
+        {"role": "assistant", "content": escape_surrogates(content or "")},
+        {
+            "role": "user",
+            "content": f"That answer is not valid: {problem}. Answer again with one JSON object "
+            "that matches the schema.",
+        },
+    ]
 
 
 def _remembered_error(failure: RememberedFailure) -> str:

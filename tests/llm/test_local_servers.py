@@ -186,6 +186,7 @@ def test_instruction_modes_read_small_model_answers_as_they_come(server, make_cl
     [
         '```json\n{"index": 9, "echo": "x",}\n```',  # read, but out of the schema's range
         'Here: {"index": 1, "echo": "cut off by max_tok',  # an unfinished object is not completed by guesswork
+        'Note: {} then {"index": 1, "echo": "cut off by max_tok',  # nor one after a complete object
         '{"index": 1}',  # a required property missing
     ],
 )
