@@ -543,7 +543,7 @@ def parse_completion(content_type: str, data: bytes, server_header: str = "") ->
             f"the answer is not a chat completion ({what}, JSON without choices[0].message.content): {_preview(data)}"
         )
     reasoning = message.get("reasoning_content")
-    finish = first.get("finish_reason")
+    finish = first.get("finish_reason") if isinstance(first, dict) else None
     fingerprint = value.get("system_fingerprint")
     return Completion(
         content=message.get("content"),
