@@ -280,13 +280,14 @@ class AnswerCache:
 
     def forget_failures(self, task: str, stage: str | None = None) -> int:
         """Forget the remembered failures of scope ``<task>/<stage>`` (every stage of ``task`` when ``stage`` is
-        ``None``), so the next run asks for them again; returns how many were forgotten."""
+        ``None``), so the next run asks for them again; returns how many were forgotten. An answer awaiting its
+        re-ask is kept (the next run sends the re-ask)."""
         if stage is None:
             where, params = "scope LIKE ? ESCAPE '\\'", [_like_prefix(f"{task}/")]
         else:
             where, params = "scope = ?", [f"{task}/{stage}"]
         with self._store.write() as db:
-            return db.execute(f"DELETE FROM failures WHERE {where}", params).rowcount
+            return db.execute(f"DELETE FROM failures WHERE {where} AND reask = 0", params).rowcount
 
     def record_usage(
         self, scope: str, custom_id: str, model: str, usage: TokenUsage, cost_usd: float, mode: str

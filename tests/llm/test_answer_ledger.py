@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from llm.cache import AnswerCache
 from llm.structured import CUT_OFF, parse_json_object
+from llm.usage import TokenUsage
 from tests.llm.conftest import make_request
+from tests.llm.test_cached_tokens_ledger import old_store
 from tests.support.openai_server import Fault
 
 
@@ -53,3 +56,23 @@ def _server_header(url: str) -> str:
     """The ``Server`` header the test server sends (``http.server``'s ``BaseHTTP/... Python/...``)."""
     with urllib.request.urlopen(f"{url}/models", timeout=10) as response:
         return str(response.headers["Server"])
+
+
+def test_an_answer_awaiting_its_reask_is_no_failure_yet_in_a_migrated_store(tmp_path: Path) -> None:
+    path = tmp_path / "answers.sqlite"
+    old_store(path)  # a store from before answers.server and failures.reask
+    cache = AnswerCache(path)
+    cache.remember_failure("k2", "squad/x", "item-2", "gpt-4o", "p@v1:0", "invalid answer: no", "{}", (10, 2), True)
+    assert cache.failures(["k2"]) == {} and cache.failure_counts("squad") == {}  # not remembered, not counted
+    assert cache.forget_failures("squad") == 0  # nor forgotten: the next run sends its re-ask
+    awaiting = cache.awaiting_reask("k2")
+    assert awaiting is not None and (awaiting.error, awaiting.prompt_tokens) == ("invalid answer: no", 10)
+    cache.put("k2", "item-2", "gpt-4o", "p@v1:0", {"index": 2}, TokenUsage(20, 4), "fp_test")
+    assert cache.awaiting_reask("k2") is None  # the re-ask's answer replaces it
+    cache.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT key, server FROM answers ORDER BY key").fetchall() == [
+            ("k1", None),
+            ("k2", "fp_test"),
+        ]
+    db.close()
