@@ -22,8 +22,8 @@ from typing import Any, Protocol
 
 import openai
 
-from conteb.text import escape_surrogates
 from llm.cache import AnswerCache
+from llm.ledger import PaidCall, record_answer, record_refusal
 from llm.retries import request_rejected
 from llm.settings import LLMSettings
 from llm.structured import CUT_OFF
@@ -143,22 +143,18 @@ def _line_outcome(
     choice = body["choices"][0]
     content = choice.get("message", {}).get("content")
     server = body.get("system_fingerprint") if isinstance(body.get("system_fingerprint"), str) else None
+    call = PaidCall(scope, settings.model, "batch", tokens, cost)
+    cut_off = choice.get("finish_reason") == "length"
     try:
-        if choice.get("finish_reason") == "length":
+        if cut_off:
             raise ValueError(CUT_OFF)
         value = client.read_answer(request, content)
     except ValueError as problem:  # the call and the refused answer together; online sends only the re-ask
         error = f"invalid answer: {problem}"
-        kept = None if content is None else escape_surrogates(content)
-        with client.cache.writes():
-            client.cache.record_usage(scope, request.custom_id, settings.model, tokens, cost, "batch")
-            client.cache.remember_failure(key, scope, request.custom_id, settings.model, request.prompt_tag, error,
-                                          kept, (tokens.prompt_tokens, tokens.completion_tokens),
-                                          reask=str(problem) != CUT_OFF)  # fmt: skip
-        return LLMResult(request.custom_id, error=error) if str(problem) == CUT_OFF else None
-    with client.cache.writes():
-        client.cache.record_usage(scope, request.custom_id, settings.model, tokens, cost, "batch")
-        client.cache.put(key, request.custom_id, settings.model, request.prompt_tag, value, tokens, server)
+        paid = (tokens.prompt_tokens, tokens.completion_tokens)
+        record_refusal(client.cache, call, key, request, error, content, paid, reask=not cut_off)
+        return LLMResult(request.custom_id, error=error) if cut_off else None
+    record_answer(client.cache, call, key, request, value, tokens, server)
     return LLMResult(
         request.custom_id, value, attempts=1, prompt_tokens=tokens.prompt_tokens,
         completion_tokens=tokens.completion_tokens, model=settings.model, cached_tokens=tokens.cached_tokens,

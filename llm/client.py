@@ -58,19 +58,12 @@ from openai.types.chat import ChatCompletion
 from conteb.text import escape_surrogates, text_problem
 from llm.batch import run_batch
 from llm.cache import AnswerCache, RememberedFailure, cache_key
+from llm.ledger import PaidCall, reask_messages, record_answer, record_refusal
 from llm.modes import ModeFinder
 from llm.retries import parse_retry_after, request_rejected, retry_after_header
 from llm.scheduling import OrderedSlots, PrefixGate, group_order, groups_of
 from llm.settings import LLMSettings
-from llm.structured import (
-    CUT_OFF,
-    Mode,
-    ModeRefused,
-    error_summary,
-    mode_refusal,
-    parse_json_object,
-    shape_body,
-)
+from llm.structured import CUT_OFF, Mode, ModeRefused, error_summary, mode_refusal, parse_json_object, shape_body
 from llm.types import Completion, LLMRequest, LLMResult, Progress
 from llm.usage import TokenUsage, checked_usage, read_usage
 
@@ -307,7 +300,7 @@ class LLMClient:
 
     async def _answer_now(self, flight: _Flight, rank: int, key: str, request: LLMRequest) -> tuple[str, LLMResult]:
         """Ask for ``request``'s answer: one call, and one re-ask with the problem stated when its answer is invalid.
-        Each paid call is recorded with what it left in one transaction (:meth:`_settle`).
+        Each paid call is recorded with what it left in one transaction (:mod:`llm.ledger`).
 
         A refused first answer is stored, with its call, as awaiting its re-ask, so a rerun after a kill sends only
         the re-ask (:meth:`AnswerCache.awaiting_reask`). An answer cut off by ``max_tokens`` (``finish_reason:
@@ -320,10 +313,10 @@ class LLMClient:
         awaiting = self.cache.awaiting_reask(key)
         if awaiting is not None:  # the first call was paid and refused in a run that was killed before the re-ask
             result.prompt_tokens, result.completion_tokens = awaiting.prompt_tokens, awaiting.completion_tokens
-            extra, asks = _reask_messages(awaiting.answer, awaiting.error.removeprefix("invalid answer: ")), 1
+            extra, asks = reask_messages(awaiting.answer, awaiting.error.removeprefix("invalid answer: ")), 1
         for ask in range(asks):
             try:
-                completion, usage, cost = await self._complete(flight, rank, request, extra, result)
+                completion, call = await self._complete(flight, rank, request, extra, result)
             except ModeRefused:
                 raise  # every request would fail the same way: the run changes mode or stops
             except Exception as error:  # transport failure after retries, or a non-retryable status
@@ -337,48 +330,24 @@ class LLMClient:
             except AnswerError as problem:
                 result.error = f"invalid answer: {problem}"
                 again = not cut_off and ask + 1 < asks
-                self._settle(flight.scope, key, request, result, (usage, cost), completion, reask=again)
+                record_refusal(self.cache, call, key, request, result.error, completion.content,
+                               (result.prompt_tokens, result.completion_tokens), again)  # fmt: skip
                 if not again:
                     return key, result
-                extra = _reask_messages(completion.content, str(problem))
+                extra = reask_messages(completion.content, str(problem))
                 continue
             result.error = None
-            self._settle(flight.scope, key, request, result, (usage, cost), completion)
+            paid = TokenUsage(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
+            record_answer(self.cache, call, key, request, result.value, paid, completion.server)
             return key, result
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _settle(
-        self,
-        scope: str,
-        key: str,
-        request: LLMRequest,
-        result: LLMResult,
-        call: tuple[TokenUsage, float],
-        completion: Completion,
-        reask: bool = False,
-    ) -> None:
-        """Record one paid ``call`` (its tokens and dollars) in the ledger and, in the same transaction, what it left:
-        the answer ``result.value`` with the server that gave it, else ``completion``'s refused text as a failure
-        (``reask``: awaiting its re-ask), lone surrogates as JSON escapes (it reads back as the same answer)."""
-        model, (usage, cost) = self.settings.model, call
-        with self.cache.writes():
-            self.cache.record_usage(scope, request.custom_id, model, usage, cost, "online")
-            if result.value is not None:
-                paid = TokenUsage(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
-                self.cache.put(key, request.custom_id, model, request.prompt_tag, result.value, paid,
-                               completion.server)  # fmt: skip
-                return
-            kept = None if completion.content is None else escape_surrogates(completion.content)
-            self.cache.remember_failure(key, scope, request.custom_id, model, request.prompt_tag,
-                                        result.error or "invalid answer", kept,
-                                        (result.prompt_tokens, result.completion_tokens), reask)  # fmt: skip
-
     async def _complete(
         self, flight: _Flight, rank: int, request: LLMRequest, extra: list[dict[str, str]], result: LLMResult
-    ) -> tuple[Completion, TokenUsage, float]:
-        """One call, retried on transient failures: the answer, its (checked) tokens and estimated dollars, also
-        added to ``result`` (the caller records them, :meth:`_settle`). The first answer from the server releases
-        the request's prefix group (the provider has seen the prefix)."""
+    ) -> tuple[Completion, PaidCall]:
+        """One call, retried on transient failures: the answer, and the call as the ledger records it (its checked
+        tokens, also added to ``result``, and estimated dollars; the caller records it, :mod:`llm.ledger`). The first
+        answer from the server releases the request's prefix group (the provider has seen the prefix)."""
         scope = flight.scope
         body = self.body(request, extra)
         estimate = sum(len(m["content"]) for m in body["messages"]) // 4 + self.settings.max_tokens
@@ -412,7 +381,7 @@ class LLMClient:
             result.cached_tokens += usage.cached_tokens
             cost = self.settings.cost_usd(usage.prompt_tokens, usage.completion_tokens,
                                           cached_tokens=usage.cached_tokens)  # fmt: skip
-            return completion, usage, cost
+            return completion, PaidCall(scope, self.settings.model, "online", usage, cost)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _post(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> Completion:
@@ -587,18 +556,6 @@ def _error_text(error: Exception) -> str:
 
 def _too_large(size: int, limit: int) -> str:
     return f"the answer (at least {size:,} bytes) is larger than llm.max_answer_bytes ({limit} bytes)"
-
-
-def _reask_messages(content: str | None, problem: str) -> list[dict[str, str]]:
-    """The messages that re-ask after the refused answer ``content`` (its lone surrogates as escapes)."""
-    return [
-        {"role": "assistant", "content": escape_surrogates(content or "")},
-        {
-            "role": "user",
-            "content": f"That answer is not valid: {problem}. Answer again with one JSON object "
-            "that matches the schema.",
-        },
-    ]
 
 
 def _remembered_error(failure: RememberedFailure) -> str:
