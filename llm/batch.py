@@ -6,8 +6,9 @@ back by ``custom_id``. Lines are written in the client's order (each ``prefix_gr
 see ``llm/scheduling.py``). Valid answers go to the same cache and the ledger (at the batch
 discount, the line's ``prompt_tokens_details.cached_tokens`` at the cached price). The batch id
 is recorded before polling, so a restarted stage resumes the batch it already paid for. Answers
-that fail validation, and lines that failed transiently (429, 5xx), go through the online path
-(re-ask, retries); other failed lines become failed results.
+that fail validation are stored with their call as awaiting the re-ask, which the online path sends; lines that
+failed transiently (429, 5xx) go through the online path (retries); an answer cut off by ``max_tokens`` and other
+failed lines become failed results.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from typing import Any, Protocol
 import openai
 
 from llm.cache import AnswerCache
+from llm.ledger import PaidCall, record_answer, record_refusal
 from llm.retries import request_rejected
 from llm.settings import LLMSettings
+from llm.structured import CUT_OFF
 from llm.types import LLMRequest, LLMResult, Progress
 from llm.usage import checked_usage, read_usage
 
@@ -137,13 +140,21 @@ def _line_outcome(
     settings = client.settings
     cost = settings.cost_usd(tokens.prompt_tokens, tokens.completion_tokens, batch=True,
                              cached_tokens=tokens.cached_tokens)  # fmt: skip
-    client.cache.record_usage(scope, request.custom_id, settings.model, tokens, cost, "batch")
-    content = body["choices"][0].get("message", {}).get("content")
+    choice = body["choices"][0]
+    content = choice.get("message", {}).get("content")
+    server = body.get("system_fingerprint") if isinstance(body.get("system_fingerprint"), str) else None
+    call = PaidCall(scope, settings.model, "batch", tokens, cost)
+    cut_off = choice.get("finish_reason") == "length"
     try:
+        if cut_off:
+            raise ValueError(CUT_OFF)
         value = client.read_answer(request, content)
-    except ValueError:
-        return None
-    client.cache.put(key, request.custom_id, settings.model, request.prompt_tag, value, tokens)
+    except ValueError as problem:  # the call and the refused answer together; online sends only the re-ask
+        error = f"invalid answer: {problem}"
+        paid = (tokens.prompt_tokens, tokens.completion_tokens)
+        record_refusal(client.cache, call, key, request, error, content, paid, reask=not cut_off)
+        return LLMResult(request.custom_id, error=error) if cut_off else None
+    record_answer(client.cache, call, key, request, value, tokens, server)
     return LLMResult(
         request.custom_id, value, attempts=1, prompt_tokens=tokens.prompt_tokens,
         completion_tokens=tokens.completion_tokens, model=settings.model, cached_tokens=tokens.cached_tokens,

@@ -2,8 +2,11 @@
 
 * ``answers``: key -> validated JSON answer. The key is the SHA-256 of the canonical JSON of
   everything that determines an answer (model, endpoint family, messages, schema, parameters,
-  prompt tag), see :func:`cache_key`. Each answer is committed as soon as it arrives, so a process
-  killed mid-stage loses nothing it paid for and a rerun asks only for what is missing.
+  prompt tag), see :func:`cache_key`, with ``server``: what identified the server that answered (its
+  ``system_fingerprint`` or ``Server`` header; NULL when unknown or stored before the column existed).
+  Each answer is committed as soon as it arrives, in the transaction that records its call in ``usage``
+  (:meth:`AnswerCache.writes`), so a process killed mid-stage loses nothing it paid for, pays for nothing twice,
+  and a rerun asks only for what is missing.
 * ``usage``: one row per paid call (scope, prompt / cached / completion tokens, estimated dollars): the cost
   ledger. ``cached_tokens`` (the prompt tokens the provider served from its prompt cache, part of
   ``prompt_tokens``) is also kept with each answer. ``implausible_usage`` is 1 for a call whose answer reported
@@ -12,7 +15,9 @@
 * ``failures``: key -> the last answer that failed validation (after the re-ask) and why, with the scope
   (``<task>/<stage>``) that asked. A rerun does not pay for the same refusal again: the key changes with
   the prompt, model or settings, and ``conteb llm retry-failed`` forgets a task's or stage's failures.
-  A valid answer for the key replaces its failure.
+  A valid answer for the key replaces its failure. A row with ``reask = 1`` is not a failure yet: the first,
+  refused answer of a request whose re-ask has not come back (committed with the first call's ``usage`` row);
+  :meth:`AnswerCache.awaiting_reask` gives it to a rerun, which sends only the re-ask.
 * ``structured_modes``: (endpoint URL, model) -> the structured-output mode ``llm.structured_output: auto`` found
   the server to accept, and why (:mod:`llm.structured`), so that a rerun does not find it again. A file made before
   the table existed gets it when opened (the migration below).
@@ -47,7 +52,7 @@ _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY, custom_id TEXT, model TEXT, prompt_tag TEXT, value TEXT NOT NULL,
     prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL,
-    cached_tokens INTEGER NOT NULL DEFAULT 0)""",
+    cached_tokens INTEGER NOT NULL DEFAULT 0, server TEXT)""",
     """CREATE TABLE IF NOT EXISTS usage (
     id INTEGER PRIMARY KEY, scope TEXT NOT NULL, custom_id TEXT, model TEXT, prompt_tokens INTEGER NOT NULL,
     completion_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL, mode TEXT NOT NULL, created_at REAL NOT NULL,
@@ -58,7 +63,8 @@ _SCHEMA = (
     created_at REAL NOT NULL, updated_at REAL NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS failures (
     key TEXT PRIMARY KEY, scope TEXT NOT NULL, custom_id TEXT, model TEXT, prompt_tag TEXT, error TEXT NOT NULL,
-    answer TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL)""",
+    answer TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, created_at REAL NOT NULL,
+    reask INTEGER NOT NULL DEFAULT 0)""",
     "CREATE INDEX IF NOT EXISTS failures_scope ON failures(scope)",
     """CREATE TABLE IF NOT EXISTS structured_modes (
     base_url TEXT NOT NULL, model TEXT NOT NULL, mode TEXT NOT NULL, reason TEXT NOT NULL, created_at REAL NOT NULL,
@@ -66,7 +72,8 @@ _SCHEMA = (
 )
 _SCHEMA_NAMES = created_names(_SCHEMA)
 ADDED_COLUMNS: dict[str, tuple[tuple[str, str], ...]] = {
-    "answers": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"),),
+    "answers": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"), ("server", "TEXT")),
+    "failures": (("reask", "INTEGER NOT NULL DEFAULT 0"),),
     "usage": (("cached_tokens", "INTEGER NOT NULL DEFAULT 0"), ("implausible_usage", "INTEGER NOT NULL DEFAULT 0")),
 }
 """Columns added to the tables after their first release: ``table -> ((column, declaration), ...)``."""
@@ -198,17 +205,25 @@ class AnswerCache:
         return {key: CachedAnswer(json.loads(value), *rest) for key, value, *rest in rows}
 
     def put(
-        self, key: str, custom_id: str, model: str, prompt_tag: str, value: dict[str, Any], usage: TokenUsage
+        self,
+        key: str,
+        custom_id: str,
+        model: str,
+        prompt_tag: str,
+        value: dict[str, Any],
+        usage: TokenUsage,
+        server: str | None = None,
     ) -> None:
-        """Store a validated answer with the tokens paid for it (committed at once); it replaces a remembered
-        failure of ``key``. Implausible counts are stored as 0 (:func:`llm.usage.storable_usage`)."""
+        """Store a validated answer with the tokens paid for it and the ``server`` that answered (committed at once,
+        or with the enclosing :meth:`writes`); it replaces a remembered failure of ``key``. Implausible counts are
+        stored as 0 (:func:`llm.usage.storable_usage`)."""
         usage = storable_usage(usage)
         with self._store.write() as db:
             db.execute(
                 "INSERT OR REPLACE INTO answers (key, custom_id, model, prompt_tag, value, prompt_tokens, "
-                "completion_tokens, created_at, cached_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "completion_tokens, created_at, cached_tokens, server) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (key, custom_id, model, prompt_tag, json.dumps(value, ensure_ascii=False), usage.prompt_tokens,
-                 usage.completion_tokens, time.time(), usage.cached_tokens),
+                 usage.completion_tokens, time.time(), usage.cached_tokens, server or None),
             )  # fmt: skip
             db.execute("DELETE FROM failures WHERE key = ?", (key,))
 
@@ -224,39 +239,55 @@ class AnswerCache:
         error: str,
         answer: str | None,
         usage: tuple[int, int],
+        reask: bool = False,
     ) -> None:
-        """Remember that ``key``'s answer (``answer``, the last one received) failed validation with ``error``."""
+        """Remember that ``key``'s answer (``answer``, the last one received) failed validation with ``error``;
+        ``reask``: it is a first answer whose re-ask is about to be sent (a rerun sends only the re-ask), not a
+        failure yet."""
         with self._store.write() as db:
             db.execute(
-                "INSERT OR REPLACE INTO failures VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, scope, custom_id, model, prompt_tag, error, answer, *usage, time.time()),
+                "INSERT OR REPLACE INTO failures (key, scope, custom_id, model, prompt_tag, error, answer, "
+                "prompt_tokens, completion_tokens, created_at, reask) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, scope, custom_id, model, prompt_tag, error, answer, *usage, time.time(), int(reask)),
             )
 
+    def awaiting_reask(self, key: str) -> RememberedFailure | None:
+        """``key``'s first, refused answer whose re-ask never came back (a process killed in between), or None."""
+        with self._store.read() as db:
+            row = db.execute(
+                "SELECT scope, error, answer, prompt_tokens, completion_tokens, model FROM failures "
+                "WHERE key = ? AND reask = 1",
+                (key,),
+            ).fetchone()
+        return RememberedFailure(*row) if row else None
+
     def failures(self, keys: Iterable[str]) -> dict[str, RememberedFailure]:
-        """Remembered failures among ``keys``."""
+        """Remembered failures among ``keys`` (not the answers awaiting their re-ask)."""
         rows = self._rows_by_key(
-            "SELECT key, scope, error, answer, prompt_tokens, completion_tokens, model FROM failures", keys
+            "SELECT key, reask, scope, error, answer, prompt_tokens, completion_tokens, model FROM failures", keys
         )
-        return {key: RememberedFailure(*rest) for key, *rest in rows}
+        return {key: RememberedFailure(*rest) for key, reask, *rest in rows if not reask}
 
     def failure_counts(self, task: str) -> dict[str, int]:
         """How many failures are remembered per scope (``<task>/<stage>``) of ``task``, sorted by scope."""
         with self._store.read() as db:
             rows = db.execute(
-                "SELECT scope, COUNT(*) FROM failures WHERE scope LIKE ? ESCAPE '\\' GROUP BY scope ORDER BY scope",
+                "SELECT scope, COUNT(*) FROM failures WHERE scope LIKE ? ESCAPE '\\' AND reask = 0 GROUP BY scope "
+                "ORDER BY scope",
                 [_like_prefix(f"{task}/")],
             ).fetchall()
         return dict(rows)
 
     def forget_failures(self, task: str, stage: str | None = None) -> int:
         """Forget the remembered failures of scope ``<task>/<stage>`` (every stage of ``task`` when ``stage`` is
-        ``None``), so the next run asks for them again; returns how many were forgotten."""
+        ``None``), so the next run asks for them again; returns how many were forgotten. An answer awaiting its
+        re-ask is kept (the next run sends the re-ask)."""
         if stage is None:
             where, params = "scope LIKE ? ESCAPE '\\'", [_like_prefix(f"{task}/")]
         else:
             where, params = "scope = ?", [f"{task}/{stage}"]
         with self._store.write() as db:
-            return db.execute(f"DELETE FROM failures WHERE {where}", params).rowcount
+            return db.execute(f"DELETE FROM failures WHERE {where} AND reask = 0", params).rowcount
 
     def record_usage(
         self, scope: str, custom_id: str, model: str, usage: TokenUsage, cost_usd: float, mode: str

@@ -23,11 +23,14 @@
 4. The answer must be JSON (read leniently in the instruction modes) whose every text (key or string) can be
    kept (no lone surrogate, no NUL: :func:`conteb.text.text_problem`), that matches the request's schema and
    passes its validator; if not, the model is re-asked once with the problem stated (the refused answer's lone
-   surrogates as escapes).
-   Valid answers are committed to the cache at once; every paid call goes to the cost ledger under ``scope``
-   with its prompt, cached (``usage.prompt_tokens_details.cached_tokens``) and completion tokens; an answer
-   still refused after the re-ask is remembered as a failure with its text, lone surrogates as their JSON
-   escapes (which read back as the same answer) (see 1; ``conteb llm retry-failed`` forgets it).
+   surrogates as escapes). An answer cut off by ``max_tokens`` (``finish_reason: length``) is refused in every
+   mode and not re-asked (:meth:`LLMClient._answer_now` says why).
+   Every paid call goes to the cost ledger under ``scope`` with its prompt, cached
+   (``usage.prompt_tokens_details.cached_tokens``) and completion tokens, in one transaction with what it left:
+   the valid answer (with the server that gave it), or the refused answer, awaiting its re-ask or, still refused
+   after it, remembered as a failure with its text, lone surrogates as their JSON escapes (which read back as the
+   same answer) (see 1; ``conteb llm retry-failed`` forgets it). A process killed at any point leaves no ledger
+   row without its answer or failure and no answer without its row, and a rerun pays for nothing stored again.
 5. An item that still fails is returned with its error: one bad item never fails the stage.
 
 ``mode: batch`` sends the uncached requests through the Batch API instead (see ``llm/batch.py``).
@@ -55,11 +58,12 @@ from openai.types.chat import ChatCompletion
 from conteb.text import escape_surrogates, text_problem
 from llm.batch import run_batch
 from llm.cache import AnswerCache, RememberedFailure, cache_key
+from llm.ledger import PaidCall, reask_messages, record_answer, record_refusal
 from llm.modes import ModeFinder
 from llm.retries import parse_retry_after, request_rejected, retry_after_header
 from llm.scheduling import OrderedSlots, PrefixGate, group_order, groups_of
 from llm.settings import LLMSettings
-from llm.structured import Mode, ModeRefused, error_summary, mode_refusal, parse_json_object, shape_body
+from llm.structured import CUT_OFF, Mode, ModeRefused, error_summary, mode_refusal, parse_json_object, shape_body
 from llm.types import Completion, LLMRequest, LLMResult, Progress
 from llm.usage import TokenUsage, checked_usage, read_usage
 
@@ -239,6 +243,8 @@ class LLMClient:
             request = pending[key]
             tokens = TokenUsage(failure.prompt_tokens, failure.completion_tokens)
             try:
+                if CUT_OFF in failure.error:  # never read, whatever the validator says now
+                    raise AnswerError(CUT_OFF)
                 value = self.read_answer(request, failure.answer)
             except AnswerError:
                 out[key] = LLMResult(request.custom_id, error=_remembered_error(failure), model=failure.model,
@@ -293,45 +299,54 @@ class LLMClient:
             flight.gate.release(request.prefix_group)  # a leader that failed lets its followers go too
 
     async def _answer_now(self, flight: _Flight, rank: int, key: str, request: LLMRequest) -> tuple[str, LLMResult]:
-        scope = flight.scope
+        """Ask for ``request``'s answer: one call, and one re-ask with the problem stated when its answer is invalid.
+        Each paid call is recorded with what it left in one transaction (:mod:`llm.ledger`).
+
+        A refused first answer is stored, with its call, as awaiting its re-ask, so a rerun after a kill sends only
+        the re-ask (:meth:`AnswerCache.awaiting_reask`). An answer cut off by ``max_tokens`` (``finish_reason:
+        length``) is refused whatever the mode and remembered as a failure at once, without a re-ask: the re-ask
+        would run under the same ``llm.max_tokens`` with a longer prompt, so it would most likely be cut off again
+        and paid twice (a larger ``llm.max_tokens`` is a new key: the next run asks again)."""
         result = LLMResult(request.custom_id, model=self.settings.model)
         extra: list[dict[str, str]] = []
-        content: str | None = None
-        for _ask in range(2):  # the first answer, then one re-ask when it is invalid
+        asks = 2  # the first answer, then one re-ask when it is invalid
+        awaiting = self.cache.awaiting_reask(key)
+        if awaiting is not None:  # the first call was paid and refused in a run that was killed before the re-ask
+            result.prompt_tokens, result.completion_tokens = awaiting.prompt_tokens, awaiting.completion_tokens
+            extra, asks = reask_messages(awaiting.answer, awaiting.error.removeprefix("invalid answer: ")), 1
+        for ask in range(asks):
             try:
-                content = await self._complete(flight, rank, request, extra, result)
+                completion, call = await self._complete(flight, rank, request, extra, result)
             except ModeRefused:
                 raise  # every request would fail the same way: the run changes mode or stops
             except Exception as error:  # transport failure after retries, or a non-retryable status
                 result.error = self.scrub(f"{type(error).__name__}: {error}")
                 return key, result
+            cut_off = completion.finish_reason == "length"
             try:
-                result.value = self.read_answer(request, content)
+                if cut_off:
+                    raise AnswerError(CUT_OFF)
+                result.value = self.read_answer(request, completion.content)
             except AnswerError as problem:
                 result.error = f"invalid answer: {problem}"
-                extra = [
-                    {"role": "assistant", "content": escape_surrogates(content or "")},
-                    {
-                        "role": "user",
-                        "content": f"That answer is not valid: {problem}. Answer again with one JSON object "
-                        "that matches the schema.",
-                    },
-                ]
+                again = not cut_off and ask + 1 < asks
+                record_refusal(self.cache, call, key, request, result.error, completion.content,
+                               (result.prompt_tokens, result.completion_tokens), again)  # fmt: skip
+                if not again:
+                    return key, result
+                extra = reask_messages(completion.content, str(problem))
                 continue
             result.error = None
             paid = TokenUsage(result.prompt_tokens, result.completion_tokens, result.cached_tokens)
-            self.cache.put(key, request.custom_id, self.settings.model, request.prompt_tag, result.value, paid)
+            record_answer(self.cache, call, key, request, result.value, paid, completion.server)
             return key, result
-        kept = None if content is None else escape_surrogates(content)  # reads back as the same (refused) answer
-        self.cache.remember_failure(key, scope, request.custom_id, self.settings.model, request.prompt_tag,
-                                    result.error or "invalid answer", kept,
-                                    (result.prompt_tokens, result.completion_tokens))  # fmt: skip
-        return key, result
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _complete(
         self, flight: _Flight, rank: int, request: LLMRequest, extra: list[dict[str, str]], result: LLMResult
-    ) -> str | None:
-        """One call, retried on transient failures; records usage; returns the message content. The first
+    ) -> tuple[Completion, PaidCall]:
+        """One call, retried on transient failures: the answer, and the call as the ledger records it (its checked
+        tokens, also added to ``result``, and estimated dollars; the caller records it, :mod:`llm.ledger`). The first
         answer from the server releases the request's prefix group (the provider has seen the prefix)."""
         scope = flight.scope
         body = self.body(request, extra)
@@ -366,8 +381,7 @@ class LLMClient:
             result.cached_tokens += usage.cached_tokens
             cost = self.settings.cost_usd(usage.prompt_tokens, usage.completion_tokens,
                                           cached_tokens=usage.cached_tokens)  # fmt: skip
-            self.cache.record_usage(scope, request.custom_id, self.settings.model, usage, cost, "online")
-            return completion.content
+            return completion, PaidCall(scope, self.settings.model, "online", usage, cost)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _post(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> Completion:
@@ -498,7 +512,7 @@ def parse_completion(content_type: str, data: bytes, server_header: str = "") ->
             f"the answer is not a chat completion ({what}, JSON without choices[0].message.content): {_preview(data)}"
         )
     reasoning = message.get("reasoning_content")
-    finish = first.get("finish_reason")
+    finish = first.get("finish_reason") if isinstance(first, dict) else None
     fingerprint = value.get("system_fingerprint")
     return Completion(
         content=message.get("content"),

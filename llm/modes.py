@@ -4,13 +4,17 @@
 (:class:`llm.structured.StructuredOutputRefused`, one line naming the setting). With ``auto``:
 
 1. :meth:`ModeFinder.recall`: the OpenAI API is asked in ``json_schema``; another endpoint in the mode remembered
-   for its URL and model in the answer store (``structured_modes``), logged in one line;
+   for its URL and model in the answer store (``structured_modes``), logged in one line; a lesser mode remembered
+   longer ago than ``llm.mode_reprobe_after_s`` is not trusted: the modes are tried again (2.), best first;
 2. else the modes are tried best first (:data:`llm.structured.PROBE_ORDER`) on the run's own first request, sent
    alone (:attr:`ModeFinder.confirmed`): the first call the server answers settles the mode
-   (:meth:`ModeFinder.settle`: remembered, logged in one line with the refusals that led to it); a refusal
-   (:func:`llm.structured.mode_refusal`) moves to the next mode (:meth:`ModeFinder.next_after`) and the client asks
-   again in it; every mode refused stops the run;
-3. a remembered mode refused later (the server changed) is forgotten and found again, once per client.
+   (:meth:`ModeFinder.settle`: remembered, logged in one line with the refusals that led to it, and a line
+   ``llm: <endpoint>: structured mode <before> -> <after>: <why>`` when it differs from the mode kept before); a
+   refusal (:func:`llm.structured.mode_refusal`) is asked again once, the request sent alone, and only the same
+   mode refused on :data:`REFUSALS_TO_DEMOTE` separate requests moves to the next mode
+   (:meth:`ModeFinder.next_after`), so one transient error never demotes an endpoint; every mode refused stops
+   the run;
+3. a remembered mode refused later (twice: the server changed) is forgotten and found again, once per client.
 
 No request is spent on finding: against a server that accepts ``json_schema`` the calls are the run's own. In
 ``mode: batch`` (the Batch API is OpenAI's) ``auto`` asks in ``json_schema`` without looking.
@@ -18,6 +22,7 @@ No request is spent on finding: against a server that accepts ``json_schema`` th
 
 from __future__ import annotations
 
+import collections
 import time
 from collections.abc import Callable
 from typing import cast
@@ -25,6 +30,9 @@ from typing import cast
 from llm.cache import AnswerCache
 from llm.settings import LLMSettings
 from llm.structured import PROBE_ORDER, Mode, ModeRefused, StructuredOutputRefused, refused_setting
+
+REFUSALS_TO_DEMOTE = 2
+"""How many separate requests must see a mode refused before ``auto`` gives it up (and the answer store says so)."""
 
 
 class ModeFinder:
@@ -40,6 +48,8 @@ class ModeFinder:
         self._recalled = self._found_again = False
         self._confirmed = self._mode is not None  # an explicit mode is trusted until refused
         self._refusals: list[ModeRefused] = []
+        self._strikes: collections.Counter[Mode] = collections.Counter()
+        self._kept: Mode | None = None  # the mode the answer store held when this client recalled it
 
     @property
     def current(self) -> Mode:
@@ -69,8 +79,16 @@ class ModeFinder:
         remembered = self.cache.structured_mode(url, model)
         if remembered is not None and remembered[0] in PROBE_ORDER:
             mode, reason, when = remembered
-            self._mode, self._confirmed = cast(Mode, mode), True
+            self._kept = cast(Mode, mode)
             day = time.strftime("%Y-%m-%d", time.localtime(when))
+            after = self.settings.mode_reprobe_after_s
+            if mode != PROBE_ORDER[0] and time.time() - when >= after:
+                self.log(
+                    f"llm: {url}: structured mode {mode} for {model}, kept since {day}, is older than "
+                    f"llm.mode_reprobe_after_s ({after:g} s): asking in {PROBE_ORDER[0]} again"
+                )
+                return
+            self._mode, self._confirmed = self._kept, True
             self.log(
                 f"llm: structured output {mode} for {model} at {url} ({reason}; found on {day}, kept in the answer "
                 "store; llm.structured_output: auto)"
@@ -82,22 +100,31 @@ class ModeFinder:
         if self._mode is not None:
             return
         self._mode = mode = self._trying
-        refused = "; ".join(str(refusal) for refusal in self._refusals)
+        refused = "; ".join(f"{refusal} twice" for refusal in self._refusals)
         reason = f"the server refused {refused}, accepted {mode}" if refused else f"the server accepted {mode}"
         self.cache.remember_structured_mode(self.endpoint, self.settings.model, mode, reason)
         self.log(
             f"llm: structured output {mode} for {self.settings.model} at {self.endpoint} ({reason}; "
             "llm.structured_output: auto, kept in the answer store)"
         )
+        before = self._kept or PROBE_ORDER[0]
+        if mode != before:
+            self.log(f"llm: {self.endpoint}: structured mode {before} -> {mode}: {reason}")
 
     def next_after(self, refusal: ModeRefused) -> None:
-        """After ``refusal``, the mode to try next; raises :class:`StructuredOutputRefused` for an explicit setting
-        or when every mode was refused."""
+        """After ``refusal``, the mode to ask in next: the same one, once more, with its first request sent alone,
+        until it was refused :data:`REFUSALS_TO_DEMOTE` times, then the next one; raises
+        :class:`StructuredOutputRefused` for an explicit setting (at once) or when every mode was refused."""
         url = self.endpoint
         if self.settings.structured_output != "auto":
             raise StructuredOutputRefused(refused_setting(url, refusal))
-        self._refusals.append(refusal)
         self._confirmed = False
+        self._strikes[refusal.mode] += 1
+        if self._strikes[refusal.mode] < REFUSALS_TO_DEMOTE:
+            self.log(f"llm: {url}: the server refused structured mode {refusal}; asking in it once more before "
+                     "changing mode")  # fmt: skip
+            return
+        self._refusals.append(refusal)
         if self._mode is not None and not self._found_again:  # the server changed since the mode was found
             self._mode, self._found_again, self._trying = None, True, PROBE_ORDER[0]
             if refusal.mode != PROBE_ORDER[0]:

@@ -72,6 +72,9 @@ class LLMSettings(StrictModel):
     max_retry_after_s: float = Field(60.0, ge=0)  # the longest wait a server's Retry-After header may impose
     max_answer_bytes: int = Field(1024 * 1024, ge=1024)  # a larger HTTP answer is refused as a server fault
     structured_output: Literal["auto", "json_schema", "json_object", "json_instruction"] = "auto"  # llm/structured.py
+    # with `structured_output: auto`, how old a lesser mode kept in the answer store may be before the server is asked
+    # in json_schema again (a refusal may have been transient, or the server upgraded); 0: every run
+    mode_reprobe_after_s: float = Field(24 * 3600.0, ge=0)
     # online: one request per call; batch: the OpenAI Batch API (cheaper, answers within `batch_timeout_s`)
     mode: Literal["online", "batch"] = "online"
     # how often a batch's status is asked, in seconds

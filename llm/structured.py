@@ -31,6 +31,8 @@ from llm.retries import request_rejected
 Mode = Literal["json_schema", "json_object", "json_instruction"]
 PROBE_ORDER: tuple[Mode, ...] = ("json_schema", "json_object", "json_instruction")
 """The modes ``auto`` tries, best first."""
+CUT_OFF = "the answer was cut off by max_tokens (finish_reason: length)"
+"""The refusal of an answer the server stopped at ``llm.max_tokens`` (never read, never re-asked)."""
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 _ABOUT_FORMAT = re.compile(r"response_format|json_schema|json_object|structured output|guided", re.IGNORECASE)
@@ -73,7 +75,9 @@ def mode_refusal(status: int | None, message: str) -> bool:
 def parse_json_object(content: str, lenient: bool) -> Any:
     """The JSON value of an answer: strict JSON (inside a code fence too); with ``lenient`` (the instruction
     modes) a small model's answer as it comes (prose around the object, a trailing comma, single quotes), read by
-    ``json_repair``, but only when it holds a complete object (an answer cut off by ``max_tokens`` is refused).
+    ``json_repair``. Lenient reading accepts one whole object only: the text must hold exactly one top-level
+    ``{...}`` and every ``{`` or ``[`` it opens must close (outside JSON strings), so an answer cut off by
+    ``max_tokens``, even after a complete object, is refused, never completed by guesswork.
 
     Raises ``ValueError`` saying what is wrong."""
     fenced = _FENCE.match(content)
@@ -84,20 +88,29 @@ def parse_json_object(content: str, lenient: bool) -> Any:
         if not lenient:
             raise ValueError(f"the answer is not valid JSON ({error.msg} at position {error.pos})") from None
         strict_error = f"{error.msg} at position {error.pos}"
-    start = content.find("{")
-    if start < 0 or not _closes(content, start):
-        raise ValueError(f"the answer holds no complete JSON object ({strict_error})")
-    value = json_repair.loads(content[start:], skip_json_loads=True)
+    spans, closed = _objects(content)
+    if not closed:
+        raise ValueError(f"the answer is cut off: a JSON object in it does not close ({strict_error})")
+    if len(spans) != 1:
+        found = "no" if not spans else f"{len(spans)}"
+        raise ValueError(f"the answer holds {found} complete JSON objects, expected one ({strict_error})")
+    start, end = spans[0]
+    value = json_repair.loads(content[start:end], skip_json_loads=True)
     if not isinstance(value, dict):
         raise ValueError(f"the answer holds no JSON object that can be read ({strict_error})")
     return value
 
 
-def _closes(text: str, start: int) -> bool:
-    """Whether the ``{`` at ``start`` is closed later in ``text`` (braces inside JSON strings not counted)."""
-    depth, in_string, escaped = 0, False, False
-    for char in text[start:]:
-        if escaped:
+def _objects(text: str) -> tuple[list[tuple[int, int]], bool]:
+    """The ``(start, end)`` of each top-level ``{...}`` in ``text`` (braces and brackets inside JSON strings not
+    counted; quotes outside an object are prose), and whether everything opened from the first ``{`` on closes."""
+    spans: list[tuple[int, int]] = []
+    depth, in_string, escaped, start = 0, False, False, 0
+    for index, char in enumerate(text):
+        if depth == 0:
+            if char == "{":
+                depth, start = 1, index
+        elif escaped:
             escaped = False
         elif in_string:
             escaped = char == "\\"
@@ -109,8 +122,8 @@ def _closes(text: str, start: int) -> bool:
         elif char in "}]":
             depth -= 1
             if depth == 0:
-                return True
-    return False
+                spans.append((start, index + 1))
+    return spans, depth == 0
 
 
 class ModeRefused(Exception):

@@ -1,7 +1,9 @@
 """Batch API mode: same rows as online mode, resumable, through the same cache."""
 
+import json
 from pathlib import Path
 
+from llm.structured import CUT_OFF
 from tests.llm.conftest import make_request
 from tests.support.openai_server import Fault
 
@@ -57,3 +59,16 @@ def test_an_unfinished_batch_is_resumed_not_paid_twice(server, make_client, tmp_
     second = make_client(cache_path=cache, mode="batch", batch_poll_s=0.01).run(requests, "t/s")
     assert all(r.ok for r in second)
     assert sum(1 for r in server.requests if r.method == "POST" and r.path == "/v1/batches") == 1
+
+
+def test_an_invalid_batch_answer_is_kept_with_its_call_and_only_re_asked_online(server, make_client) -> None:
+    """Issue 33: the refused batch answer and its ledger row are stored together, the online path sends only the
+    re-ask; an answer cut off by max_tokens is refused, not re-asked."""
+    server.inject(Fault.raw('{"index": 9, "echo": "x"}'), match=lambda body: "question 1" in str(body))
+    server.inject(Fault.cut_off('{"index": 1, "echo": "x"}'), match=lambda body: "question 2" in str(body))
+    client = make_client(mode="batch", batch_poll_s=0.05)
+    results = client.run([make_request(n) for n in range(4)], scope="t/s")
+    assert [r.ok for r in results] == [True, True, False, True] and CUT_OFF in (results[2].error or "")
+    [reask] = [json.loads(r.body)["messages"] for r in server.chat_requests()]
+    assert reask[1]["content"] == "question 1" and len(reask) == 4  # the re-ask, not the first question again
+    assert client.cache.usage("t/").calls == 5 and client.cache.failure_counts("t") == {"t/s": 1}

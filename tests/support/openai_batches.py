@@ -186,7 +186,8 @@ class Batches:
                 content = MALFORMED_CONTENT
             elif fault is not None and fault.kind == "content":
                 content = fault.content
-            completion = self._server._answer(body, content)
+            finish_reason = fault.finish_reason if fault is not None else "stop"
+            completion = self._server._answer(body, content, finish_reason=finish_reason)
         except Exception as err:
             message = f"test server error: {type(err).__name__}: {err}"
             return _response_line(line_id, custom_id, 500, request_id, error_body(500, message)), False

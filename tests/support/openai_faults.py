@@ -27,7 +27,7 @@ class Fault:
     - ``malformed_json``: a 200 whose assistant content is not JSON;
     - ``truncated``: a 200 announcing the full ``Content-Length`` but only half the body, then the
       connection is closed;
-    - ``content``: a normal 200 whose assistant content is ``content`` verbatim;
+    - ``content``: a normal 200 whose assistant content is ``content`` verbatim, stopped for ``finish_reason``;
     - ``trickle``: a normal 200 whose body is sent one byte at a time, ``seconds`` apart (each byte
       arrives well within a read timeout, the whole answer does not);
     - ``body``: a 200 whose whole HTTP body is ``content`` with ``Content-Type: content_type`` (an HTML
@@ -43,6 +43,7 @@ class Fault:
     seconds: float = 0.0
     content: str = ""
     content_type: str = "application/json"
+    finish_reason: str = "stop"
 
     @classmethod
     def rate_limited(cls, retry_after: float | str | None = None) -> Fault:
@@ -73,6 +74,12 @@ class Fault:
     def raw(cls, content: str) -> Fault:
         """A 200 whose assistant content is ``content`` verbatim."""
         return cls("content", content=content)
+
+    @classmethod
+    def cut_off(cls, content: str) -> Fault:
+        """A 200 whose assistant content is ``content`` verbatim with ``finish_reason: length`` (cut off by
+        ``max_tokens``)."""
+        return cls("content", content=content, finish_reason="length")
 
     @classmethod
     def trickle(cls, seconds_per_byte: float) -> Fault:

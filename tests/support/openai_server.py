@@ -190,7 +190,11 @@ class OpenAICompatibleServer:
         return str(body.get("model") or "test-model")
 
     def _answer(
-        self, body: dict[str, Any], content: str | None = None, usage: tuple[int, int] | None = None
+        self,
+        body: dict[str, Any],
+        content: str | None = None,
+        usage: tuple[int, int] | None = None,
+        finish_reason: str = "stop",
     ) -> dict[str, Any]:
         """A chat completion for ``body``; asks the responder unless ``content`` is given. ``usage``: the
         ``(prompt_tokens, cached_tokens)`` looked up when the request arrived (now when ``None``); the prompt is
@@ -218,7 +222,7 @@ class OpenAICompatibleServer:
                     "index": 0,
                     "message": {"role": "assistant", "content": content, "refusal": None},
                     "logprobs": None,
-                    "finish_reason": "stop",
+                    "finish_reason": finish_reason,
                 }
             ],
         } | ({"usage": counts} if counts is not None else {})
@@ -282,7 +286,7 @@ class OpenAICompatibleServer:
         elif fault.kind == "truncated":
             handler.send_json(200, self._answer(body, usage=arrived), truncate=True)
         elif fault.kind == "content":
-            handler.send_json(200, self._answer(body, fault.content, usage=arrived))
+            handler.send_json(200, self._answer(body, fault.content, usage=arrived, finish_reason=fault.finish_reason))
         elif fault.kind == "trickle":
             handler.send_json(200, self._answer(body, usage=arrived), trickle_s=fault.seconds)
         elif fault.kind == "body":
