@@ -27,7 +27,7 @@ from tests.conftest import ROOT
 from tests.support.tiny_models import tiny_modernbert
 from tests.training.test_data import N_DOCUMENTS, build_sample_conteb
 from tests.training.test_supervision import held_elsewhere
-from training.checkpoints import latest_checkpoint
+from training.checkpoints import finished, latest_checkpoint
 from training.config import TrainingConfig, make_config
 from training.loop import train
 from training.result import TrainResult
@@ -195,9 +195,19 @@ def test_a_folder_in_use_is_refused_before_anything_is_written(workspace: dict[s
 
 
 def test_extend_a_finished_run(workspace: dict[str, Path]) -> None:
+    """``--resume`` extends a finished run (``make train``'s rerun would start it afresh: it is marked finished); the
+    extension is unfinished until its own final model is saved."""
+    output = workspace["root"] / "extend"
     first = train(config(workspace, "extend", max_steps=3, checkpoint_every=2, eval_every=0))
-    assert first.steps == 3 and latest_checkpoint(workspace["root"] / "extend").name == "step-3"
-    longer = train(config(workspace, "extend", max_steps=5, checkpoint_every=2, eval_every=0), resume=True)
+    assert first.steps == 3 and latest_checkpoint(output).name == "step-3" and finished(output)
+    marked_at_start: list[bool] = []
+
+    def at_start(kind: str, payload: dict) -> None:
+        if kind == "start":
+            marked_at_start.append(finished(output))
+
+    longer = train(config(workspace, "extend", max_steps=5, checkpoint_every=2, eval_every=0), at_start, resume=True)
+    assert marked_at_start == [False] and finished(output)
     assert longer.resumed_from == 3 and longer.steps == 5 and len(longer.loss_history) == 5
     assert longer.loss_history[-1]["step"] == 5
     with pytest.raises(ValueError, match="batch_docs"):
