@@ -7,6 +7,10 @@ evaluations, the config), written last: a folder without it is incomplete and ig
 folder renamed into place; only the newest ``keep`` checkpoints are kept. One process writes it all (rank 0, with
 every rank's generator states gathered to it).
 
+The checkpoints of one run only: :data:`FINISHED_FILE` marks a run whose final model is saved, and a fresh start
+(:func:`start_point`) first moves an earlier run's checkpoints to ``<output>/checkpoints.previous``; ``"auto"`` (what
+``make train`` runs) continues an unfinished run and starts a finished one afresh.
+
 The batch order is a pure function of ``(seed, epoch)`` and a step reads ``world_size × grad_accumulation`` batches
 of it (:mod:`training.data`), so for a given number of processes the step count is the data position: a run resumed
 from step N sees exactly the batches an uninterrupted run would see next, and each rank continues its own random
