@@ -59,7 +59,8 @@ def _set_death_signal(sig: signal.Signals) -> bool:
 
 def _terminate(reason: str, grace_s: float) -> None:
     """SIGTERM to this process (its handlers run, as for ``kill``); ``os._exit`` if it still runs ``grace_s`` later."""
-    print(f"{reason}: stopping (pid {os.getpid()})", file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError, ValueError):  # stderr may be a pipe the dead parent read
+        print(f"{reason}: stopping (pid {os.getpid()})", file=sys.stderr, flush=True)
     os.kill(os.getpid(), signal.SIGTERM)
     time.sleep(grace_s)
     os._exit(128 + signal.SIGTERM)

@@ -32,7 +32,7 @@ time.sleep(600)
 """
 PARENT = """
 import subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", sys.argv[1], *sys.argv[2:]])
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], *sys.argv[2:]], stderr=subprocess.PIPE)  # never read
 print(child.pid, flush=True)
 time.sleep(600)
 """
@@ -76,7 +76,8 @@ def kill_all(pids: list[int]) -> None:
 @pytest.mark.parametrize(("poll_s", "death_signal"), [(0.2, False), (3600.0, True)], ids=["ppid-poll", "pdeathsig"])
 def test_a_sigkilled_parent_stops_its_watching_child(poll_s: float, death_signal: bool) -> None:
     """Each mechanism alone: the polling thread (no death signal), the kernel's death signal (a poll too slow to
-    matter)."""
+    matter). The child's stderr is a pipe that only the parent read (as a launcher that captures the output): the
+    child's last words go nowhere, and must not stop it from stopping."""
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT, CHILD, str(poll_s), "1" if death_signal else "0"],
         env=env(), cwd=ROOT, stdout=subprocess.PIPE, text=True,
