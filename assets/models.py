@@ -7,7 +7,6 @@ Locally the launcher is ``PipesSubprocessClient`` running ``python -m pipelines.
 on a cluster swap the resource for ``PipesK8sClient`` with a GPU pod spec (see the README).
 """
 
-import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from assets.resources import ConTEBSettings
 from conteb.names import StageTable, TrainedModel
 from conteb.storage import atomic_path, dataset_dir, models_dir
 from project.config import ProjectConfig
-from training.supervision import SUPERVISOR_ENV, folder_holder, in_use_message
+from training.supervision import SUPERVISOR_ENV, folder_holder, in_use_message, supervisor_value
 
 VARIANTS = {
     TrainedModel.INSENT: {
@@ -125,7 +124,7 @@ def pipes_training_asset(
                 command=launch_command(config_file, nproc_per_node),
                 context=context,
                 extras={"model": model_name},
-                env={SUPERVISOR_ENV: str(os.getpid())},  # the parent the training process watches
+                env={SUPERVISOR_ENV: supervisor_value()},  # the parent the training process watches
             )
         return invocation.get_materialize_result()
 

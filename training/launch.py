@@ -13,13 +13,13 @@ from __future__ import annotations
 import os
 import sys
 
-from training.supervision import SUPERVISOR_ENV, watch_parent
+from training.supervision import SUPERVISOR_ENV, supervisor_value, watch_parent
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run torchrun with ``argv`` (default: the command line) under the parent watch."""
     watch_parent()
-    os.environ[SUPERVISOR_ENV] = str(os.getpid())  # torchrun's agent, this process, starts the ranks
+    os.environ[SUPERVISOR_ENV] = supervisor_value()  # torchrun's agent, this process, starts the ranks
     from torch.distributed.run import main as torchrun
 
     torchrun(sys.argv[1:] if argv is None else argv)

@@ -37,7 +37,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 SUPERVISOR_ENV = "CONTEB_SUPERVISOR_PID"
-"""The pid a launched training process expects as its parent (set by the launcher, read once by the child)."""
+"""The parent a launched training process expects: ``<pid> <pid namespace and boot>`` (:func:`supervisor_value`, set by
+the launcher, read once by the child)."""
 
 _PR_SET_PDEATHSIG = 1
 
@@ -72,11 +73,28 @@ def _watch(parent: int, poll_s: float, grace_s: float) -> None:
     _terminate(f"the launching process {parent} is gone", grace_s)
 
 
+def _pid_space() -> str:
+    """Where a pid names a process: this pid namespace on this boot of this machine ("" where unknown)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        return f"{os.readlink('/proc/self/ns/pid')}@{boot}"
+    except OSError:
+        return ""
+
+
+def supervisor_value(pid: int | None = None) -> str:
+    """The :data:`SUPERVISOR_ENV` value that names ``pid`` (default: this process) as its children's parent."""
+    return f"{os.getpid() if pid is None else pid} {_pid_space()}"
+
+
 def expected_parent() -> int:
-    """The parent this process should have: :data:`SUPERVISOR_ENV` when set (then removed from the environment),
-    else the current parent."""
-    named = os.environ.pop(SUPERVISOR_ENV, "")
-    return int(named) if named.strip().isdigit() else os.getppid()
+    """The parent this process should have: the pid :data:`SUPERVISOR_ENV` names (the variable is then removed from
+    the environment) when it names one of this machine's pid namespace, else the current parent (a variable that
+    crossed into a container or onto another machine names nobody there)."""
+    pid, _, space = os.environ.pop(SUPERVISOR_ENV, "").partition(" ")
+    if pid.isdigit() and space and space == _pid_space():
+        return int(pid)
+    return os.getppid()
 
 
 def watch_parent(poll_s: float = 1.0, grace_s: float = 10.0, death_signal: bool = True) -> int:

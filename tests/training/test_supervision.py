@@ -20,7 +20,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from training.supervision import SUPERVISOR_ENV, FolderInUse, folder_holder, hold_folder, in_use_message, lock_path
+from training.supervision import (
+    SUPERVISOR_ENV,
+    FolderInUse,
+    expected_parent,
+    folder_holder,
+    hold_folder,
+    in_use_message,
+    lock_path,
+    supervisor_value,
+)
 
 STOP_WITHIN_S = 30  # generous: a loaded 2-core machine; the watch polls every 0.2 s here, the kernel signals at once
 CHILD = """
@@ -99,7 +108,7 @@ def test_a_child_whose_parent_died_before_the_watch_stops_at_once() -> None:
     """The launcher names the parent it expects; a child that finds another parent (its own died, it was
     re-parented before the watch was set up) stops, though no death signal will come and the poll is slow."""
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, "3600", "1"], env={**env(), SUPERVISOR_ENV: "1"}, cwd=ROOT,
+        [sys.executable, "-c", CHILD, "3600", "1"], env={**env(), SUPERVISOR_ENV: supervisor_value(1)}, cwd=ROOT,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
@@ -110,6 +119,15 @@ def test_a_child_whose_parent_died_before_the_watch_stops_at_once() -> None:
         raise AssertionError(f"still running {STOP_WITHIN_S} s after it found another parent") from None
     assert child.returncode == -signal.SIGTERM
     assert "the launching process 1 is gone: stopping" in stderr
+
+
+def test_a_parent_named_in_another_pid_namespace_names_nobody(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A variable that crossed into a container or onto another machine (a Pipes launch moved to a pod) is ignored:
+    the process watches its own parent rather than stop at once."""
+    monkeypatch.setenv(SUPERVISOR_ENV, f"1 pid:[1]@{'0' * 8}-0000-0000-0000-{'0' * 12}")
+    assert expected_parent() == os.getppid() and SUPERVISOR_ENV not in os.environ
+    monkeypatch.setenv(SUPERVISOR_ENV, supervisor_value(1))
+    assert expected_parent() == 1 and SUPERVISOR_ENV not in os.environ
 
 
 @contextlib.contextmanager
