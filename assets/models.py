@@ -19,6 +19,7 @@ from assets.resources import ConTEBSettings
 from conteb.names import StageTable, TrainedModel
 from conteb.storage import atomic_path, dataset_dir, models_dir
 from project.config import ProjectConfig
+from training.supervision import SUPERVISOR_ENV, folder_holder, in_use_message, supervisor_value
 
 VARIANTS = {
     TrainedModel.INSENT: {
@@ -74,12 +75,12 @@ def _model_asset(config: ProjectConfig, name: str, deps: list[dg.AssetKey]) -> d
 
 
 def launch_command(config_file: Path, nproc_per_node: int) -> list[str]:
-    """The command Pipes runs: ``python -m pipelines.pipes_train``, under ``torchrun`` (``python -m
-    torch.distributed.run``, the same program, found without relying on PATH) for more than one process."""
+    """The command Pipes runs: ``python -m pipelines.pipes_train``, under ``torchrun`` for more than one process
+    (``python -m training.launch``: torchrun, found without relying on PATH, that stops with the Dagster process)."""
     train = ["-m", "pipelines.pipes_train", "--config", str(config_file)]
     if nproc_per_node <= 1:
         return [sys.executable, *train]
-    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc_per_node}"]
+    launcher = ["-m", "training.launch", "--standalone", f"--nproc-per-node={nproc_per_node}"]
     return [sys.executable, *launcher, *train]
 
 
@@ -95,7 +96,9 @@ def pipes_training_asset(
     with ``nproc_per_node`` processes above 1, :func:`launch_command`).
 
     ``run_config(data_path)`` gives the training YAML (``training/config.py`` fields); it is written beside the
-    model folder as ``<output>.train.yaml`` (evaluation reads the prefixes from it).
+    model folder as ``<output>.train.yaml`` (evaluation reads the prefixes from it). A rerun continues the folder's
+    unfinished run from its last checkpoint (``pipelines.pipes_train``); a folder another live training holds is
+    refused in one line (:mod:`training.supervision`), and the training stops when this process dies.
     """
     model_name = key.path[-1]
 
@@ -105,6 +108,9 @@ def pipes_training_asset(
     ) -> dg.MaterializeResult:
         values = run_config(settings.data_path)
         output = Path(values["output"])
+        holder = folder_holder(output)
+        if holder is not None:  # before the training YAML beside it is rewritten
+            raise dg.Failure(description=in_use_message(output, holder))
         config_file = output.parent / f"{output.name}.train.yaml"
         config_file.parent.mkdir(parents=True, exist_ok=True)
         with atomic_path(config_file) as tmp:
@@ -118,6 +124,7 @@ def pipes_training_asset(
                 command=launch_command(config_file, nproc_per_node),
                 context=context,
                 extras={"model": model_name},
+                env={SUPERVISOR_ENV: supervisor_value()},  # the parent the training process watches
             )
         return invocation.get_materialize_result()
 

@@ -18,6 +18,8 @@ from pipelines.definitions import build_definitions
 from project.config import load_config
 from tests.conftest import SAMPLE_DIR
 from tests.support.tiny_models import tiny_modernbert
+from tests.training.test_supervision import held_elsewhere
+from training.supervision import in_use_message
 
 
 def test_train_insent_job_trains_both_models_through_pipes(
@@ -90,3 +92,24 @@ def test_every_training_yaml_records_the_window_policy_and_header(tmp_path: Path
     )
     values = training_config(load_config(config_path), tmp_path, TrainedModel.INSENT)
     assert (values["window_policy"], values["header"], values["epochs"]) == ("plain", None, 1)
+
+
+def test_a_model_folder_in_use_fails_the_asset_in_one_line(tmp_path: Path, isolated_env: Path) -> None:
+    """``make train`` beside a live training of the same model: the asset fails at once with the one line naming
+    the folder and the pid holding it, before it writes the training YAML or launches anything."""
+    config_path = tmp_path / "conteb.yaml"
+    config_path.write_text(
+        f"tasks:\n  - name: demo\n    source: {{kind: sample, path: {SAMPLE_DIR}}}\n"
+        "training:\n  tasks: [demo]\n  control: false\n  settings: {base_model: unused, max_steps: 1}\n"
+    )
+    output = isolated_env / "models" / "insent_model"
+    with held_elsewhere(output) as holder:
+        result = (
+            build_definitions(load_config(config_path))
+            .resolve_job_def("train_insent")
+            .execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
+        )
+    assert not result.success
+    (failure,) = [event for event in result.all_events if event.is_step_failure]
+    assert failure.step_failure_data.error.message.strip().endswith(in_use_message(output, str(holder.pid)))
+    assert not (isolated_env / "models" / "insent_model.train.yaml").exists()

@@ -12,6 +12,10 @@ from training.config import TrainingConfigError, build_parser, from_cli
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, train, print a summary; returns the exit code."""
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # a rank under torchrun: stop when its launcher dies
+        from training.supervision import watch_parent
+
+        watch_parent()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -23,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     from embedding.encoder import progress_desc
     from training.checkpoints import ResumeError
     from training.loop import train
+    from training.supervision import FolderInUse
 
     bar: tqdm | None = None
 
@@ -58,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     main_rank = int(os.environ.get("RANK", "0")) == 0  # under torchrun, rank 0 reports
     try:
         result = train(config, on_event=on_event, resume=args.resume)
-    except ResumeError as error:  # a checkpoint this run cannot continue: one line, exit status 2
+    except (ResumeError, FolderInUse) as error:  # a checkpoint this run cannot continue, a folder in use: one line
         if main_rank:
             print(f"error: {error}", file=sys.stderr)
         return 2

@@ -7,6 +7,10 @@ evaluations, the config), written last: a folder without it is incomplete and ig
 folder renamed into place; only the newest ``keep`` checkpoints are kept. One process writes it all (rank 0, with
 every rank's generator states gathered to it).
 
+The checkpoints of one run only: :data:`FINISHED_FILE` marks a run whose final model is saved, and a fresh start
+(:func:`start_point`) first moves an earlier run's checkpoints to ``<output>/checkpoints.previous``; ``"auto"`` (what
+``make train`` runs) continues an unfinished run and starts a finished one afresh.
+
 The batch order is a pure function of ``(seed, epoch)`` and a step reads ``world_size × grad_accumulation`` batches
 of it (:mod:`training.data`), so for a given number of processes the step count is the data position: a run resumed
 from step N sees exactly the batches an uninterrupted run would see next, and each rank continues its own random
@@ -23,7 +27,7 @@ import random
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -34,6 +38,13 @@ from training.config import TrainingConfig, config_to_dict
 
 CHECKPOINTS = "checkpoints"
 STATE_FILE = "trainer_state.json"
+FINISHED_FILE = "finished.json"
+"""In ``<output>/checkpoints``: written once the run's final model is saved (its step); without it, unfinished."""
+PREVIOUS = "checkpoints.previous"
+"""In ``<output>``: where a fresh start moves the checkpoints of the run before it (replacing an older such folder)."""
+ResumeMode = bool | Literal["auto"]
+"""``True``: continue the latest checkpoint; ``False``: start afresh; ``"auto"``: continue an unfinished run's latest
+checkpoint, else start afresh (:func:`start_point`)."""
 
 RESUME_FIXED = (
     "data",
@@ -199,3 +210,43 @@ def restore(
         evals=state.get("evals", []),
         validation_before=state.get("validation_before", {}),
     )
+
+
+def finished(output: Path) -> bool:
+    """Whether the run that wrote ``<output>/checkpoints`` saved its final model (:func:`mark_finished`)."""
+    return (Path(output) / CHECKPOINTS / FINISHED_FILE).is_file()
+
+
+def mark_finished(output: Path, step: int) -> None:
+    """Record in ``<output>/checkpoints`` (when there is one) that the run's final model, at ``step``, is saved."""
+    folder = Path(output) / CHECKPOINTS
+    if folder.is_dir():
+        tmp = folder / f".tmp-{FINISHED_FILE}"
+        tmp.write_text(json.dumps({"step": step}), encoding="utf-8")
+        os.replace(tmp, folder / FINISHED_FILE)
+
+
+def clear_finished(output: Path) -> None:
+    """The run in ``output`` goes on (a resume): its checkpoints are an unfinished run's again."""
+    (Path(output) / CHECKPOINTS / FINISHED_FILE).unlink(missing_ok=True)
+
+
+def start_point(output: Path, resume: ResumeMode) -> Path | None:
+    """The checkpoint a run continues, or None for a fresh start (:data:`ResumeMode`). Called by the one process that
+    holds the folder (:func:`training.supervision.hold_folder`).
+
+    A fresh start never mixes its checkpoints with an earlier run's: it first moves ``<output>/checkpoints`` to
+    ``<output>/checkpoints.previous`` (:data:`PREVIOUS`, replacing the one there). Whether the checkpoint can be
+    continued is :func:`check_resume`'s to say.
+    """
+    output = Path(output)
+    latest = latest_checkpoint(output)
+    if latest is not None and (resume is True or (resume == "auto" and not finished(output))):
+        return latest
+    folder = output / CHECKPOINTS
+    if folder.is_dir() and any(folder.iterdir()):
+        previous = output / PREVIOUS
+        if previous.exists():
+            shutil.rmtree(previous)
+        os.replace(folder, previous)
+    return None

@@ -38,12 +38,16 @@ from embedding.windows import Context
 from evaluation.config import DEFAULT_TITLE_TEMPLATE
 from training.card import write_model_card
 from training.checkpoints import (
+    ResumeError,
+    ResumeMode,
     check_resume,
     checkpoint_step,
-    latest_checkpoint,
+    clear_finished,
+    mark_finished,
     restore,
     rng_state,
     save_checkpoint,
+    start_point,
 )
 from training.config import TrainingConfig, config_to_dict
 from training.data import (
@@ -62,6 +66,7 @@ from training.data import (
 from training.distributed import all_reduce_sum, init_distributed, sync_unless, unused_parameters, wrap
 from training.losses import InsentLoss, InsentLossModule, pad_document_tokens, pad_documents
 from training.result import TrainResult
+from training.supervision import hold_folder
 from training.validation import evaluate
 
 EventCallback = Callable[[str, dict[str, Any]], None]
@@ -247,16 +252,36 @@ def _load_data(
     return samples, stats, train_samples, validation
 
 
-def _set_up(config: TrainingConfig, on_event: EventCallback | None, resume: bool) -> _Run:
-    """Model, data, optimizer and schedule of a run; the state of the latest checkpoint when ``resume``."""
-    dist, device = init_distributed(config.device)
+def _start_point(config: TrainingConfig, dist: Any, resume: ResumeMode) -> tuple[Path | None, dict[str, Any]]:
+    """``(checkpoint, its state)`` that every rank continues, or ``(None, {})`` for a fresh start: chosen by rank 0,
+    which holds the folder (:func:`training.checkpoints.start_point`), checked by :func:`check_resume` (``"auto"``'s
+    refusal also names the way to start afresh)."""
+    output = Path(config.output)
+    chosen = start_point(output, resume) if dist.main else None
+    shared = dist.gather(str(chosen) if chosen is not None else None)[0]
+    if shared is None:
+        return None, {}
+    try:
+        saved = check_resume(Path(shared), config, dist.world_size)
+    except ResumeError as error:
+        if resume != "auto":
+            raise
+        raise ResumeError(f"{error}; or remove {output / 'checkpoints'} to train afresh") from None
+    if dist.main:
+        clear_finished(output)  # the run goes on: unfinished until its final model is saved again
+    return Path(shared), saved
+
+
+def _set_up(
+    config: TrainingConfig, dist: Any, device: torch.device, on_event: EventCallback | None, resume: ResumeMode
+) -> _Run:
+    """Model, data, optimizer and schedule of a run; the state of the checkpoint it continues (:func:`_start_point`)."""
 
     def emit(kind: str, payload: dict[str, Any]) -> None:
         if on_event is not None and dist.main:
             on_event(kind, payload)
 
-    checkpoint = latest_checkpoint(Path(config.output)) if resume else None
-    saved = check_resume(checkpoint, config, dist.world_size) if checkpoint is not None else {}
+    checkpoint, saved = _start_point(config, dist, resume)
     model, encoder, use_bf16, checkpointing = _load_encoder(config, device, checkpoint)
     loss_module = InsentLossModule(
         config.lambda_seq, config.scale, mode=config.mode, variant=config.loss, average=config.loss_average
@@ -436,6 +461,7 @@ def _finish(run: _Run, started: float) -> TrainResult:
     )
     if run.dist.main:
         write_model_card(output, run.config, result)
+        mark_finished(output, run.step)  # a later run in this folder starts afresh (training.checkpoints.start_point)
         run.emit(
             "done",
             {
@@ -454,19 +480,25 @@ def _finish(run: _Run, started: float) -> TrainResult:
     return result
 
 
-def train(config: TrainingConfig, on_event: EventCallback | None = None, resume: bool = False) -> TrainResult:
+def train(config: TrainingConfig, on_event: EventCallback | None = None, resume: ResumeMode = False) -> TrainResult:
     """Train ``config.base_model`` with InSeNT on ``config.data`` and save it to ``config.output``.
 
-    ``resume``: continue from the latest checkpoint in ``<output>/checkpoints`` (a fresh start when
-    there is none; :class:`training.checkpoints.ResumeError` when this run cannot continue it exactly). Events go to
-    ``on_event(kind, payload)`` on rank 0. The steps: set up, validate before training, optimizer steps (each with
-    its log, validation and checkpoint), then finish (final validation, model, card).
+    ``resume`` (:data:`training.checkpoints.ResumeMode`): ``True`` continues the latest checkpoint in
+    ``<output>/checkpoints`` (a fresh start when there is none), ``"auto"`` continues it only when its run has not
+    finished, ``False`` starts afresh; a fresh start first moves an earlier run's checkpoints to
+    ``<output>/checkpoints.previous``. :class:`training.checkpoints.ResumeError` when this run cannot continue the
+    checkpoint exactly; :class:`training.supervision.FolderInUse` when another live training holds ``output`` (rank
+    0 holds it for the whole run). Events go to ``on_event(kind, payload)`` on rank 0. The steps: set up, validate
+    before training, optimizer steps (each with its log, validation and checkpoint), then finish (final validation,
+    model, card).
     """
     started = time.perf_counter()
-    run = _set_up(config, on_event, resume)
-    _emit_start(run)
-    if run.dist.main and run.checkpoint is None and run.validation:
-        run.validation_before = _evaluate(run, 0)
-    run.dist.barrier()
-    _steps(run)
-    return _finish(run, started)
+    dist, device = init_distributed(config.device)
+    with hold_folder(Path(config.output)) if dist.main else nullcontext():
+        run = _set_up(config, dist, device, on_event, resume)
+        _emit_start(run)
+        if run.dist.main and run.checkpoint is None and run.validation:
+            run.validation_before = _evaluate(run, 0)
+        run.dist.barrier()
+        _steps(run)
+        return _finish(run, started)

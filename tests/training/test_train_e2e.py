@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+import yaml
 from safetensors.torch import load_file
 from sentence_transformers import SentenceTransformer
 
@@ -25,10 +26,12 @@ from embedding.models import offline_minilm_path
 from tests.conftest import ROOT
 from tests.support.tiny_models import tiny_modernbert
 from tests.training.test_data import N_DOCUMENTS, build_sample_conteb
-from training.checkpoints import latest_checkpoint
+from tests.training.test_supervision import held_elsewhere
+from training.checkpoints import finished, latest_checkpoint
 from training.config import TrainingConfig, make_config
 from training.loop import train
 from training.result import TrainResult
+from training.supervision import FolderInUse, in_use_message
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +44,10 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def config(workspace: dict[str, Path], output: str, **overrides: Any) -> TrainingConfig:
+    return make_config(settings(workspace, output, **overrides))
+
+
+def settings(workspace: dict[str, Path], output: str, **overrides: Any) -> dict[str, Any]:
     values: dict[str, Any] = {
         "data": [workspace["data"]],
         "base_model": str(workspace["base"]),
@@ -54,7 +61,7 @@ def config(workspace: dict[str, Path], output: str, **overrides: Any) -> Trainin
         "seed": 0,
     }
     values.update(overrides)
-    return make_config(values)
+    return values
 
 
 class Killed(Exception):
@@ -143,10 +150,64 @@ def test_kill_and_resume_matches_uninterrupted(
     assert resumed.validation_before == full.validation_before
 
 
+RESUMED_TOLERANCE = 1e-5
+"""How far a resumed run's weights may lie from an uninterrupted run's (absolute and relative, each weight). Both
+runs take the same steps over the same batches from the same state, under deterministic kernels; measured: equal."""
+
+
+def test_a_rerun_of_the_training_process_continues_where_ctrl_c_stopped_it(
+    workspace: dict[str, Path], uninterrupted: tuple[TrainResult, list[tuple[str, dict]]]
+) -> None:
+    """``make train`` after Ctrl-C: the Pipes process (``pipelines.pipes_train.train_from``, what it runs on every
+    rank) continues from the last complete checkpoint, says so in the log, and ends with the weights of a run never
+    stopped. Ctrl-C lands during step 4, after the checkpoint of step 3 (``checkpoint_every: 3``)."""
+    from pipelines.pipes_train import log_lines, train_from
+
+    output = workspace["root"] / "pipes"
+    config_file = workspace["root"] / "pipes.train.yaml"
+    values = settings(workspace, "pipes") | {"data": [str(workspace["data"])], "output": str(output)}
+    config_file.write_text(yaml.safe_dump(values))
+
+    def ctrl_c_in_step_4(kind: str, payload: dict) -> None:
+        if kind == "step" and payload["step"] == 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_from(config_file, ctrl_c_in_step_4)
+    assert latest_checkpoint(output).name == "step-3" and not (output / "model.safetensors").exists()
+    events: list[tuple[str, dict]] = []
+    resumed = train_from(config_file, partial(_record, events))
+    assert f"resuming from step 3 of {output}" in log_lines(*events[0])
+    assert [p["step"] for k, p in events if k == "step"] == [4, 5, 6] and resumed.resumed_from == 3
+    expected, actual = weights(workspace["root"] / "full"), weights(output)
+    assert expected.keys() == actual.keys()
+    for name in expected:
+        torch.testing.assert_close(actual[name], expected[name], atol=RESUMED_TOLERANCE, rtol=RESUMED_TOLERANCE)
+
+
+def test_a_folder_in_use_is_refused_before_anything_is_written(workspace: dict[str, Path]) -> None:
+    """A second training of a model folder that a live training holds: one line naming the folder and the pid."""
+    output = workspace["root"] / "busy"
+    with held_elsewhere(output) as holder, pytest.raises(FolderInUse) as refused:
+        train(config(workspace, "busy", max_steps=1, checkpoint_every=0, eval_every=0))
+    assert str(refused.value) == in_use_message(output, str(holder.pid))
+    assert not output.exists()
+
+
 def test_extend_a_finished_run(workspace: dict[str, Path]) -> None:
+    """``--resume`` extends a finished run (``make train``'s rerun would start it afresh: it is marked finished); the
+    extension is unfinished until its own final model is saved."""
+    output = workspace["root"] / "extend"
     first = train(config(workspace, "extend", max_steps=3, checkpoint_every=2, eval_every=0))
-    assert first.steps == 3 and latest_checkpoint(workspace["root"] / "extend").name == "step-3"
-    longer = train(config(workspace, "extend", max_steps=5, checkpoint_every=2, eval_every=0), resume=True)
+    assert first.steps == 3 and latest_checkpoint(output).name == "step-3" and finished(output)
+    marked_at_start: list[bool] = []
+
+    def at_start(kind: str, payload: dict) -> None:
+        if kind == "start":
+            marked_at_start.append(finished(output))
+
+    longer = train(config(workspace, "extend", max_steps=5, checkpoint_every=2, eval_every=0), at_start, resume=True)
+    assert marked_at_start == [False] and finished(output)
     assert longer.resumed_from == 3 and longer.steps == 5 and len(longer.loss_history) == 5
     assert longer.loss_history[-1]["step"] == 5
     with pytest.raises(ValueError, match="batch_docs"):
