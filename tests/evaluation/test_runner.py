@@ -12,12 +12,12 @@ import pytest
 import evaluation.run_files as run_files
 import evaluation.runner as runner
 from conteb.schemas import per_query_metrics_schema
+from curation.sources.sample import load_sample
 from evaluation.config import BM25System, EvaluationConfig
 from evaluation.metrics.verify import verify_against_trec_eval
 from evaluation.rechunk import SpanSources
 from evaluation.run_files import load_evaluation
 from evaluation.runner import evaluate_task
-from curation.sources.sample import load_sample
 from tests.conftest import SAMPLE_DIR
 from tests.evaluation.toy import toy_corpus
 
