@@ -54,6 +54,7 @@ from openai.types.chat import ChatCompletion
 
 from conteb.text import escape_surrogates, text_problem
 from llm.batch import run_batch
+from llm.breaker import CircuitBreaker, EndpointBroken
 from llm.cache import AnswerCache, RememberedFailure, cache_key
 from llm.modes import ModeFinder
 from llm.retries import parse_retry_after, request_rejected, retry_after_header
@@ -71,7 +72,12 @@ class AnswerError(ValueError):
 
 
 class ServerFault(RuntimeError):
-    """No usable chat completion came back (deadline passed, not a completion, too large): retried like a 5xx."""
+    """No usable chat completion came back (deadline passed, not a completion, too large): retried like a 5xx.
+    ``kind``: the failure in words that do not change from call to call (the circuit breaker counts by it)."""
+
+    def __init__(self, message: str, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind or message
 
 
 class LLMClient:
@@ -89,6 +95,11 @@ class LLMClient:
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.log = log or (lambda message: None)
         self.modes = ModeFinder(settings, cache, lambda message: self.log(message))
+        limit = settings.breaker_failures
+        self.breaker = CircuitBreaker(
+            settings.resolved_base_url().rstrip("/"), limit, None if limit is None else limit * settings.max_attempts
+        )
+        self._sending: set[asyncio.Task[Any]] = set()  # the calls whose HTTP request is under way (in _post)
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.settings.model!r}, endpoint={self.settings.endpoint_family()!r})"
@@ -254,6 +265,8 @@ class LLMClient:
         self, pending: dict[str, LLMRequest], scope: str, progress: Progress | None
     ) -> dict[str, LLMResult]:
         results: dict[str, LLMResult] = {}
+        if self.breaker.open:  # opened by an earlier run of this client, which stopped: this run starts afresh
+            self.breaker.reset()
         async with openai.AsyncOpenAI(
             api_key=self._api_key or "not-needed",
             base_url=self.settings.resolved_base_url(),
@@ -267,13 +280,15 @@ class LLMClient:
                 PrefixGate(groups_of(pending.values())),
                 scope,
             )
-            calls = [
+            calls: list[asyncio.Task[Any]] = [
                 asyncio.ensure_future(self._answer(flight, rank, key, request))
                 for rank, (key, request) in enumerate(pending.items())
             ]
             try:
                 for done, call in enumerate(asyncio.as_completed(calls), start=1):
                     key, result = await call
+                    if self.breaker.open:
+                        break
                     results[key] = result
                     if progress is not None:
                         progress(done, len(calls))
@@ -282,7 +297,18 @@ class LLMClient:
                     call.cancel()
                 await asyncio.gather(*calls, return_exceptions=True)
                 raise
+            if self.breaker.open:  # the endpoint is broken: send nothing more, stop the run (nothing remembered)
+                await self._wind_down(calls)
+                raise EndpointBroken(self.breaker.reason)
         return results
+
+    async def _wind_down(self, calls: list[asyncio.Task[Any]]) -> None:
+        """Cancel the ``calls`` not sending now; wait for those whose request is under way (each ends within
+        ``timeout_s``), so that an answer paid for is still stored."""
+        for call in calls:
+            if call not in self._sending:
+                call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
 
     async def _answer(self, flight: _Flight, rank: int, key: str, request: LLMRequest) -> tuple[str, LLMResult]:
         """Ask for request number ``rank`` of the flight, once its prefix group lets it go (leader: at once)."""
@@ -375,8 +401,29 @@ class LLMClient:
 
         The whole call, from sending to the answer's last byte, must end within ``timeout_s`` and the
         answer may not exceed ``max_answer_bytes``, else :class:`ServerFault`; status and connection
-        errors are raised as the SDK raises them.
+        errors are raised as the SDK raises them. Each outcome goes to the circuit breaker (:mod:`llm.breaker`):
+        nothing is sent once it is open, and the failure that opens it raises :class:`llm.breaker.EndpointBroken`
+        (not retried). An answer whose ``content`` is empty with the answer in ``reasoning_content`` (vLLM's
+        reasoning parser) is read from there (:func:`answer_in_reasoning`).
         """
+        self.breaker.check()
+        task = asyncio.current_task()
+        if task is not None:
+            self._sending.add(task)
+        try:
+            completion = await self._post_once(client, body)
+        except (openai.APIConnectionError, openai.APIStatusError, ServerFault) as error:
+            self.breaker.failure(failure_kind(error))
+            if self.breaker.open:
+                raise EndpointBroken(self.breaker.reason) from error
+            raise
+        finally:
+            self._sending.discard(task)  # type: ignore[arg-type]
+        self.breaker.answer()
+        return answer_in_reasoning(completion)
+
+    async def _post_once(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> Completion:
+        """:meth:`_post` without the circuit breaker."""
         timeout_s = self.settings.timeout_s
         try:
             async with asyncio.timeout(timeout_s):
@@ -392,7 +439,8 @@ class LLMClient:
                 ))  # fmt: skip
                 data = await _read_capped(response, self.settings.max_answer_bytes)
         except TimeoutError:
-            raise ServerFault(f"no complete answer within {timeout_s:g} s (llm.timeout_s)") from None
+            why = f"no complete answer within {timeout_s:g} s (llm.timeout_s)"
+            raise ServerFault(why, kind=f"{why}: the server does not finish its answers") from None
         return parse_completion(response.headers.get("content-type", ""), data, response.headers.get("server", ""))
 
     def _delay(self, attempt: int, error: Exception) -> tuple[float, str]:
@@ -462,16 +510,17 @@ async def _read_capped(response: AsyncAPIResponse[Any], limit: int) -> bytes:
     try:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
-            raise ServerFault(_too_large(int(declared), limit))
+            raise ServerFault(_too_large(int(declared), limit), _TOO_LARGE)
         async for chunk in response.iter_bytes():
             data += chunk
             if len(data) > limit:
-                raise ServerFault(_too_large(len(data), limit))
+                raise ServerFault(_too_large(len(data), limit), _TOO_LARGE)
     except ServerFault:
         raise
     except Exception as error:  # the HTTP library's own error types (they differ between SDK versions)
         broke = f"{type(error).__name__}: {error}"
-        raise ServerFault(f"the answer broke off after {len(data):,} bytes ({broke})") from error
+        why = f"the answer broke off after {len(data):,} bytes ({broke})"
+        raise ServerFault(why, "the answers break off (the connection closes mid-answer)") from error
     finally:
         await response.close()
     return bytes(data)
@@ -486,16 +535,18 @@ def parse_completion(content_type: str, data: bytes, server_header: str = "") ->
     ``data`` is not a JSON object whose ``choices[0].message`` holds a string (or null) ``content``.
     """
     what = f"{content_type or 'no content type'}, {len(data):,} bytes"
+    kind = f"the server answers {content_type.split(';')[0].strip() or 'with no content type'}, not a chat completion"
     try:
         value = json.loads(data)
     except ValueError:  # also undecodable bytes
-        raise ServerFault(f"the answer is not a chat completion ({what}, not JSON): {_preview(data)}") from None
+        raise ServerFault(f"the answer is not a chat completion ({what}, not JSON): {_preview(data)}", kind) from None
     choices = value.get("choices") if isinstance(value, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None
     message = first.get("message") if isinstance(first, dict) else None
     if not isinstance(message, dict) or not isinstance(message.get("content"), str | None):
         raise ServerFault(
-            f"the answer is not a chat completion ({what}, JSON without choices[0].message.content): {_preview(data)}"
+            f"the answer is not a chat completion ({what}, JSON without choices[0].message.content): {_preview(data)}",
+            "the server answers JSON that is not a chat completion (no choices[0].message.content)",
         )
     reasoning = message.get("reasoning_content")
     finish = first.get("finish_reason")
@@ -507,6 +558,40 @@ def parse_completion(content_type: str, data: bytes, server_header: str = "") ->
         reasoning_content=reasoning if isinstance(reasoning, str) else None,
         server=fingerprint if isinstance(fingerprint, str) and fingerprint else server_header[:200],
     )
+
+
+def answer_in_reasoning(completion: Completion) -> Completion:
+    """``completion`` with ``reasoning_content`` as its ``content`` when ``content`` is empty or null and the
+    answer was not cut off (vLLM's reasoning parser may put the whole answer there), else ``completion``; the
+    answer is then read and validated as any other."""
+    if completion.content or not completion.reasoning_content or completion.finish_reason == "length":
+        return completion
+    return dataclasses.replace(completion, content=completion.reasoning_content)
+
+
+def failure_kind(error: Exception) -> str | None:
+    """The failure of a call in words that do not change from call to call, for the circuit breaker; None for a
+    rate limit (the server works and asks to wait), not counted."""
+    if isinstance(error, ServerFault):
+        return error.kind
+    if isinstance(error, openai.APIStatusError):
+        code = error.code if isinstance(error.code, str) else ""
+        if error.status_code == 429 and code != "insufficient_quota":
+            return None
+        return f"the server answers HTTP {error.status_code}" + (f" ({code})" if code else "")
+    if isinstance(error, openai.APITimeoutError):
+        return "no answer within llm.timeout_s"
+    causes = []
+    cause: BaseException | None = error
+    while cause is not None and len(causes) < 8:
+        causes.append(f"{type(cause).__name__}: {cause}")
+        cause = cause.__cause__ or cause.__context__
+    text = " ".join(causes)
+    if "refused" in text.lower():
+        return "connection refused: the server is gone (or not started)"
+    if "disconnected" in text.lower() or "reset" in text.lower():
+        return "the server closes the connection without answering"
+    return f"the server cannot be reached ({type(error).__name__})"
 
 
 def _preview(data: bytes) -> str:
@@ -538,6 +623,9 @@ def _error_text(error: Exception) -> str:
     inner = body.get("error", body) if isinstance(body, dict) else body
     detail = inner.get("message") if isinstance(inner, dict) else inner
     return f"{detail}\n{error}" if isinstance(detail, str) and detail not in str(error) else str(error)
+
+
+_TOO_LARGE = "the answers are larger than llm.max_answer_bytes"
 
 
 def _too_large(size: int, limit: int) -> str:

@@ -1,0 +1,86 @@
+"""A broken endpoint stops the stage (issue 33, item 8): the circuit breaker (``llm/breaker.py``) through the real
+client and SDK against the test server, and its counting rule alone.
+
+An endpoint answering HTML to every call is stopped after ``llm.breaker_failures`` calls (plus those already in
+flight), with one line naming the endpoint and the failure; nothing is remembered, so a rerun after the fix asks every
+request. A server that died after answering is stopped too ("connection refused: the server is gone").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from llm.breaker import CircuitBreaker, EndpointBroken
+from llm.cache import AnswerCache
+from llm.client import LLMClient
+from llm.settings import LLMSettings
+from tests.llm.conftest import API_KEY, echo_responder, make_request
+from tests.support.openai_server import Fault, OpenAICompatibleServer
+
+HTML = "<html><head><title>Welcome to nginx!</title></head><body>It works</body></html>"
+
+
+def test_the_breaker_opens_at_the_limit_of_one_kind_counted_since_the_last_answer() -> None:
+    breaker = CircuitBreaker("http://x/v1", limit=3, limit_after_answers=6)
+    breaker.failure("a")
+    breaker.failure(None)  # a rate limit: not counted
+    breaker.failure("b")
+    breaker.failure("a")
+    assert not breaker.open
+    breaker.failure("a")  # the third of one kind, with no answer between
+    assert breaker.open and breaker.reason is not None
+    assert breaker.reason.startswith("http://x/v1: 4 calls in a row failed, 3 of them: a; stopped, nothing more sent")
+    with pytest.raises(EndpointBroken):
+        breaker.check()
+    breaker.reset()
+    breaker.check()
+    for _ in range(2):
+        breaker.failure("a")
+    breaker.answer()  # an answer starts the count again, and raises the limit
+    for _ in range(5):
+        breaker.failure("a")
+    assert not breaker.open
+    breaker.failure("a")
+    assert breaker.open and "6 calls in a row failed after 1 answered: a" in (breaker.reason or "")
+    never = CircuitBreaker("http://x/v1", limit=None)
+    for _ in range(100):
+        never.failure("a")
+    assert not never.open
+
+
+def client_for(server: OpenAICompatibleServer, tmp_path: Path, **settings: object) -> LLMClient:
+    values = {"base_url": server.url, "structured_output": "json_schema", "backoff_initial_s": 0.01,
+              "backoff_max_s": 0.05, **settings}  # fmt: skip
+    return LLMClient(LLMSettings(**values), AnswerCache(tmp_path / "a.sqlite"), API_KEY)  # type: ignore[arg-type]
+
+
+def test_html_to_every_call_stops_the_run_after_the_limit_in_one_line_and_a_rerun_asks_all(tmp_path: Path) -> None:
+    broken = [True]
+    with OpenAICompatibleServer(echo_responder) as server:
+        server.inject(*[Fault.http_body(HTML)] * 400, match=lambda body: broken[0])
+        client = client_for(server, tmp_path, breaker_failures=5, max_concurrency=4)
+        with pytest.raises(EndpointBroken) as stopped:
+            client.run([make_request(n) for n in range(40)], scope="t/s")
+        line = str(stopped.value)
+        assert "\n" not in line and line.startswith(f"{server.url}: ")
+        assert "calls in a row failed" in line and "the server answers text/html, not a chat completion" in line
+        assert "conteb llm check" in line
+        assert 5 <= len(server.chat_requests()) <= 5 + 3  # the limit, and at most the calls already in flight
+        assert client.cache.failures({client.key(make_request(n)): make_request(n) for n in range(40)}) == {}
+        broken[0] = False  # the endpoint is fixed: a rerun asks every request
+        results = client_for(server, tmp_path).run([make_request(n) for n in range(40)], scope="t/s")
+        assert all(result.ok and not result.cached for result in results)
+
+
+def test_a_server_gone_after_answering_stops_the_run_saying_connection_refused(tmp_path: Path) -> None:
+    server = OpenAICompatibleServer(echo_responder).start()
+    client = client_for(server, tmp_path, breaker_failures=3, max_attempts=2)
+    assert client.run([make_request(0)])[0].ok  # the probe is answered, then the server crashes
+    server.stop()
+    with pytest.raises(EndpointBroken) as stopped:
+        client.run([make_request(n) for n in range(1, 30)], scope="t/s")
+    line = str(stopped.value)
+    assert "\n" not in line and line.startswith(f"{client.settings.base_url}: 6 calls in a row failed after 1 answered")
+    assert "connection refused: the server is gone" in line
