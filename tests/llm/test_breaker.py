@@ -8,6 +8,7 @@ request. A server that died after answering is stopped too ("connection refused:
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,19 @@ def test_a_server_gone_after_answering_stops_the_run_saying_connection_refused(t
     line = str(stopped.value)
     assert "\n" not in line and line.startswith(f"{client.settings.base_url}: 6 calls in a row failed after 1 answered")
     assert "connection refused: the server is gone" in line
+
+
+@pytest.mark.parametrize("fault", [Fault.endless(0.05), Fault.stall()], ids=["endless", "headers-then-nothing"])
+def test_an_answer_that_never_ends_is_cut_at_timeout_s_and_the_breaker_stops_the_run(
+    fault: Fault, tmp_path: Path
+) -> None:
+    """Each try ends within ``timeout_s`` however the bytes come (a space every 50 ms passes any per-read timeout);
+    the tries of a request are bounded (``max_attempts`` x ``timeout_s`` + backoff) and the breaker stops the run."""
+    with OpenAICompatibleServer(echo_responder) as server:
+        server.inject(*[fault] * 20)
+        client = client_for(server, tmp_path, timeout_s=1.0, max_attempts=3, breaker_failures=2, max_concurrency=2)
+        started = time.monotonic()
+        with pytest.raises(EndpointBroken, match=r"no complete answer within 1 s \(llm.timeout_s\)"):
+            client.run([make_request(n) for n in range(6)], scope="t/s")
+        assert time.monotonic() - started < 30.0  # two tries of 1 s each, plus slack; without the deadline: never
+        assert 2 <= len(server.chat_requests()) <= 3
