@@ -437,7 +437,7 @@ class LLMClient:
                     "/chat/completions", cast_to=ChatCompletion, body=body,
                     options={"headers": {RAW_RESPONSE_HEADER: "stream"}},
                 ))  # fmt: skip
-                data = await _read_capped(response, self.settings.max_answer_bytes)
+                data = await read_capped(response, self.settings.max_answer_bytes)
         except TimeoutError:
             why = f"no complete answer within {timeout_s:g} s (llm.timeout_s)"
             raise ServerFault(why, kind=f"{why}: the server does not finish its answers") from None
@@ -503,7 +503,7 @@ class RateLimiter:
                 await asyncio.sleep(max(0.01, self.window_s - (now - self._window[0][0])))
 
 
-async def _read_capped(response: AsyncAPIResponse[Any], limit: int) -> bytes:
+async def read_capped(response: AsyncAPIResponse[Any], limit: int) -> bytes:
     """The body of a streamed ``response`` (closed afterwards); :class:`ServerFault` when it is larger than
     ``limit`` bytes or breaks off."""
     data = bytearray()
