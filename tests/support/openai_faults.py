@@ -38,7 +38,7 @@ class Fault:
       (until the client leaves or the server stops): a stream no per-read timeout ends;
     - ``stall``: a 200 whose headers announce a body that never comes;
     - ``huge``: a 200 (chunked, no length announced) holding a model list of ``size`` bytes, sent as fast as the
-      client reads it (the bytes the server managed to send are in ``server.streamed_bytes``).
+      client reads it.
 
     In a batch, ``hang`` and ``trickle`` answer normally without sleeping; ``truncated`` and ``body``
     become a line with ``"response": null`` and ``"error": {"code": "server_error", ...}``.

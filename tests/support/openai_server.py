@@ -90,7 +90,6 @@ class OpenAICompatibleServer:
         self.most_in_flight = 0  # the most chat requests answered at once so far
         self.prompt_cache = PromptCache()
         self.models_fault: Fault | None = None  # how GET /v1/models answers instead (a body, endless, stall or huge)
-        self.streamed_bytes = 0  # body bytes the ``huge`` faults managed to send
         self._lock = threading.RLock()  # re-entrant: a ``match`` may call back into the server
         self._ids = itertools.count(1)
         self._faults = FaultQueue(self._lock)
@@ -257,9 +256,7 @@ class OpenAICompatibleServer:
             start = b'{"id": "chatcmpl-endless", "object": "chat.completion", "choices": ['
             handler.send_stream(200, itertools.chain([start], itertools.repeat(b" ")), seconds_between=fault.seconds)
         elif fault.kind == "huge":
-            sent = handler.send_stream(200, _model_list(fault.size))
-            with self._lock:
-                self.streamed_bytes += sent
+            handler.send_stream(200, _model_list(fault.size))
         else:
             raise ValueError(f"fault kind {fault.kind!r} is not a streamed answer")
 
