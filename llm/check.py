@@ -35,10 +35,10 @@ from openai import AsyncAPIResponse
 from openai._constants import RAW_RESPONSE_HEADER
 from openai.types.chat import ChatCompletion
 
-from llm.client import ServerFault, answer_in_reasoning, parse_completion, read_capped
 from llm.settings import LLMSettings
 from llm.structured import PROBE_ORDER, Mode, error_summary, mode_refusal, parse_json_object, shape_body
 from llm.types import Completion
+from llm.wire import ServerFault, answer_in_reasoning, parse_completion, read_capped
 
 TINY_SCHEMA: dict[str, Any] = {
     "type": "object",
