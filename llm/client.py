@@ -390,10 +390,11 @@ class LLMClient:
 
         The whole call, from sending to the answer's last byte, must end within ``timeout_s`` and the
         answer may not exceed ``max_answer_bytes``, else :class:`ServerFault`; status and connection
-        errors are raised as the SDK raises them. Each outcome goes to the circuit breaker (:mod:`llm.breaker`):
-        nothing is sent once it is open, and the failure that opens it raises :class:`llm.breaker.EndpointBroken`
-        (not retried). An answer whose ``content`` is empty with the answer in ``reasoning_content`` (vLLM's
-        reasoning parser) is read from there (:func:`answer_in_reasoning`).
+        errors are raised as the SDK raises them. Each outcome goes to the circuit breaker
+        (:mod:`llm.breaker`; a refused structured-output mode is not counted): nothing is sent once it is
+        open, and the failure that opens it raises :class:`llm.breaker.EndpointBroken` (not retried). An
+        answer whose ``content`` is empty with the answer in ``reasoning_content`` (vLLM's reasoning
+        parser) is read from there (:func:`llm.wire.answer_in_reasoning`).
         """
         self.breaker.check()
         task = asyncio.current_task()
@@ -402,7 +403,9 @@ class LLMClient:
         try:
             completion = await self._post_once(client, body)
         except (openai.APIConnectionError, openai.APIStatusError, ServerFault) as error:
-            self.breaker.failure(failure_kind(error))
+            status = getattr(error, "status_code", None)
+            refused_mode = status is not None and mode_refusal(status, _error_text(error))  # `auto` moves on
+            self.breaker.failure(None if refused_mode else failure_kind(error))
             if self.breaker.open:
                 raise EndpointBroken(self.breaker.reason) from error
             raise

@@ -18,6 +18,7 @@ from llm.cache import AnswerCache
 from llm.client import LLMClient
 from llm.settings import LLMSettings
 from tests.llm.conftest import API_KEY, echo_responder, make_request
+from tests.llm.test_local_servers import answer_any_mode
 from tests.support.openai_server import Fault, OpenAICompatibleServer
 
 HTML = "<html><head><title>Welcome to nginx!</title></head><body>It works</body></html>"
@@ -101,3 +102,9 @@ def test_an_answer_that_never_ends_is_cut_at_timeout_s_and_the_breaker_stops_the
             client.run([make_request(n) for n in range(6)], scope="t/s")
         assert time.monotonic() - started < 30.0  # two tries of 1 s each, plus slack; without the deadline: never
         assert 2 <= len(server.chat_requests()) <= 3
+
+
+def test_modes_refused_while_auto_finds_one_are_not_failures_of_the_endpoint(tmp_path: Path) -> None:
+    with OpenAICompatibleServer(answer_any_mode, behaviour="no_models_endpoint") as server:  # refuses two modes
+        client = client_for(server, tmp_path, structured_output="auto", breaker_failures=1)
+        assert all(result.ok for result in client.run([make_request(n) for n in range(3)]))
