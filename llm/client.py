@@ -84,11 +84,11 @@ class LLMClient:
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.log = log or (lambda message: None)
         self.modes = ModeFinder(settings, cache, lambda message: self.log(message))
-        limit = settings.breaker_failures
-        self.breaker = CircuitBreaker(
-            settings.resolved_base_url().rstrip("/"), limit, None if limit is None else limit * settings.max_attempts
-        )
+        endpoint = settings.resolved_base_url().rstrip("/")
+        self.breaker = CircuitBreaker(endpoint, settings.breaker_failures, settings.max_attempts)
         self._sending: set[asyncio.Task[Any]] = set()  # the calls whose HTTP request is under way (in _post)
+        self._calm: asyncio.Event | None = None  # set while the breaker is not suspect: new requests may start
+        self._retrying: set[asyncio.Task[Any]] = set()  # the calls with a failed try since the last answer
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.settings.model!r}, endpoint={self.settings.endpoint_family()!r})"
@@ -256,6 +256,8 @@ class LLMClient:
         results: dict[str, LLMResult] = {}
         if self.breaker.open:  # opened by an earlier run of this client, which stopped: this run starts afresh
             self.breaker.reset()
+        self._calm = asyncio.Event()
+        self._calm_down()
         async with openai.AsyncOpenAI(
             api_key=self._api_key or "not-needed",
             base_url=self.settings.resolved_base_url(),
@@ -264,7 +266,7 @@ class LLMClient:
         ) as client:
             flight = _Flight(
                 client,
-                OrderedSlots(self.settings.max_concurrency),
+                _BreakerSlots(self.settings.max_concurrency, self),
                 RateLimiter(self.settings.requests_per_minute, self.settings.tokens_per_minute),
                 PrefixGate(groups_of(pending.values())),
                 scope,
@@ -405,14 +407,38 @@ class LLMClient:
         except (openai.APIConnectionError, openai.APIStatusError, ServerFault) as error:
             status = getattr(error, "status_code", None)
             refused_mode = status is not None and mode_refusal(status, _error_text(error))  # `auto` moves on
-            self.breaker.failure(None if refused_mode else failure_kind(error))
+            # a request's tries share one body, alive while it is tried: its id tells the tries of a request apart
+            self.breaker.failure(None if refused_mode else failure_kind(error), id(body))
+            if task is not None:
+                self._retrying.add(task)
+            self._calm_down()
             if self.breaker.open:
                 raise EndpointBroken(self.breaker.reason) from error
             raise
         finally:
             self._sending.discard(task)  # type: ignore[arg-type]
         self.breaker.answer()
+        self._retrying.clear()
+        self._calm_down()
         return answer_in_reasoning(completion)
+
+    def _may_send(self) -> bool:
+        """Whether the current call may take a slot: not while the breaker is suspect, unless it retries (its answer
+        says whether the endpoint is back or gone)."""
+        return self._calm is None or self._calm.is_set() or asyncio.current_task() in self._retrying
+
+    async def _admit(self) -> None:
+        """Wait until :meth:`_may_send`."""
+        while not self._may_send() and self._calm is not None:
+            await self._calm.wait()
+
+    def _calm_down(self) -> None:
+        """Let new requests start unless the breaker is suspect."""
+        if self._calm is not None:
+            if self.breaker.suspect:
+                self._calm.clear()
+            else:
+                self._calm.set()
 
     async def _post_once(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> Completion:
         """:meth:`_post` without the circuit breaker."""
@@ -464,6 +490,23 @@ class _Flight:
     limiter: RateLimiter
     gate: PrefixGate
     scope: str
+
+
+class _BreakerSlots(OrderedSlots):
+    """:class:`llm.scheduling.OrderedSlots` whose slot goes only to a call the circuit breaker lets send
+    (:meth:`LLMClient._may_send`): one granted a slot while it may not gives it back and waits."""
+
+    def __init__(self, size: int, client: LLMClient) -> None:
+        super().__init__(size)
+        self._client = client
+
+    async def acquire(self, rank: int) -> None:
+        while True:
+            await self._client._admit()
+            await super().acquire(rank)
+            if self._client._may_send():
+                return
+            self.release()
 
 
 class RateLimiter:

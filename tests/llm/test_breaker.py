@@ -24,28 +24,30 @@ from tests.support.openai_server import Fault, OpenAICompatibleServer
 HTML = "<html><head><title>Welcome to nginx!</title></head><body>It works</body></html>"
 
 
-def test_the_breaker_opens_at_the_limit_of_one_kind_counted_since_the_last_answer() -> None:
-    breaker = CircuitBreaker("http://x/v1", limit=3, limit_after_answers=6)
-    breaker.failure("a")
-    breaker.failure(None)  # a rate limit: not counted
-    breaker.failure("b")
-    breaker.failure("a")
+def test_the_breaker_opens_at_the_limit_of_one_kind_and_after_answers_once_a_request_failed_every_try() -> None:
+    breaker = CircuitBreaker("http://x/v1", limit=3, attempts=2)
+    breaker.failure("a", 1)
+    breaker.failure(None, 2)  # a rate limit: not counted
+    breaker.failure("b", 3)
+    breaker.failure("a", 4)
     assert not breaker.open
-    breaker.failure("a")  # the third of one kind, with no answer between
+    breaker.failure("a", 5)  # the third of one kind, with no answer between: before any answer, that is enough
     assert breaker.open and breaker.reason is not None
     assert breaker.reason.startswith("http://x/v1: 4 calls in a row failed, 3 of them: a; stopped, nothing more sent")
     with pytest.raises(EndpointBroken):
         breaker.check()
     breaker.reset()
     breaker.check()
-    for _ in range(2):
-        breaker.failure("a")
-    breaker.answer()  # an answer starts the count again, and raises the limit
-    for _ in range(5):
-        breaker.failure("a")
+    breaker.failure("a", 1)
+    breaker.failure("a", 1)
+    breaker.answer()  # an answer starts the counts again
+    for request in range(5):  # five requests fail a first try each (a brief outage): the retries may ride it out
+        breaker.failure("a", request)
     assert not breaker.open
-    breaker.failure("a")
-    assert breaker.open and "6 calls in a row failed after 1 answered: a" in (breaker.reason or "")
+    breaker.failure("a", 0)  # request 0 failed both its tries
+    assert breaker.open and "6 calls in a row failed after 1 answered, every try of a request among them: a" in (
+        breaker.reason or ""
+    )
     never = CircuitBreaker("http://x/v1", limit=None)
     for _ in range(100):
         never.failure("a")
@@ -78,14 +80,18 @@ def test_html_to_every_call_stops_the_run_after_the_limit_in_one_line_and_a_reru
 
 def test_a_server_gone_after_answering_stops_the_run_saying_connection_refused(tmp_path: Path) -> None:
     server = OpenAICompatibleServer(echo_responder).start()
-    client = client_for(server, tmp_path, breaker_failures=3, max_attempts=2)
+    client = client_for(server, tmp_path, breaker_failures=3, max_attempts=2, max_concurrency=4)
     assert client.run([make_request(0)])[0].ok  # the probe is answered, then the server crashes
     server.stop()
     with pytest.raises(EndpointBroken) as stopped:
         client.run([make_request(n) for n in range(1, 30)], scope="t/s")
     line = str(stopped.value)
-    assert "\n" not in line and line.startswith(f"{client.settings.base_url}: 6 calls in a row failed after 1 answered")
-    assert "connection refused: the server is gone" in line
+    assert "\n" not in line and line.startswith(f"{client.settings.base_url}: ")
+    assert "calls in a row failed after 1 answered, every try of a request among them: connection refused: the " in line
+    assert "server is gone" in line
+    # Once 3 failed, no new request started: the 4 under way were tried again, and the first to fail twice stopped
+    # the run (else every one of the 29 requests would have been tried).
+    assert int(line.split(": ", 1)[1].split(" calls in a row", 1)[0]) <= 4 + 4
 
 
 @pytest.mark.parametrize("fault", [Fault.endless(0.05), Fault.stall()], ids=["endless", "headers-then-nothing"])
