@@ -80,7 +80,9 @@ def test_html_to_every_call_stops_the_run_after_the_limit_in_one_line_and_a_reru
 
 def test_a_server_gone_after_answering_stops_the_run_saying_connection_refused(tmp_path: Path) -> None:
     server = OpenAICompatibleServer(echo_responder).start()
-    client = client_for(server, tmp_path, breaker_failures=3, max_attempts=2, max_concurrency=4)
+    client = client_for(
+        server, tmp_path, breaker_failures=3, max_attempts=2, max_concurrency=4, backoff_initial_s=0.5, backoff_max_s=1
+    )
     assert client.run([make_request(0)])[0].ok  # the probe is answered, then the server crashes
     server.stop()
     with pytest.raises(EndpointBroken) as stopped:
