@@ -9,7 +9,8 @@ raises :class:`EndpointBroken` (one line) before any further call is sent:
 - once it answered (a server that died mid-stage): only when, besides, one request has failed every one of its
   ``llm.max_attempts`` tries since the last answer, so that a brief outage the retries ride out never stops a stage
   (many requests may each fail a first try within a second). Meanwhile the endpoint is :attr:`CircuitBreaker.suspect`:
-  the client starts no new request until an answer comes (the count starts again) or the breaker opens.
+  the client starts no new request until an answer comes (the count starts again) or the breaker opens, as long as
+  a request is being tried again (else nothing could settle it: new requests go).
 
 Any answer (a chat completion, valid or not) starts the count again. A rate limit (HTTP 429 but
 ``insufficient_quota``) and a refused structured-output mode are not counted (the caller passes no kind). No I/O.
@@ -72,14 +73,16 @@ class CircuitBreaker:
         self._failures.clear()
         self._tries.clear()
 
-    def failure(self, kind: str | None, request: Hashable = None) -> None:
+    def failure(self, kind: str | None, request: Hashable = None, rejected: bool = False) -> None:
         """A try of ``request`` (what identifies it while it is tried) failed with ``kind`` (None: not counted);
-        opens the breaker by the rule of the module doc."""
-        if kind is None or self._opened is not None:
+        ``rejected``: the server refused the request itself (not retried): counted only before the endpoint answered
+        (a wrong key or model), after that an item's own fault. Opens the breaker by the rule of the module doc."""
+        if kind is None or self._opened is not None or (rejected and self.answered):
             return
         self._failures[kind] += 1
         self._tries[request] += 1
-        if self.limit is None or self._failures[kind] < self.limit:
+        kind, count = self._failures.most_common(1)[0]
+        if self.limit is None or count < self.limit:
             return
         if self.answered and max(self._tries.values()) < self.attempts:
             return  # the endpoint worked: wait until a request has failed all its tries

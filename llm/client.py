@@ -406,11 +406,14 @@ class LLMClient:
             completion = await self._post_once(client, body)
         except (openai.APIConnectionError, openai.APIStatusError, ServerFault) as error:
             status = getattr(error, "status_code", None)
-            refused_mode = status is not None and mode_refusal(status, _error_text(error))  # `auto` moves on
+            text = _error_text(error)
+            refused_mode = status is not None and mode_refusal(status, text)  # `auto` moves on
+            rejected = status is not None and request_rejected(status, text)
             # a request's tries share one body, alive while it is tried: its id tells the tries of a request apart
-            self.breaker.failure(None if refused_mode else failure_kind(error), id(body))
-            if task is not None:
+            self.breaker.failure(None if refused_mode else failure_kind(error), id(body), rejected)
+            if task is not None and task not in self._retrying:
                 self._retrying.add(task)
+                task.add_done_callback(lambda _: self._calm_down())
             self._calm_down()
             if self.breaker.open:
                 raise EndpointBroken(self.breaker.reason) from error
@@ -433,9 +436,9 @@ class LLMClient:
             await self._calm.wait()
 
     def _calm_down(self) -> None:
-        """Let new requests start unless the breaker is suspect."""
+        """Let new requests start unless the breaker is suspect while a request under retry can settle it."""
         if self._calm is not None:
-            if self.breaker.suspect:
+            if self.breaker.suspect and any(not task.done() for task in self._retrying):
                 self._calm.clear()
             else:
                 self._calm.set()

@@ -8,6 +8,7 @@ request. A server that died after answering is stopped too ("connection refused:
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from llm.breaker import CircuitBreaker, EndpointBroken
 from llm.cache import AnswerCache
 from llm.client import LLMClient
 from llm.settings import LLMSettings
+from llm.types import LLMResult
 from tests.llm.conftest import API_KEY, echo_responder, make_request
 from tests.llm.test_local_servers import answer_any_mode
 from tests.support.openai_server import Fault, OpenAICompatibleServer
@@ -116,3 +118,20 @@ def test_modes_refused_while_auto_finds_one_are_not_failures_of_the_endpoint(tmp
     with OpenAICompatibleServer(answer_any_mode, behaviour="no_models_endpoint") as server:  # refuses two modes
         client = client_for(server, tmp_path, structured_output="auto", breaker_failures=1)
         assert all(result.ok for result in client.run([make_request(n) for n in range(3)]))
+
+
+def test_a_suspect_endpoint_whose_retried_requests_all_ended_lets_new_requests_go(tmp_path: Path) -> None:
+    """After an answer, two 503s make the endpoint suspect (new requests wait); both requests then end with a 400 of
+    their own (not retried, not counted): nothing can settle the suspicion, so the waiting requests must go."""
+    with OpenAICompatibleServer(echo_responder) as server:
+        client = client_for(server, tmp_path, breaker_failures=2, max_attempts=3, max_concurrency=1)
+        assert client.run([make_request(0)])[0].ok
+        server.inject(Fault.server_error(503), Fault.server_error(503), Fault("status", status=400),
+                      Fault("status", status=400))  # fmt: skip
+        results: list[LLMResult] = []
+        run = threading.Thread(target=lambda: results.extend(client.run([make_request(n) for n in range(1, 6)])),
+                               daemon=True)  # fmt: skip
+        run.start()
+        run.join(timeout=60)
+        assert not run.is_alive(), "the run waits for ever"
+        assert [result.ok for result in results] == [False, False, True, True, True]
