@@ -208,7 +208,7 @@ class OpenAICompatibleServer:
         model, text = self._model(body), prompt_text(body)
         prompt_tokens, cached_tokens = usage if usage is not None else self.prompt_cache.lookup(model, text)
         self.prompt_cache.remember(model, text)
-        completion_tokens = count_tokens(content or "") + count_tokens(reasoning or "")
+        completion_tokens = sum(count_tokens(text) for text in (content, reasoning) if text is not None)
         message = {"role": "assistant", "content": content, "refusal": None}
         if reasoning is not None:
             message["reasoning_content"] = reasoning
