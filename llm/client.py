@@ -28,7 +28,9 @@
    with its prompt, cached (``usage.prompt_tokens_details.cached_tokens``) and completion tokens; an answer
    still refused after the re-ask is remembered as a failure with its text, lone surrogates as their JSON
    escapes (which read back as the same answer) (see 1; ``conteb llm retry-failed`` forgets it).
-5. An item that still fails is returned with its error: one bad item never fails the stage.
+5. An item that still fails is returned with its error: one bad item never fails the stage. A broken endpoint does:
+   the circuit breaker (:mod:`llm.breaker`, ``llm.breaker_failures``) stops the run with
+   :class:`llm.breaker.EndpointBroken` (one line) before more is sent; the requests not answered are not remembered.
 
 ``mode: batch`` sends the uncached requests through the Batch API instead (see ``llm/batch.py``).
 """
