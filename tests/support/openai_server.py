@@ -21,10 +21,12 @@ Endpoints:
   status; the batch completes on poll ``batch_polls_to_complete``, answering every line through the
   responder and the fault queue; as with OpenAI, ``output_file_id`` is ``None`` when no line
   succeeded and ``error_file_id`` is ``None`` when none failed), ``POST /v1/batches/{id}/cancel``;
-- ``GET /v1/models`` (as the chosen behaviour answers it); anything else is a 404 with an OpenAI-style error body.
+- ``GET /v1/models`` (as the chosen behaviour answers it, or as ``server.models_fault`` says: an HTML page, an
+  endless, stalled or huge answer); anything else is a 404 with an OpenAI-style error body.
 
 A ``behaviour`` (``tests/support/openai_behaviours.py``) makes the server refuse the ``response_format`` types and
-answer the ``usage`` fields and ``/v1/models`` as llama-cpp-python's, vLLM's or Ollama's servers do.
+answer the ``usage`` fields and ``/v1/models`` as llama-cpp-python's, vLLM's or Ollama's servers do, or lie as some
+of them do (accept a ``response_format`` and not enforce it, answer in ``reasoning_content``).
 
 Every answer's ``usage`` counts tokens and reports automatic prompt caching the way the OpenAI API does
 (``prompt_tokens_details.cached_tokens``: the longest already-answered prompt prefix, in 128-token steps from
