@@ -14,6 +14,7 @@ import dagster as dg
 from assets.resources import LLMResource
 from conteb.config import TaskConfig
 from conteb.names import Stage
+from llm.breaker import EndpointBroken
 from llm.client import LLMClient
 from llm.structured import StructuredOutputRefused
 from llm.types import LLMRequest, LLMResult
@@ -56,7 +57,7 @@ def run_requests(
 
     try:
         results = client.run(requests, scope=scope, progress=progress)
-    except StructuredOutputRefused as error:  # every request would fail alike: stop the stage, in one line
+    except (StructuredOutputRefused, EndpointBroken) as error:  # every request would fail alike: stop, in one line
         raise dg.Failure(description=f"{scope}: {error}") from None
     now = client.cache.usage(scope, since=started)
     total = client.cache.usage(f"{task.name}/")

@@ -7,7 +7,7 @@ the LLM set-up: it reads every page of the answer store (``PRAGMA integrity_chec
 check that opening the store leaves out, see :mod:`conteb.sqlite_files`), then looks at the endpoint the stages
 would use (:mod:`llm.check`: its models, the structured-output modes it accepts, its speed) and prints the ``llm:``
 block to paste into ``conteb.yaml``. No endpoint configured: only the store is checked. Exit status 1 when the store
-is damaged or the endpoint cannot be reached (one line).
+is damaged, the endpoint cannot be reached or its check does not end within its deadline (one line).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def check(
     ctx: click.Context, quick: bool, base_url: str | None, model: str | None, store_only: bool, endpoint_only: bool
 ) -> None:
     """Check the answer store, then the LLM endpoint: its models, the structured-output modes it accepts, its
-    speed, and the llm: block to put in conteb.yaml (exit status 1 when the store is damaged or the endpoint
-    cannot be reached)."""
+    speed, and the llm: block to put in conteb.yaml (exit status 1 when the store is damaged, the endpoint
+    cannot be reached or does not finish its answers within the check's deadline)."""
     from llm.check import EndpointUnreachable, check_endpoint
 
     config = load_registry(ctx)

@@ -31,7 +31,9 @@
    after it, remembered as a failure with its text, lone surrogates as their JSON escapes (which read back as the
    same answer) (see 1; ``conteb llm retry-failed`` forgets it). A process killed at any point leaves no ledger
    row without its answer or failure and no answer without its row, and a rerun pays for nothing stored again.
-5. An item that still fails is returned with its error: one bad item never fails the stage.
+5. An item that still fails is returned with its error: one bad item never fails the stage. A broken endpoint does:
+   the circuit breaker (:mod:`llm.breaker`, ``llm.breaker_failures``) stops the run with
+   :class:`llm.breaker.EndpointBroken` (one line) before more is sent; the requests not answered are not remembered.
 
 ``mode: batch`` sends the uncached requests through the Batch API instead (see ``llm/batch.py``).
 """
@@ -42,7 +44,6 @@ import asyncio
 import collections
 import concurrent.futures
 import dataclasses
-import json
 import os
 import random
 import time
@@ -57,6 +58,7 @@ from openai.types.chat import ChatCompletion
 
 from conteb.text import escape_surrogates, text_problem
 from llm.batch import run_batch
+from llm.breaker import CircuitBreaker, EndpointBroken
 from llm.cache import AnswerCache, RememberedFailure, cache_key
 from llm.ledger import PaidCall, reask_messages, record_answer, record_refusal
 from llm.modes import ModeFinder
@@ -65,17 +67,12 @@ from llm.scheduling import OrderedSlots, PrefixGate, group_order, groups_of
 from llm.settings import LLMSettings
 from llm.structured import CUT_OFF, Mode, ModeRefused, error_summary, mode_refusal, parse_json_object, shape_body
 from llm.types import Completion, LLMRequest, LLMResult, Progress
-from llm.usage import TokenUsage, checked_usage, read_usage
-
-_PREVIEW_CHARS = 80
+from llm.usage import TokenUsage, checked_usage
+from llm.wire import ServerFault, answer_in_reasoning, failure_kind, parse_completion, read_capped
 
 
 class AnswerError(ValueError):
     """The model's answer is not usable (not JSON, wrong shape, or rejected by the validator)."""
-
-
-class ServerFault(RuntimeError):
-    """No usable chat completion came back (deadline passed, not a completion, too large): retried like a 5xx."""
 
 
 class LLMClient:
@@ -93,6 +90,11 @@ class LLMClient:
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         self.log = log or (lambda message: None)
         self.modes = ModeFinder(settings, cache, lambda message: self.log(message))
+        endpoint = settings.resolved_base_url().rstrip("/")
+        self.breaker = CircuitBreaker(endpoint, settings.breaker_failures, settings.max_attempts)
+        self._sending: set[asyncio.Task[Any]] = set()  # the calls whose HTTP request is under way (in _post)
+        self._calm: asyncio.Event | None = None  # set while the breaker is not suspect: new requests may start
+        self._retrying: set[asyncio.Task[Any]] = set()  # the calls with a failed try since the last answer
 
     def __repr__(self) -> str:
         return f"LLMClient(model={self.settings.model!r}, endpoint={self.settings.endpoint_family()!r})"
@@ -260,6 +262,10 @@ class LLMClient:
         self, pending: dict[str, LLMRequest], scope: str, progress: Progress | None
     ) -> dict[str, LLMResult]:
         results: dict[str, LLMResult] = {}
+        if self.breaker.open:  # opened by an earlier run of this client, which stopped: this run starts afresh
+            self.breaker.reset()
+        self._calm = asyncio.Event()
+        self._calm_down()
         async with openai.AsyncOpenAI(
             api_key=self._api_key or "not-needed",
             base_url=self.settings.resolved_base_url(),
@@ -268,18 +274,20 @@ class LLMClient:
         ) as client:
             flight = _Flight(
                 client,
-                OrderedSlots(self.settings.max_concurrency),
+                _BreakerSlots(self.settings.max_concurrency, self),
                 RateLimiter(self.settings.requests_per_minute, self.settings.tokens_per_minute),
                 PrefixGate(groups_of(pending.values())),
                 scope,
             )
-            calls = [
+            calls: list[asyncio.Task[Any]] = [
                 asyncio.ensure_future(self._answer(flight, rank, key, request))
                 for rank, (key, request) in enumerate(pending.items())
             ]
             try:
                 for done, call in enumerate(asyncio.as_completed(calls), start=1):
                     key, result = await call
+                    if self.breaker.open:
+                        break
                     results[key] = result
                     if progress is not None:
                         progress(done, len(calls))
@@ -288,7 +296,18 @@ class LLMClient:
                     call.cancel()
                 await asyncio.gather(*calls, return_exceptions=True)
                 raise
+            if self.breaker.open:  # the endpoint is broken: send nothing more, stop the run (nothing remembered)
+                await self._wind_down(calls)
+                raise EndpointBroken(self.breaker.reason)
         return results
+
+    async def _wind_down(self, calls: list[asyncio.Task[Any]]) -> None:
+        """Cancel the ``calls`` not sending now; wait for those whose request is under way (each ends within
+        ``timeout_s``), so that an answer paid for is still stored."""
+        for call in calls:
+            if call not in self._sending:
+                call.cancel()
+        await asyncio.gather(*calls, return_exceptions=True)
 
     async def _answer(self, flight: _Flight, rank: int, key: str, request: LLMRequest) -> tuple[str, LLMResult]:
         """Ask for request number ``rank`` of the flight, once its prefix group lets it go (leader: at once)."""
@@ -389,8 +408,59 @@ class LLMClient:
 
         The whole call, from sending to the answer's last byte, must end within ``timeout_s`` and the
         answer may not exceed ``max_answer_bytes``, else :class:`ServerFault`; status and connection
-        errors are raised as the SDK raises them.
+        errors are raised as the SDK raises them. Each outcome goes to the circuit breaker
+        (:mod:`llm.breaker`; a refused structured-output mode is not counted): nothing is sent once it is
+        open, and the failure that opens it raises :class:`llm.breaker.EndpointBroken` (not retried). An
+        answer whose ``content`` is empty with the answer in ``reasoning_content`` (vLLM's reasoning
+        parser) is read from there (:func:`llm.wire.answer_in_reasoning`).
         """
+        self.breaker.check()
+        task = asyncio.current_task()
+        if task is not None:
+            self._sending.add(task)
+        try:
+            completion = await self._post_once(client, body)
+        except (openai.APIConnectionError, openai.APIStatusError, ServerFault) as error:
+            status = getattr(error, "status_code", None)
+            text = _error_text(error)
+            refused_mode = status is not None and mode_refusal(status, text)  # `auto` moves on
+            rejected = status is not None and request_rejected(status, text)
+            # a request's tries share one body, alive while it is tried: its id tells the tries of a request apart
+            self.breaker.failure(None if refused_mode else failure_kind(error), id(body), rejected)
+            if task is not None and task not in self._retrying:
+                self._retrying.add(task)
+                task.add_done_callback(lambda _: self._calm_down())
+            self._calm_down()
+            if self.breaker.open:
+                raise EndpointBroken(self.breaker.reason) from error
+            raise
+        finally:
+            self._sending.discard(task)  # type: ignore[arg-type]
+        self.breaker.answer()
+        self._retrying.clear()
+        self._calm_down()
+        return answer_in_reasoning(completion)
+
+    def _may_send(self) -> bool:
+        """Whether the current call may take a slot: not while the breaker is suspect, unless it retries (its answer
+        says whether the endpoint is back or gone)."""
+        return self._calm is None or self._calm.is_set() or asyncio.current_task() in self._retrying
+
+    async def _admit(self) -> None:
+        """Wait until :meth:`_may_send`."""
+        while not self._may_send() and self._calm is not None:
+            await self._calm.wait()
+
+    def _calm_down(self) -> None:
+        """Let new requests start unless the breaker is suspect while a request under retry can settle it."""
+        if self._calm is not None:
+            if self.breaker.suspect and any(not task.done() for task in self._retrying):
+                self._calm.clear()
+            else:
+                self._calm.set()
+
+    async def _post_once(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> Completion:
+        """:meth:`_post` without the circuit breaker."""
         timeout_s = self.settings.timeout_s
         try:
             async with asyncio.timeout(timeout_s):
@@ -404,9 +474,10 @@ class LLMClient:
                     "/chat/completions", cast_to=ChatCompletion, body=body,
                     options={"headers": {RAW_RESPONSE_HEADER: "stream"}},
                 ))  # fmt: skip
-                data = await _read_capped(response, self.settings.max_answer_bytes)
+                data = await read_capped(response, self.settings.max_answer_bytes)
         except TimeoutError:
-            raise ServerFault(f"no complete answer within {timeout_s:g} s (llm.timeout_s)") from None
+            why = f"no complete answer within {timeout_s:g} s (llm.timeout_s)"
+            raise ServerFault(why, kind=f"{why}: the server does not finish its answers") from None
         return parse_completion(response.headers.get("content-type", ""), data, response.headers.get("server", ""))
 
     def _delay(self, attempt: int, error: Exception) -> tuple[float, str]:
@@ -440,6 +511,23 @@ class _Flight:
     scope: str
 
 
+class _BreakerSlots(OrderedSlots):
+    """:class:`llm.scheduling.OrderedSlots` whose slot goes only to a call the circuit breaker lets send
+    (:meth:`LLMClient._may_send`): one granted a slot while it may not gives it back and waits."""
+
+    def __init__(self, size: int, client: LLMClient) -> None:
+        super().__init__(size)
+        self._client = client
+
+    async def acquire(self, rank: int) -> None:
+        while True:
+            await self._client._admit()
+            await super().acquire(rank)
+            if self._client._may_send():
+                return
+            self.release()
+
+
 class RateLimiter:
     """Sliding one-minute window over requests and (estimated) tokens; ``None`` disables a limit."""
 
@@ -469,66 +557,6 @@ class RateLimiter:
                 await asyncio.sleep(max(0.01, self.window_s - (now - self._window[0][0])))
 
 
-async def _read_capped(response: AsyncAPIResponse[Any], limit: int) -> bytes:
-    """The body of a streamed ``response`` (closed afterwards); :class:`ServerFault` when it is larger than
-    ``limit`` bytes or breaks off."""
-    data = bytearray()
-    try:
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise ServerFault(_too_large(int(declared), limit))
-        async for chunk in response.iter_bytes():
-            data += chunk
-            if len(data) > limit:
-                raise ServerFault(_too_large(len(data), limit))
-    except ServerFault:
-        raise
-    except Exception as error:  # the HTTP library's own error types (they differ between SDK versions)
-        broke = f"{type(error).__name__}: {error}"
-        raise ServerFault(f"the answer broke off after {len(data):,} bytes ({broke})") from error
-    finally:
-        await response.close()
-    return bytes(data)
-
-
-def parse_completion(content_type: str, data: bytes, server_header: str = "") -> Completion:
-    """The :class:`llm.types.Completion` of a chat-completions answer body (tokens as reported,
-    :func:`llm.usage.read_usage`; the caller checks them, :func:`llm.usage.checked_usage`); ``server`` is the
-    answer's ``system_fingerprint``, else ``server_header`` (the HTTP ``Server`` header).
-
-    Raises :class:`ServerFault` saying what came back (content type, size, first characters) when
-    ``data`` is not a JSON object whose ``choices[0].message`` holds a string (or null) ``content``.
-    """
-    what = f"{content_type or 'no content type'}, {len(data):,} bytes"
-    try:
-        value = json.loads(data)
-    except ValueError:  # also undecodable bytes
-        raise ServerFault(f"the answer is not a chat completion ({what}, not JSON): {_preview(data)}") from None
-    choices = value.get("choices") if isinstance(value, dict) else None
-    first = choices[0] if isinstance(choices, list) and choices else None
-    message = first.get("message") if isinstance(first, dict) else None
-    if not isinstance(message, dict) or not isinstance(message.get("content"), str | None):
-        raise ServerFault(
-            f"the answer is not a chat completion ({what}, JSON without choices[0].message.content): {_preview(data)}"
-        )
-    reasoning = message.get("reasoning_content")
-    finish = first.get("finish_reason") if isinstance(first, dict) else None
-    fingerprint = value.get("system_fingerprint")
-    return Completion(
-        content=message.get("content"),
-        usage=read_usage(value.get("usage")),
-        finish_reason=finish if isinstance(finish, str) else None,
-        reasoning_content=reasoning if isinstance(reasoning, str) else None,
-        server=fingerprint if isinstance(fingerprint, str) and fingerprint else server_header[:200],
-    )
-
-
-def _preview(data: bytes) -> str:
-    """The first characters of ``data``, quoted, with ``...`` when there is more."""
-    text = data.decode("utf-8", "replace")  # at most max_answer_bytes
-    return repr(text[:_PREVIEW_CHARS]) + ("..." if len(text) > _PREVIEW_CHARS else "")
-
-
 def _unstorable_text(value: dict[str, Any]) -> str | None:
     """Why a text of the parsed answer ``value`` (a key or a string, at any depth) cannot be kept
     (:func:`conteb.text.text_problem`), naming where as the schema check does; None when every text can."""
@@ -552,10 +580,6 @@ def _error_text(error: Exception) -> str:
     inner = body.get("error", body) if isinstance(body, dict) else body
     detail = inner.get("message") if isinstance(inner, dict) else inner
     return f"{detail}\n{error}" if isinstance(detail, str) and detail not in str(error) else str(error)
-
-
-def _too_large(size: int, limit: int) -> str:
-    return f"the answer (at least {size:,} bytes) is larger than llm.max_answer_bytes ({limit} bytes)"
 
 
 def _remembered_error(failure: RememberedFailure) -> str:

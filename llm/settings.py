@@ -70,6 +70,10 @@ class LLMSettings(StrictModel):
     # the longest wait between two tries (before jitter); a Retry-After header overrides both
     backoff_max_s: float = Field(60.0, ge=0)
     max_retry_after_s: float = Field(60.0, ge=0)  # the longest wait a server's Retry-After header may impose
+    # failed calls in a row (of one kind: HTML, connection refused, one HTTP status...) that stop an LLM stage; once
+    # the endpoint has answered, only when a request among them also failed all its `max_attempts` tries (a server
+    # that died mid-stage); rate limits are not counted; null: never stop (llm/breaker.py)
+    breaker_failures: int | None = Field(10, ge=1)
     max_answer_bytes: int = Field(1024 * 1024, ge=1024)  # a larger HTTP answer is refused as a server fault
     structured_output: Literal["auto", "json_schema", "json_object", "json_instruction"] = "auto"  # llm/structured.py
     # with `structured_output: auto`, how old a lesser mode kept in the answer store may be before the server is asked

@@ -20,7 +20,7 @@ from curation.themes.stage import THEME_SCHEMA, build_theme_requests, themes_tab
 from llm.settings import LLMSettings
 from tests.llm.test_local_servers import EXPECTED_MODE, REFUSED_FIRST, kinds
 from tests.support.openai_behaviours import Behaviour, requested_schema
-from tests.support.openai_server import OpenAICompatibleServer
+from tests.support.openai_server import Fault, OpenAICompatibleServer
 
 TASK = TaskConfig(name="demo", source=SampleSource(kind="sample"))
 DOCUMENTS = [
@@ -87,3 +87,14 @@ def test_an_explicit_mode_the_server_refuses_stops_the_stage_in_one_line(tmp_pat
             f"demo/themes: the server at {server.url} refused response_format json_schema (HTTP 500: Input should "
             "be 'text' or 'json_object'); set llm.structured_output: json_object or auto in conteb.yaml"
         )
+
+
+def test_an_endpoint_answering_html_to_every_call_stops_the_stage_in_one_line(tmp_path: Path) -> None:
+    with OpenAICompatibleServer(theme_answer) as server:
+        server.inject(*[Fault.http_body("<html><body>It works</body></html>")] * 50)
+        result = materialize(server, tmp_path, breaker_failures=2, backoff_initial_s=0.01)
+        assert not result.success and len(server.chat_requests()) <= 2 + 2  # the first call alone, then 3 at once
+        [failure] = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
+        description = failure.step_failure_data.user_failure_data.description  # type: ignore[union-attr]
+        assert description.startswith(f"demo/themes: {server.url}: 2 calls in a row failed: the server answers ")
+        assert "text/html, not a chat completion; stopped, nothing more sent" in description and "\n" not in description

@@ -17,6 +17,18 @@ holds and what ``GET /v1/models`` answers:
 - ``no_models_endpoint``: a minimal server: ``GET /v1/models`` is a 404, any ``response_format`` is refused with
   HTTP 400 (only instructions in the prompt work), and its answers carry no ``usage``.
 
+Servers that lie (:data:`LYING`, :func:`lie`): each accepts every ``response_format`` with HTTP 200 and does not do
+what it asks, as reported in the servers' own trackers:
+
+- ``llama_cpp_grammar_failed``: llama.cpp's server when the grammar of a ``json_schema`` fails to build: the text
+  is generated unconstrained (prose, no JSON at all; ggml-org/llama.cpp#19051);
+- ``llama_cpp_schema_unenforced``: ``json_schema`` accepted and not enforced: valid JSON of another shape
+  (``{"result": <the answer>}``; ggml-org/llama.cpp#24097);
+- ``vllm_reasoning_content``: vLLM with a reasoning parser: ``content`` null and the answer in
+  ``reasoning_content`` (vllm-project/vllm#19222, #47027, #50948);
+- ``ollama_format_ignored``: ``response_format`` ignored (Ollama's OpenAI endpoint with streaming or thinking,
+  ollama/ollama#10001, #14440): the answer comes as prose around a fenced JSON block.
+
 :func:`requested_schema` gives a responder the schema a request asks for in every mode (``response_format`` or
 the instruction in the system message), so one responder serves every behaviour. Standard library only.
 """
@@ -26,12 +38,25 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from tests.support.openai_http import HTTPError
 
-Behaviour = Literal["openai", "llama_cpp_python", "vllm", "ollama", "no_models_endpoint"]
-BEHAVIOURS: tuple[Behaviour, ...] = ("openai", "llama_cpp_python", "vllm", "ollama", "no_models_endpoint")
+Behaviour = Literal[
+    "openai",
+    "llama_cpp_python",
+    "vllm",
+    "ollama",
+    "no_models_endpoint",
+    "llama_cpp_grammar_failed",
+    "llama_cpp_schema_unenforced",
+    "vllm_reasoning_content",
+    "ollama_format_ignored",
+]
+BEHAVIOURS: tuple[Behaviour, ...] = get_args(Behaviour)
+LYING: tuple[Behaviour, ...] = BEHAVIOURS[5:]
+"""The behaviours of servers that accept a request and do not do what it asks (:func:`lie`)."""
+PROSE = "Sure! The answer is the second one, as the question says."
 
 LLAMA_CPP_PYTHON_VALIDATION = (
     "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
@@ -108,3 +133,22 @@ def requested_schema(body: dict[str, Any]) -> tuple[str | None, dict[str, Any] |
     if _INSTRUCTION_MARK not in system:
         return None, None
     return None, json.loads(system.rsplit(_INSTRUCTION_MARK, 1)[1])
+
+
+def lie(behaviour: Behaviour, body: dict[str, Any], content: str) -> tuple[str | None, str | None]:
+    """``(content, reasoning_content)`` a lying ``behaviour`` answers instead of ``content`` (the honest answer to
+    chat request ``body``); ``(content, None)`` for an honest one."""
+    kind = (body.get("response_format") or {}).get("type")
+    if behaviour == "llama_cpp_grammar_failed" and kind == "json_schema":
+        return PROSE, None
+    if behaviour == "llama_cpp_schema_unenforced" and kind == "json_schema":
+        try:
+            honest: Any = json.loads(content)
+        except ValueError:
+            honest = content
+        return json.dumps({"result": honest}), None
+    if behaviour == "vllm_reasoning_content":
+        return None, content
+    if behaviour == "ollama_format_ignored":
+        return f"Here is the JSON you asked for:\n```json\n{content}\n```\nLet me know if you need more.", None
+    return content, None

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-FaultKind = Literal["status", "hang", "malformed_json", "truncated", "content", "trickle", "body"]
+FaultKind = Literal[
+    "status", "hang", "malformed_json", "truncated", "content", "trickle", "body", "endless", "stall", "huge"
+]
 MALFORMED_CONTENT = "Sure! Here is the answer: {chunk: 3"
 
 Match = Callable[[dict[str, Any]], bool]
@@ -31,7 +33,12 @@ class Fault:
     - ``trickle``: a normal 200 whose body is sent one byte at a time, ``seconds`` apart (each byte
       arrives well within a read timeout, the whole answer does not);
     - ``body``: a 200 whose whole HTTP body is ``content`` with ``Content-Type: content_type`` (an HTML
-      error page from a proxy, JSON of the wrong shape, an oversized answer).
+      error page from a proxy, JSON of the wrong shape, an oversized answer);
+    - ``endless``: a 200 (chunked) that starts a chat completion, then sends a space every ``seconds``, forever
+      (until the client leaves or the server stops): a stream no per-read timeout ends;
+    - ``stall``: a 200 whose headers announce a body that never comes;
+    - ``huge``: a 200 (chunked, no length announced) holding a model list of ``size`` bytes, sent as fast as the
+      client reads it.
 
     In a batch, ``hang`` and ``trickle`` answer normally without sleeping; ``truncated`` and ``body``
     become a line with ``"response": null`` and ``"error": {"code": "server_error", ...}``.
@@ -44,6 +51,7 @@ class Fault:
     content: str = ""
     content_type: str = "application/json"
     finish_reason: str = "stop"
+    size: int = 0
 
     @classmethod
     def rate_limited(cls, retry_after: float | str | None = None) -> Fault:
@@ -91,6 +99,21 @@ class Fault:
         """A 200 whose HTTP body is ``body`` verbatim (UTF-8; a lone surrogate as its 3 bytes, as a broken server
         would send it), sent as ``content_type`` (not a chat completion)."""
         return cls("body", content=body, content_type=content_type)
+
+    @classmethod
+    def endless(cls, seconds_per_byte: float = 0.05) -> Fault:
+        """A 200 that never ends: a space every ``seconds_per_byte`` after the start of a completion."""
+        return cls("endless", seconds=seconds_per_byte)
+
+    @classmethod
+    def stall(cls) -> Fault:
+        """A 200 whose headers come, and then nothing."""
+        return cls("stall")
+
+    @classmethod
+    def huge(cls, size: int) -> Fault:
+        """A 200 model list of ``size`` bytes, streamed without a ``Content-Length``."""
+        return cls("huge", size=size)
 
 
 class FaultQueue:

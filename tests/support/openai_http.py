@@ -13,6 +13,7 @@ import contextlib
 import json
 import socket
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from email.message import Message
 from email.parser import BytesHeaderParser
@@ -190,6 +191,41 @@ class Handler(BaseHTTPRequestHandler):
             if stopping.wait(seconds_per_byte):
                 self.close_connection = True
                 return
+
+    def send_stream(
+        self, status: int, chunks: Iterable[bytes], content_type: str = "application/json", seconds_between: float = 0.0
+    ) -> int:
+        """Write ``chunks`` with chunked transfer encoding, ``seconds_between`` apart, until they end, the client
+        leaves or the server stops; the bytes of the body written (the connection is closed afterwards)."""
+        stopping = self.server.owner._stopping
+        self.close_connection = True
+        sent = 0
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for chunk in chunks:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                sent += len(chunk)
+                if stopping.wait(seconds_between) if seconds_between > 0 else stopping.is_set():
+                    return sent
+            self.wfile.write(b"0\r\n\r\n")
+        except CONNECTION_ERRORS:
+            pass
+        return sent
+
+    def send_stalled(self, status: int, announced: int) -> None:
+        """Write the headers of a body of ``announced`` bytes, then nothing until the server stops."""
+        self.close_connection = True
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(announced))
+            self.end_headers()
+        except CONNECTION_ERRORS:
+            return
+        self.server.owner._stopping.wait()
 
     def send_json(
         self, status: int, obj: Any, extra: dict[str, str] | None = None, truncate: bool = False, trickle_s: float = 0.0

@@ -21,10 +21,12 @@ Endpoints:
   status; the batch completes on poll ``batch_polls_to_complete``, answering every line through the
   responder and the fault queue; as with OpenAI, ``output_file_id`` is ``None`` when no line
   succeeded and ``error_file_id`` is ``None`` when none failed), ``POST /v1/batches/{id}/cancel``;
-- ``GET /v1/models`` (as the chosen behaviour answers it); anything else is a 404 with an OpenAI-style error body.
+- ``GET /v1/models`` (as the chosen behaviour answers it, or as ``server.models_fault`` says: an HTML page, an
+  endless, stalled or huge answer); anything else is a 404 with an OpenAI-style error body.
 
 A ``behaviour`` (``tests/support/openai_behaviours.py``) makes the server refuse the ``response_format`` types and
-answer the ``usage`` fields and ``/v1/models`` as llama-cpp-python's, vLLM's or Ollama's servers do.
+answer the ``usage`` fields and ``/v1/models`` as llama-cpp-python's, vLLM's or Ollama's servers do, or lie as some
+of them do (accept a ``response_format`` and not enforce it, answer in ``reasoning_content``).
 
 Every answer's ``usage`` counts tokens and reports automatic prompt caching the way the OpenAI API does
 (``prompt_tokens_details.cached_tokens``: the longest already-answered prompt prefix, in 128-token steps from
@@ -44,7 +46,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tests.support import openai_behaviours as behaviours
@@ -89,6 +91,7 @@ class OpenAICompatibleServer:
         self.in_flight = 0  # chat requests being answered now
         self.most_in_flight = 0  # the most chat requests answered at once so far
         self.prompt_cache = PromptCache()
+        self.models_fault: Fault | None = None  # how GET /v1/models answers instead (a body, endless, stall or huge)
         self._lock = threading.RLock()  # re-entrant: a ``match`` may call back into the server
         self._ids = itertools.count(1)
         self._faults = FaultQueue(self._lock)
@@ -207,10 +210,14 @@ class OpenAICompatibleServer:
                 content = answer
             else:
                 raise TypeError(f"responder returned {type(answer).__name__}, expected dict or str")
+        content, reasoning = behaviours.lie(self.behaviour, body, content)
         model, text = self._model(body), prompt_text(body)
         prompt_tokens, cached_tokens = usage if usage is not None else self.prompt_cache.lookup(model, text)
         self.prompt_cache.remember(model, text)
-        completion_tokens = count_tokens(content)
+        completion_tokens = sum(count_tokens(text) for text in (content, reasoning) if text is not None)
+        message = {"role": "assistant", "content": content, "refusal": None}
+        if reasoning is not None:
+            message["reasoning_content"] = reasoning
         counts = behaviours.usage(self.behaviour, prompt_tokens, completion_tokens, cached_tokens)
         return {
             "id": f"chatcmpl-{self._next_id()}",
@@ -220,7 +227,7 @@ class OpenAICompatibleServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content, "refusal": None},
+                    "message": message,
                     "logprobs": None,
                     "finish_reason": finish_reason,
                 }
@@ -238,10 +245,26 @@ class OpenAICompatibleServer:
             self._files.route(handler, method, rest, body)
         elif resource == "batches":
             self._batches.route(handler, method, rest, body)
+        elif resource == "models" and not rest and method == "GET" and self.models_fault is not None:
+            self._stream_fault(handler, self.models_fault)
         elif resource == "models" and not rest and method == "GET":
             handler.send_json(200, behaviours.models(self.behaviour, self.served_model))
         else:
             raise HTTPError(404, f"Invalid URL ({method} {path})", "unknown_url")
+
+    def _stream_fault(self, handler: Handler, fault: Fault) -> None:
+        """Answer as a ``body``, ``endless``, ``stall`` or ``huge`` fault says (a chat request or ``/v1/models``)."""
+        if fault.kind == "body":
+            handler.send(200, fault.content.encode("utf-8", "surrogatepass"), content_type=fault.content_type)
+        elif fault.kind == "stall":
+            handler.send_stalled(200, 1000)
+        elif fault.kind == "endless":
+            start = b'{"id": "chatcmpl-endless", "object": "chat.completion", "choices": ['
+            handler.send_stream(200, itertools.chain([start], itertools.repeat(b" ")), seconds_between=fault.seconds)
+        elif fault.kind == "huge":
+            handler.send_stream(200, _model_list(fault.size))
+        else:
+            raise ValueError(f"fault kind {fault.kind!r} is not a streamed answer")
 
     # -- chat -------------------------------------------------------------------------------------
 
@@ -289,7 +312,23 @@ class OpenAICompatibleServer:
             handler.send_json(200, self._answer(body, fault.content, usage=arrived, finish_reason=fault.finish_reason))
         elif fault.kind == "trickle":
             handler.send_json(200, self._answer(body, usage=arrived), trickle_s=fault.seconds)
-        elif fault.kind == "body":
-            handler.send(200, fault.content.encode("utf-8", "surrogatepass"), content_type=fault.content_type)
+        elif fault.kind in ("body", "endless", "stall", "huge"):
+            self._stream_fault(handler, fault)
         else:  # pragma: no cover - Literal exhausts the kinds
             raise ValueError(f"unknown fault kind {fault.kind!r}")
+
+
+def _model_list(size: int, piece: int = 64 * 1024) -> Iterator[bytes]:
+    """A ``GET /v1/models`` body of about ``size`` bytes, in pieces of ``piece`` bytes."""
+    entries = (b'{"id": "model-%08d", "object": "model"}, ' % n for n in itertools.count())
+    yield b'{"object": "list", "data": ['
+    sent, buffer = 0, bytearray()
+    for entry in entries:
+        buffer += entry
+        if len(buffer) >= piece:
+            yield bytes(buffer)
+            sent += len(buffer)
+            buffer.clear()
+            if sent >= size:
+                break
+    yield b'{"id": "last", "object": "model"}]}'
