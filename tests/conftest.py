@@ -9,6 +9,7 @@ import json
 import math
 import os
 import shutil
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -97,6 +98,20 @@ def offline_environment(patch: pytest.MonkeyPatch, root: Path, data_dir: Path) -
     (root / "dagster-home").mkdir(parents=True, exist_ok=True)
     (root / "dagster-home" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     return data_dir
+
+
+@pytest.fixture(autouse=True)
+def interrupts_as_in_a_terminal() -> None:
+    """Ctrl-C and SIGTERM as a terminal delivers them, whatever the suite inherited or a test left behind.
+
+    A suite started as a background job of a non-interactive shell (``make test &``, ``nohup``) inherits SIGINT
+    ignored; Dagster's in-process runs map SIGTERM to SIGINT's handler, so SIGTERM ends ignored too; processes the
+    tests start inherit both. Tests of interrupts and of supervision need the defaults: restored before each test.
+    """
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @pytest.fixture(autouse=True)

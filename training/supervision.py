@@ -101,9 +101,14 @@ def watch_parent(poll_s: float = 1.0, grace_s: float = 10.0, death_signal: bool 
     """Make this process stop when its launcher dies (module docstring); returns the parent pid it watches.
 
     ``death_signal``: also ask the kernel for SIGTERM on the parent's death (Linux); the polling thread runs either
-    way. A parent already gone (this process already re-parented) stops the process at once.
+    way. A parent already gone (this process already re-parented) stops the process at once. An inherited ignored
+    SIGTERM is set back to the default (in the main thread).
     """
     parent = expected_parent()
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN and threading.current_thread() is threading.main_thread():
+        # inherited ignored (a launcher started in the background: SIGINT ignored, and Dagster maps SIGTERM to
+        # SIGINT's disposition): the death signal and the stop below must end this process
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if death_signal:
         _set_death_signal(signal.SIGTERM)
     # a parent that died before the prctl is signalled by no kernel: the thread's first look finds it gone

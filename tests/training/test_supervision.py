@@ -104,12 +104,20 @@ def test_a_sigkilled_parent_stops_its_watching_child(poll_s: float, death_signal
         parent.wait(timeout=30)
 
 
-def test_a_child_whose_parent_died_before_the_watch_stops_at_once() -> None:
+def _ignore_sigterm() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("sigterm_ignored", [False, True], ids=["sigterm-default", "sigterm-inherited-ignored"])
+def test_a_child_whose_parent_died_before_the_watch_stops_at_once(sigterm_ignored: bool) -> None:
     """The launcher names the parent it expects; a child that finds another parent (its own died, it was
-    re-parented before the watch was set up) stops, though no death signal will come and the poll is slow."""
+    re-parented before the watch was set up) stops, though no death signal will come and the poll is slow; it is
+    ended by SIGTERM itself (not the forced exit a grace period later) even when it inherited SIGTERM ignored, as a
+    Dagster run started in the background passes it on."""
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, "3600", "1"], env={**env(), SUPERVISOR_ENV: supervisor_value(1)}, cwd=ROOT,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_ignore_sigterm if sigterm_ignored else None,
     )  # fmt: skip
     try:
         _, stderr = child.communicate(timeout=STOP_WITHIN_S)
