@@ -48,13 +48,18 @@ def locate_chunks(text: str, pieces: list[str], chunk_overlap: int) -> list[Chun
     """Character spans of the splitter's ``pieces`` in ``text``, in order.
 
     Without overlap a chunk starts at or after the previous chunk's end; with overlap it starts
-    after the previous chunk's start and no earlier than ``previous end - chunk_overlap``.
+    after the previous chunk's start and no earlier than ``previous end - chunk_overlap``, or at the previous
+    chunk's start when it is longer than the previous chunk (the splitter's merge can emit a piece, then the same
+    piece extended: ``'aaaa'`` then ``'aaaa aaaa'`` of ``'  aaaa aaaa'`` at size 10, overlap 5).
     """
     spans: list[ChunkSpan] = []
     previous_start, previous_end = -1, 0
     for index, piece in enumerate(pieces):
         search_from = max(previous_start + 1, previous_end - chunk_overlap)
         start = text.find(piece, search_from)
+        extends_previous = chunk_overlap > 0 and len(piece) > previous_end - previous_start >= 0
+        if start < 0 and extends_previous and text.startswith(piece, previous_start):
+            start = previous_start
         if start < 0:  # the splitter only returns substrings; this would be a splitter change
             raise RuntimeError(f"chunk {index} not found in its document after offset {search_from}")
         spans.append(ChunkSpan(index, start, start + len(piece), piece))

@@ -2,7 +2,7 @@ from itertools import pairwise
 
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conteb.config import ChunkingConfig
@@ -65,7 +65,17 @@ def test_a_piece_not_in_the_text_is_reported() -> None:
         locate_chunks("abc def", ["abc", "xyz"], 0)
 
 
+def test_a_piece_that_extends_the_previous_one_from_its_start_is_located() -> None:
+    """The splitter's merge emitted 'aaaa' then 'aaaa aaaa', both from offset 2 (found by the property below)."""
+    spans = chunk_text("  aaaa aaaa", make_splitter(ChunkingConfig(chunk_size=10, chunk_overlap=5)), 5)
+    assert all("  aaaa aaaa"[s.char_start : s.char_end] == s.text for s in spans)
+    assert locate_chunks("  aaaa aaaa", ["aaaa", "aaaa aaaa"], 5)[1].char_start == 2
+    with pytest.raises(RuntimeError, match="chunk 1 not found"):  # the same piece again is no extension
+        locate_chunks("  aaaa", ["aaaa", "aaaa"], 5)
+
+
 @settings(max_examples=60, deadline=None)
+@example(text="  aaaa aaaa", size=10, overlap_ratio=0.5)
 @given(
     text=st.text(alphabet=st.sampled_from("ab \n\t.é"), min_size=0, max_size=600),
     size=st.integers(min_value=5, max_value=120),
