@@ -27,18 +27,15 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import jsonschema
 import openai
-from openai import AsyncAPIResponse
-from openai._constants import RAW_RESPONSE_HEADER
-from openai.types.chat import ChatCompletion
 
 from llm.settings import LLMSettings
 from llm.structured import PROBE_ORDER, Mode, error_summary, mode_refusal, parse_json_object, shape_body
 from llm.types import Completion
-from llm.wire import ServerFault, answer_in_reasoning, parse_completion, read_capped
+from llm.wire import ServerFault, answer_in_reasoning, fetch_capped, parse_completion
 
 TINY_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -157,21 +154,12 @@ class _Check:
         self.settings = settings
 
     async def _fetch(self, path: str, body: dict[str, Any] | None) -> tuple[str, bytes]:
-        """``(content type, body)`` of ``GET path`` (``body`` None) or ``POST path``; :class:`ServerFault` when
-        the answer is larger than ``llm.max_answer_bytes`` or not complete within the per-call limit."""
-        limit = _call_limit(self.settings)
-        options: Any = {"headers": {RAW_RESPONSE_HEADER: "stream"}}  # the SDK hands back the unread response
-        try:
-            async with asyncio.timeout(limit):
-                if body is None:
-                    sent = await self.client.get(path, cast_to=object, options=options)
-                else:
-                    sent = await self.client.post(path, cast_to=ChatCompletion, body=body, options=options)
-                response = cast(AsyncAPIResponse[Any], sent)
-                data = await read_capped(response, self.settings.max_answer_bytes)
-        except TimeoutError:
-            raise ServerFault(f"no complete answer within {limit:g} s (llm.timeout_s)") from None
-        return response.headers.get("content-type", ""), data
+        """``(content type, body)`` of ``GET path`` (``body`` None) or ``POST path``: :func:`llm.wire.fetch_capped`
+        within the per-call limit."""
+        content_type, data, _server = await fetch_capped(
+            self.client, path, body, _call_limit(self.settings), self.settings.max_answer_bytes
+        )
+        return content_type, data
 
     async def models(self) -> tuple[list[str] | None, str]:
         """The served models and a line saying so (or why they are unknown)."""

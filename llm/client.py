@@ -48,13 +48,10 @@ import os
 import random
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, cast
+from typing import Any
 
 import jsonschema
 import openai
-from openai import AsyncAPIResponse
-from openai._constants import RAW_RESPONSE_HEADER  # "stream": the SDK hands back the unread response
-from openai.types.chat import ChatCompletion
 
 from conteb.text import escape_surrogates, text_problem
 from llm.batch import run_batch
@@ -68,7 +65,7 @@ from llm.settings import LLMSettings
 from llm.structured import CUT_OFF, Mode, ModeRefused, error_summary, mode_refusal, parse_json_object, shape_body
 from llm.types import Completion, LLMRequest, LLMResult, Progress
 from llm.usage import TokenUsage, checked_usage
-from llm.wire import ServerFault, answer_in_reasoning, failure_kind, parse_completion, read_capped
+from llm.wire import ServerFault, answer_in_reasoning, failure_kind, fetch_capped, parse_completion
 
 
 class AnswerError(ValueError):
@@ -461,24 +458,10 @@ class LLMClient:
 
     async def _post_once(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> Completion:
         """:meth:`_post` without the circuit breaker."""
-        timeout_s = self.settings.timeout_s
-        try:
-            async with asyncio.timeout(timeout_s):
-                # The SDK's generic POST, as chat.completions.create(**body) without re-validating the parameters
-                # we built ourselves (CPU that limits the client at high concurrency: bench/BENCHMARKS.md, "LLM
-                # client concurrency"); the body is left unread ("stream") so that its size can be capped while it
-                # arrives.
-                # With the "stream" header the SDK returns the unread AsyncAPIResponse, not the ChatCompletion
-                # that ``cast_to`` types the call as.
-                response = cast(AsyncAPIResponse[Any], await client.post(
-                    "/chat/completions", cast_to=ChatCompletion, body=body,
-                    options={"headers": {RAW_RESPONSE_HEADER: "stream"}},
-                ))  # fmt: skip
-                data = await read_capped(response, self.settings.max_answer_bytes)
-        except TimeoutError:
-            why = f"no complete answer within {timeout_s:g} s (llm.timeout_s)"
-            raise ServerFault(why, kind=f"{why}: the server does not finish its answers") from None
-        return parse_completion(response.headers.get("content-type", ""), data, response.headers.get("server", ""))
+        content_type, data, server = await fetch_capped(
+            client, "/chat/completions", body, self.settings.timeout_s, self.settings.max_answer_bytes
+        )
+        return parse_completion(content_type, data, server)
 
     def _delay(self, attempt: int, error: Exception) -> tuple[float, str]:
         """Seconds to wait before try ``attempt + 1``, and a note for the log: the server's ``Retry-After``

@@ -1,5 +1,6 @@
 """One chat-completions answer off the wire: read capped, parsed, and what a failed call was, in words.
 
+:func:`fetch_capped` makes one call whose whole answer must arrive within a deadline and a size;
 :func:`read_capped` reads an answer's body up to a size; :func:`parse_completion` reads it as a chat completion
 (:class:`llm.types.Completion`), else raises :class:`ServerFault` saying what came back; :func:`answer_in_reasoning`
 reads an answer a reasoning server put in ``reasoning_content``; :func:`failure_kind` names a failed call's failure
@@ -9,12 +10,15 @@ for the circuit breaker (:mod:`llm.breaker`). Used by the client (``llm/client.p
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
-from typing import Any
+from typing import Any, cast
 
 import openai
 from openai import AsyncAPIResponse
+from openai._constants import RAW_RESPONSE_HEADER  # "stream": the SDK hands back the unread response
+from openai.types.chat import ChatCompletion
 
 from llm.types import Completion
 from llm.usage import read_usage
@@ -29,6 +33,33 @@ class ServerFault(RuntimeError):
     def __init__(self, message: str, kind: str | None = None) -> None:
         super().__init__(message)
         self.kind = kind or message
+
+
+async def fetch_capped(
+    client: openai.AsyncOpenAI, path: str, body: dict[str, Any] | None, timeout_s: float, limit: int
+) -> tuple[str, bytes, str]:
+    """``(content type, body, Server header)`` of ``GET path`` (``body`` None) or ``POST path``: the whole call, from
+    sending to the answer's last byte, within ``timeout_s``, and at most ``limit`` bytes read, else
+    :class:`ServerFault`; status and connection errors are raised as the SDK raises them.
+
+    The SDK's generic GET/POST, as ``chat.completions.create(**body)`` without re-validating the parameters we built
+    ourselves (CPU that limits the client at high concurrency: bench/BENCHMARKS.md, "LLM client concurrency"); with
+    the "stream" header the SDK returns the unread :class:`AsyncAPIResponse` (not the type ``cast_to`` names), so
+    that the body's size can be capped while it arrives.
+    """
+    options: Any = {"headers": {RAW_RESPONSE_HEADER: "stream"}}
+    try:
+        async with asyncio.timeout(timeout_s):
+            if body is None:
+                sent = await client.get(path, cast_to=object, options=options)
+            else:
+                sent = await client.post(path, cast_to=ChatCompletion, body=body, options=options)
+            response = cast(AsyncAPIResponse[Any], sent)
+            data = await read_capped(response, limit)
+    except TimeoutError:
+        why = f"no complete answer within {timeout_s:g} s (llm.timeout_s)"
+        raise ServerFault(why, kind=f"{why}: the server does not finish its answers") from None
+    return response.headers.get("content-type", ""), data, response.headers.get("server", "")
 
 
 async def read_capped(response: AsyncAPIResponse[Any], limit: int) -> bytes:
