@@ -32,6 +32,7 @@ from conteb.environment import keep_caches_in
 from conteb.storage import llm_cache_path, resolve_data_dir, review_store_path
 from pipelines.console_logger import console_logger
 from pipelines.jobs import build_conteb_job, build_evaluate_job, build_reproduce_job, build_train_job, choose_executor
+from pipelines.pipes_messages import WholeLineTempFileMessageReader
 from project.config import ExecutionConfig, ProjectConfig, load_config
 
 
@@ -102,7 +103,7 @@ def build_definitions(config: ProjectConfig) -> dg.Definitions:
             "settings": ConTEBSettings(config_path=str(config.config_path), data_dir=data_dir),
             "stage_io_manager": StageTableIOManager(data_dir=data_dir),
             "review": ReviewStoreResource(path=str(review_store_path(Path(data_dir)))),
-            "pipes_subprocess_client": dg.PipesSubprocessClient(),
+            "pipes_subprocess_client": dg.PipesSubprocessClient(message_reader=WholeLineTempFileMessageReader()),
             "llm": LLMResource(
                 settings_json=config.llm.model_dump_json(),
                 # EnvVar: resolved at run time, shown by name (never by value) in the UI.
